@@ -1,0 +1,28 @@
+"""Creating analysts: a SCRAM verifier and a secret shift drawn once (seed 000)."""
+
+from __future__ import annotations
+
+from accounting import Analyst, Ledger
+from mechanisms.random_source import SecureRandomSource, uniform
+
+from .auth import make_verifier
+from .config import PrivacySettings
+
+
+def create_analyst(
+    ledger: Ledger, name: str, password: str, epsilon: float, delta: float,
+    privacy: PrivacySettings,
+) -> Analyst:
+    """Store a new analyst; the shift μ_u is drawn from a secure source and never shown."""
+    if not name or epsilon <= 0 or delta < 0:
+        raise ValueError("an analyst needs a name, a positive epsilon and a delta >= 0")
+    low, high = privacy.shift_interval
+    analyst = Analyst(
+        name=name,
+        verifier=make_verifier(password),
+        epsilon_total=epsilon,
+        delta_total=delta,
+        shift=uniform(low, high, SecureRandomSource()),
+    )
+    ledger.add_analyst(analyst)
+    return analyst

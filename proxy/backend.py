@@ -1,0 +1,247 @@
+"""A minimal PostgreSQL client at the protocol level, for the proxy's backend connections.
+
+The proxy needs the backend's messages as bytes (to relay catalog answers with their
+exact type OIDs and formats), which drivers hide; so it speaks the protocol itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import struct
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import scramp
+from psycopg.conninfo import conninfo_to_dict
+
+from . import wire
+
+MAX_BACKEND_MESSAGE = 1 << 30
+
+
+class BackendError(Exception):
+    """An ErrorResponse from PostgreSQL, with its fields (C = SQLSTATE, M = message)."""
+
+    def __init__(self, fields: dict[str, str]):
+        super().__init__(fields.get("M", "backend error"))
+        self.fields = fields
+
+    @property
+    def sqlstate(self) -> str:
+        return self.fields.get("C", "XX000")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and as whom to connect, from a libpq DSN."""
+
+    host: str
+    port: int
+    user: str
+    password: str | None
+    database: str
+
+    @classmethod
+    def from_dsn(cls, dsn: str) -> Endpoint:
+        params = conninfo_to_dict(dsn)
+        return cls(
+            host=str(params.get("host") or "localhost"),
+            port=int(params.get("port") or 5432),
+            user=str(params.get("user") or "postgres"),
+            password=params.get("password") or None,
+            database=str(params.get("dbname") or params.get("user") or "postgres"),
+        )
+
+
+class BackendConnection:
+    """One authenticated connection to PostgreSQL."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader = reader
+        self.writer = writer
+        self.parameters: dict[str, str] = {}
+        self.pid = 0
+        self.secret = 0
+        self.status = b"I"
+        self.endpoint: Endpoint | None = None
+
+    @classmethod
+    async def connect(cls, endpoint: Endpoint, **options: str) -> BackendConnection:
+        reader, writer = await _open(endpoint)
+        connection = cls(reader, writer)
+        connection.endpoint = endpoint
+        try:
+            await connection._startup(endpoint, options)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    async def _startup(self, endpoint: Endpoint, options: dict[str, str]) -> None:
+        params = {"user": endpoint.user, "database": endpoint.database, **options}
+        body = struct.pack("!i", wire.PROTOCOL_3_0)
+        body += b"".join(k.encode() + b"\0" + v.encode() + b"\0" for k, v in params.items())
+        body += b"\0"
+        self.writer.write(struct.pack("!i", len(body) + 4) + body)
+        scram: scramp.ScramClient | None = None
+        while True:
+            kind, payload = await self.read()
+            if kind == b"R":
+                scram = await self._authenticate(endpoint, payload, scram)
+            elif kind == b"S":
+                name, offset = wire.cstring(payload)
+                self.parameters[name] = wire.cstring(payload, offset)[0]
+            elif kind == b"K":
+                self.pid, self.secret = struct.unpack("!ii", payload)
+            elif kind == b"E":
+                raise BackendError(wire.parse_error_fields(payload))
+            elif kind == b"Z":
+                self.status = payload[:1]
+                return
+
+    async def _authenticate(
+        self, endpoint: Endpoint, payload: bytes, scram: scramp.ScramClient | None
+    ) -> scramp.ScramClient | None:
+        (code,) = struct.unpack_from("!i", payload)
+        password = (endpoint.password or "").encode()
+        if code == 0:
+            return scram
+        if code == 3:
+            self.send(wire.message(b"p", password + b"\0"))
+        elif code == 5:
+            salt = payload[4:8]
+            inner = hashlib.md5(password + endpoint.user.encode()).hexdigest().encode()
+            digest = b"md5" + hashlib.md5(inner + salt).hexdigest().encode()
+            self.send(wire.message(b"p", digest + b"\0"))
+        elif code == 10:
+            scram = scramp.ScramClient(["SCRAM-SHA-256"], endpoint.user, endpoint.password or "")
+            first = scram.get_client_first().encode()
+            self.send(wire.message(
+                b"p", b"SCRAM-SHA-256\0" + struct.pack("!i", len(first)) + first
+            ))
+        elif code == 11 and scram is not None:
+            scram.set_server_first(payload[4:].decode())
+            self.send(wire.message(b"p", scram.get_client_final().encode()))
+        elif code == 12 and scram is not None:
+            scram.set_server_final(payload[4:].decode())
+        else:
+            raise BackendError({"C": "28000", "M": f"unsupported backend authentication {code}"})
+        await self.writer.drain()
+        return scram
+
+    def send(self, data: bytes) -> None:
+        self.writer.write(data)
+
+    async def read(self) -> tuple[bytes, bytes]:
+        return await wire.read_message(self.reader, MAX_BACKEND_MESSAGE)
+
+    async def relay(self, data: bytes, forward: Callable[[bytes], Awaitable[None] | None]) -> bool:
+        """Send a simple query and pass every response message to `forward`, up to (not
+        including) ReadyForQuery. Return False if the backend reported an error."""
+        self.send(data)
+        await self.writer.drain()
+        ok = True
+        while True:
+            kind, payload = await self.read()
+            if kind == b"Z":
+                self.status = payload[:1]
+                return ok
+            if kind == b"E":
+                ok = False
+            elif kind == b"S":
+                name, offset = wire.cstring(payload)
+                self.parameters[name] = wire.cstring(payload, offset)[0]
+            result = forward(wire.message(kind, payload))
+            if result is not None:
+                await result
+
+    async def fetch(self, sql: str) -> list[list[bytes | None]]:
+        """Run one statement and return its rows in text format; raise BackendError."""
+        self.send(wire.message(b"Q", sql.encode() + b"\0"))
+        await self.writer.drain()
+        rows: list[list[bytes | None]] = []
+        error: BackendError | None = None
+        while True:
+            kind, payload = await self.read()
+            if kind == b"D":
+                rows.append(wire.parse_data_row(payload))
+            elif kind == b"E":
+                error = BackendError(wire.parse_error_fields(payload))
+            elif kind == b"Z":
+                self.status = payload[:1]
+                if error is not None:
+                    raise error
+                return rows
+
+    async def check(self, sql: str) -> None:
+        """Parse (and type-check) a statement without running it; raise BackendError."""
+        self.send(wire.message(b"P", b"\0" + sql.encode() + b"\0\0\0") + wire.message(b"S"))
+        await self.writer.drain()
+        error: BackendError | None = None
+        while True:
+            kind, payload = await self.read()
+            if kind == b"E":
+                error = BackendError(wire.parse_error_fields(payload))
+            elif kind == b"Z":
+                self.status = payload[:1]
+                if error is not None:
+                    raise error
+                return
+
+    async def cancel(self) -> None:
+        """Ask PostgreSQL to cancel whatever this connection is running."""
+        if self.endpoint is None:
+            return
+        _, writer = await _open(self.endpoint)
+        writer.write(struct.pack("!iiii", 16, wire.CANCEL_REQUEST, self.pid, self.secret))
+        await writer.drain()
+        writer.close()
+
+    def close(self) -> None:
+        if not self.writer.is_closing():
+            try:
+                self.writer.write(wire.message(b"X"))
+            except (ConnectionError, RuntimeError):
+                pass
+            self.writer.close()
+
+
+async def _open(endpoint: Endpoint) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    if endpoint.host.startswith("/"):
+        return await asyncio.open_unix_connection(f"{endpoint.host}/.s.PGSQL.{endpoint.port}")
+    return await asyncio.open_connection(endpoint.host, endpoint.port)
+
+
+class BackendPool:
+    """A few reusable connections for private aggregates (run as the reader role)."""
+
+    def __init__(self, endpoint: Endpoint, size: int):
+        self.endpoint = endpoint
+        self._idle: asyncio.LifoQueue[BackendConnection] = asyncio.LifoQueue()
+        self._slots = asyncio.Semaphore(size)
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[BackendConnection]:
+        """Lend a connection; it goes back to the pool unless it broke."""
+        async with self._slots:
+            connection = self._idle.get_nowait() if not self._idle.empty() else None
+            if connection is None:
+                connection = await BackendConnection.connect(
+                    self.endpoint, application_name="dpgate-private"
+                )
+            try:
+                yield connection
+            except (OSError, EOFError, wire.ProtocolError, asyncio.CancelledError):
+                connection.close()
+                raise
+            finally:
+                if connection.status == b"I" and not connection.writer.is_closing():
+                    self._idle.put_nowait(connection)
+                else:
+                    connection.close()
+
+    def close(self) -> None:
+        while not self._idle.empty():
+            self._idle.get_nowait().close()

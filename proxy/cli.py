@@ -1,0 +1,221 @@
+"""The `dpgate` command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import json
+import logging
+import os
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from accounting import SqliteLedger, UnknownAnalyst
+
+from .analysts import create_analyst
+from .config import Config, LedgerSettings, default_data_dir, load_config
+from .server import Proxy
+
+
+def _config(args: argparse.Namespace) -> Config:
+    config = load_config(args.config or os.environ.get("DPGATE_CONFIG"))
+    if getattr(args, "ledger", None):
+        config = replace(config, ledger=LedgerSettings(path=args.ledger))
+    return config
+
+
+async def _serve(config: Config, banner: str = "") -> None:
+    ledger = SqliteLedger(config.ledger.path)
+    proxy = Proxy(config, ledger)
+    server = await proxy.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    host, port = config.server.listen_host, config.server.listen_port
+    print(f"dpgate listening on {host}:{port}", flush=True)
+    if banner:
+        print(banner, flush=True)
+    await stop.wait()
+    print("dpgate shutting down", flush=True)
+    server.close()
+    await proxy.close()
+    await server.wait_closed()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    config = _config(args)
+    if not config.backend.dsn:
+        print("dpgate: backend.dsn is not set (use --config, DPGATE_BACKEND_DSN, "
+              "or `dpgate demo` for an embedded database)", file=sys.stderr)
+        return 2
+    asyncio.run(_serve(config))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import (
+        DEMO_ANALYSTS,
+        DEMO_DATABASE,
+        demo_config,
+        ensure_demo_analysts,
+        prepare_database,
+        start_embedded_postgres,
+    )
+
+    data_dir = Path(args.data_dir)
+    print(f"dpgate demo: starting PostgreSQL in {data_dir / 'pgdata'}", flush=True)
+    server, admin = start_embedded_postgres(data_dir / "pgdata")
+    try:
+        print("dpgate demo: preparing database 'demo' (first start loads 111,000 rows)",
+              flush=True)
+        dsns = prepare_database(admin, DEMO_DATABASE)
+        config = demo_config(data_dir, args.host, args.port, dsns,
+                             load_config(args.config) if args.config else Config())
+        ensure_demo_analysts(config)
+        lines = [f'  psql "postgresql://{name}:{password}@{args.host}:{args.port}/'
+                 f'{DEMO_DATABASE}"' for name, password in DEMO_ANALYSTS.items()]
+        banner = ("Connect as an analyst:\n" + "\n".join(lines) +
+                  f"\nLedger: {config.ledger.path}\n"
+                  f"  dpgate user show alice --ledger {config.ledger.path}\n"
+                  "Press Ctrl-C to stop.")
+        asyncio.run(_serve(config, banner))
+    finally:
+        server.cleanup()
+    return 0
+
+
+def _read_password(args: argparse.Namespace) -> str:
+    if args.password_stdin or not sys.stdin.isatty():
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass(f"password for {args.name}: ")
+        if password != getpass.getpass("again: "):
+            raise SystemExit("dpgate: the passwords differ")
+    if not password:
+        raise SystemExit("dpgate: empty password")
+    return password
+
+
+def cmd_user_add(args: argparse.Namespace) -> int:
+    config = _config(args)
+    epsilon = args.epsilon if args.epsilon is not None else config.privacy.default_budget
+    ledger = SqliteLedger(config.ledger.path)
+    try:
+        create_analyst(ledger, args.name, _read_password(args), epsilon, args.delta,
+                       config.privacy)
+    except ValueError as error:
+        print(f"dpgate: {error}", file=sys.stderr)
+        return 1
+    print(f"analyst {args.name} added with epsilon {epsilon:g}, delta {args.delta:g}")
+    return 0
+
+
+def cmd_user_list(args: argparse.Namespace) -> int:
+    ledger = SqliteLedger(_config(args).ledger.path)
+    print(f"{'analyst':<20} {'epsilon':>10} {'spent':>10} {'left':>10} {'queries':>8}")
+    for analyst in ledger.analysts():
+        budget = ledger.budget(analyst.name)
+        print(f"{analyst.name:<20} {budget.epsilon_total:>10g} {budget.epsilon_spent:>10g} "
+              f"{budget.epsilon_left:>10g} {budget.queries:>8}")
+    return 0
+
+
+def cmd_user_show(args: argparse.Namespace) -> int:
+    ledger = SqliteLedger(_config(args).ledger.path)
+    try:
+        budget = ledger.budget(args.name)
+    except UnknownAnalyst:
+        print(f"dpgate: no analyst named {args.name}", file=sys.stderr)
+        return 1
+    charges = ledger.charges(args.name)
+    if args.json:
+        print(json.dumps({
+            "analyst": args.name, "epsilon_total": budget.epsilon_total,
+            "epsilon_spent": budget.epsilon_spent, "epsilon_left": budget.epsilon_left,
+            "delta_total": budget.delta_total, "delta_spent": budget.delta_spent,
+            "charges": [charge.__dict__ for charge in charges],
+        }, indent=2))
+        return 0
+    print(f"analyst {args.name}: epsilon {budget.epsilon_spent:g} spent of "
+          f"{budget.epsilon_total:g} ({budget.epsilon_left:g} left), "
+          f"delta {budget.delta_spent:g} of {budget.delta_total:g}, {budget.queries} queries")
+    for charge in charges:
+        print(f"  #{charge.id} {charge.at} epsilon {charge.epsilon:g} {charge.mechanism} "
+              f"{charge.outcome}: {' '.join(charge.statement.split())}")
+    return 0
+
+
+def cmd_user_remove(args: argparse.Namespace) -> int:
+    try:
+        SqliteLedger(_config(args).ledger.path).remove_analyst(args.name)
+    except UnknownAnalyst:
+        print(f"dpgate: no analyst named {args.name}", file=sys.stderr)
+        return 1
+    print(f"analyst {args.name} removed (their charges stay in the ledger)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dpgate", description="A differential-privacy gateway for PostgreSQL.")
+    parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def with_config(sub: argparse.ArgumentParser, ledger: bool = True) -> None:
+        sub.add_argument("--config", help="dpgate.toml (default: $DPGATE_CONFIG, else defaults)")
+        if ledger:
+            sub.add_argument("--ledger", help="ledger file (overrides the configuration)")
+
+    serve = commands.add_parser("serve", help="run the proxy in front of a PostgreSQL")
+    with_config(serve, ledger=False)
+    serve.set_defaults(func=cmd_serve)
+
+    demo = commands.add_parser("demo", help="embedded PostgreSQL + demo data + the proxy")
+    demo.add_argument("--data-dir", default=str(default_data_dir()),
+                      help=f"where the database and ledger live (default {default_data_dir()})")
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=6432)
+    demo.add_argument("--config", help="take [privacy] settings from this dpgate.toml")
+    demo.set_defaults(func=cmd_demo)
+
+    user = commands.add_parser("user", help="manage analysts").add_subparsers(
+        dest="user_command", required=True)
+    add = user.add_parser("add", help="create an analyst (password from a prompt or stdin)")
+    add.add_argument("name")
+    add.add_argument("--epsilon", type=float, help="total epsilon budget")
+    add.add_argument("--delta", type=float, default=1e-6, help="total delta budget")
+    add.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    with_config(add)
+    add.set_defaults(func=cmd_user_add)
+    listing = user.add_parser("list", help="every analyst and their budget")
+    with_config(listing)
+    listing.set_defaults(func=cmd_user_list)
+    show = user.add_parser("show", help="an analyst's budget and query history")
+    show.add_argument("name")
+    show.add_argument("--json", action="store_true")
+    with_config(show)
+    show.set_defaults(func=cmd_user_show)
+    remove = user.add_parser("remove", help="remove an analyst's access")
+    remove.add_argument("name")
+    with_config(remove)
+    remove.set_defaults(func=cmd_user_remove)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except (ValueError, OSError) as error:
+        print(f"dpgate: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""dpgate.toml: settings, each overridable by a DPGATE_<SECTION>_<KEY> environment variable."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from rewriter.policy import Policy
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("dpgate"))
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    listen_host: str = "127.0.0.1"
+    listen_port: int = 6432
+    # Largest client message accepted; a bigger one closes that client's connection.
+    max_message_size: int = 1 << 20
+    auth_timeout: float = 30.0
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    # Role that reads private tables; used only for rewritten private aggregates.
+    dsn: str = ""
+    # Role for relayed catalog and session traffic; it should not be able to read
+    # private tables. Empty: use `dsn` (weaker, the classifier is then the only guard).
+    relay_dsn: str = ""
+    pool_size: int = 4
+
+
+@dataclass(frozen=True)
+class LedgerSettings:
+    path: str = str(default_data_dir() / "ledger.sqlite3")
+
+
+@dataclass(frozen=True)
+class PrivacySettings:
+    # ε charged per query unless the session says SET dp.epsilon.
+    default_epsilon: float = 0.1
+    # Budget of `dpgate user add` when --epsilon is not given.
+    default_budget: float = 1.0
+    # Seed 000's per-analyst location μ_u is drawn once from this interval, in units of
+    # the noise scale b ("scale") or of the answer ("absolute"). [0, 0] is plain Laplace.
+    shift_unit: str = "scale"
+    shift_interval: tuple[float, float] = (-1.0, 1.0)
+    # Confidence of the accuracy bound in the NOTICE (0.95 gives a 95% bound).
+    confidence: float = 0.95
+
+
+@dataclass(frozen=True)
+class Config:
+    server: ServerSettings = field(default_factory=ServerSettings)
+    backend: BackendSettings = field(default_factory=BackendSettings)
+    ledger: LedgerSettings = field(default_factory=LedgerSettings)
+    privacy: PrivacySettings = field(default_factory=PrivacySettings)
+    policy: Policy = field(default_factory=Policy)
+
+    def validate(self) -> Config:
+        privacy = self.privacy
+        if privacy.shift_unit not in ("scale", "absolute"):
+            raise ValueError("privacy.shift_unit must be 'scale' or 'absolute'")
+        low, high = privacy.shift_interval
+        if low > high:
+            raise ValueError("privacy.shift_interval must be [low, high] with low <= high")
+        if not 0 < privacy.default_epsilon:
+            raise ValueError("privacy.default_epsilon must be positive")
+        if not 0 < privacy.confidence < 1:
+            raise ValueError("privacy.confidence must be between 0 and 1")
+        return self
+
+
+_SECTIONS = {
+    "server": ServerSettings, "backend": BackendSettings,
+    "ledger": LedgerSettings, "privacy": PrivacySettings,
+}
+
+
+def _coerce(value: Any, like: Any, name: str) -> Any:
+    if isinstance(like, tuple):
+        items = value.split(",") if isinstance(value, str) else list(value)
+        return tuple(float(item) for item in items)
+    if isinstance(like, bool):
+        return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+    try:
+        return type(like)(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"setting {name}: {value!r} is not a {type(like).__name__}") from None
+
+
+def load_config(path: str | Path | None = None, environ: dict[str, str] | None = None) -> Config:
+    """Read the TOML file (if any), then apply DPGATE_<SECTION>_<KEY> overrides."""
+    environ = dict(os.environ if environ is None else environ)
+    data: dict[str, Any] = {}
+    if path is not None:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    unknown = set(data) - set(_SECTIONS) - {"policy"}
+    if unknown:
+        raise ValueError(f"unknown section(s) in {path}: {', '.join(sorted(unknown))}")
+    sections = {}
+    for section, kind in _SECTIONS.items():
+        settings = kind()
+        given = dict(data.get(section, {}))
+        names = {f.name for f in fields(kind)}
+        if set(given) - names:
+            raise ValueError(f"unknown setting(s) in [{section}]: {', '.join(set(given) - names)}")
+        for name in names:
+            env_name = f"DPGATE_{section}_{name}".upper()
+            if env_name in environ:
+                given[name] = environ[env_name]
+            if name in given:
+                given[name] = _coerce(given[name], getattr(settings, name), f"{section}.{name}")
+        sections[section] = replace(settings, **given)
+    return Config(policy=Policy.from_dict(data.get("policy", {})), **sections).validate()

@@ -1,0 +1,163 @@
+"""PostgreSQL v3 protocol: framing and the messages the proxy sends (pure functions)."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Iterable, Sequence
+
+PROTOCOL_3_0 = 196608
+SSL_REQUEST = 80877103
+GSSENC_REQUEST = 80877104
+CANCEL_REQUEST = 80877102
+
+INT8_OID = 20
+TEXT_OID = 25
+FLOAT8_OID = 701
+
+
+class ProtocolError(Exception):
+    """The peer broke the protocol; the connection is closed after telling it why."""
+
+
+async def read_startup(reader: asyncio.StreamReader, max_size: int) -> tuple[int, bytes]:
+    """Read one untyped startup-phase message: (code, payload after the code)."""
+    header = await reader.readexactly(8)
+    length, code = struct.unpack("!ii", header)
+    if length < 8 or length > max_size:
+        raise ProtocolError(f"invalid startup packet length {length}")
+    return code, await reader.readexactly(length - 8)
+
+
+async def read_message(reader: asyncio.StreamReader, max_size: int) -> tuple[bytes, bytes]:
+    """Read one typed message: (type byte, payload)."""
+    header = await reader.readexactly(5)
+    kind, length = header[:1], struct.unpack("!i", header[1:])[0]
+    if length < 4 or length > max_size:
+        raise ProtocolError(f"invalid message length {length}")
+    return kind, await reader.readexactly(length - 4)
+
+
+def parse_startup_parameters(payload: bytes) -> dict[str, str]:
+    parts = payload.split(b"\0")
+    if len(parts) < 2 or parts[-1] != b"" or parts[-2] != b"":
+        raise ProtocolError("malformed startup parameters")
+    items = parts[:-2]
+    if len(items) % 2:
+        raise ProtocolError("malformed startup parameters")
+    return {
+        items[i].decode("utf-8", "replace"): items[i + 1].decode("utf-8", "replace")
+        for i in range(0, len(items), 2)
+    }
+
+
+def cstring(payload: bytes, start: int = 0) -> tuple[str, int]:
+    """Decode a NUL-terminated string; return it and the offset after the NUL."""
+    end = payload.find(b"\0", start)
+    if end < 0:
+        raise ProtocolError("unterminated string in message")
+    return payload[start:end].decode("utf-8", "replace"), end + 1
+
+
+def message(kind: bytes, payload: bytes = b"") -> bytes:
+    return kind + struct.pack("!i", len(payload) + 4) + payload
+
+
+def _cstr(text: str) -> bytes:
+    return text.encode() + b"\0"
+
+
+def authentication(code: int, data: bytes = b"") -> bytes:
+    return message(b"R", struct.pack("!i", code) + data)
+
+
+def authentication_sasl(mechanisms: Iterable[str]) -> bytes:
+    return authentication(10, b"".join(_cstr(m) for m in mechanisms) + b"\0")
+
+
+def parameter_status(name: str, value: str) -> bytes:
+    return message(b"S", _cstr(name) + _cstr(value))
+
+
+def backend_key_data(pid: int, key: int) -> bytes:
+    return message(b"K", struct.pack("!ii", pid, key))
+
+
+def ready_for_query(status: bytes) -> bytes:
+    return message(b"Z", status)
+
+
+def row_description(columns: Sequence[tuple[str, int]]) -> bytes:
+    """Columns as (name, type OID), text format, no source table."""
+    body = struct.pack("!h", len(columns))
+    for name, oid in columns:
+        size = 8 if oid in (INT8_OID, FLOAT8_OID) else -1
+        body += _cstr(name) + struct.pack("!ihihih", 0, 0, oid, size, -1, 0)
+    return message(b"T", body)
+
+
+def data_row(values: Sequence[str | None]) -> bytes:
+    body = struct.pack("!h", len(values))
+    for value in values:
+        if value is None:
+            body += struct.pack("!i", -1)
+        else:
+            encoded = value.encode()
+            body += struct.pack("!i", len(encoded)) + encoded
+    return message(b"D", body)
+
+
+def command_complete(tag: str) -> bytes:
+    return message(b"C", _cstr(tag))
+
+
+def empty_query_response() -> bytes:
+    return message(b"I")
+
+
+def _fields(
+    severity: str, code: str, text: str, hint: str | None, position: int | None
+) -> bytes:
+    body = b"S" + _cstr(severity) + b"V" + _cstr(severity) + b"C" + _cstr(code)
+    body += b"M" + _cstr(text)
+    if hint:
+        body += b"H" + _cstr(hint)
+    if position:
+        body += b"P" + _cstr(str(position))
+    return body + b"\0"
+
+
+def error_response(
+    code: str, text: str, hint: str | None = None, position: int | None = None,
+    severity: str = "ERROR",
+) -> bytes:
+    return message(b"E", _fields(severity, code, text, hint, position))
+
+
+def notice_response(text: str, hint: str | None = None) -> bytes:
+    return message(b"N", _fields("NOTICE", "00000", text, hint, None))
+
+
+def parse_error_fields(payload: bytes) -> dict[str, str]:
+    """Fields of an ErrorResponse or NoticeResponse payload, keyed by their code letter."""
+    fields: dict[str, str] = {}
+    offset = 0
+    while offset < len(payload) and payload[offset] != 0:
+        code = chr(payload[offset])
+        value, offset = cstring(payload, offset + 1)
+        fields[code] = value
+    return fields
+
+
+def parse_data_row(payload: bytes) -> list[bytes | None]:
+    (count,) = struct.unpack_from("!h", payload)
+    offset, values = 2, []
+    for _ in range(count):
+        (length,) = struct.unpack_from("!i", payload, offset)
+        offset += 4
+        if length < 0:
+            values.append(None)
+        else:
+            values.append(payload[offset:offset + length])
+            offset += length
+    return values

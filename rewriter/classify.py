@@ -1,0 +1,190 @@
+"""Split a query string into statements and decide what each one is.
+
+Pure: text and policy in, plans (or refusals) out. Utility statements are recognised by
+their leading keywords because sqlglot does not model them faithfully (it reads
+`START TRANSACTION` as a column alias); queries are parsed with sqlglot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+from .catalog import check_catalog_query
+from .errors import SYNTAX_ERROR, Refusal, policy_refusal
+from .functions import function_name, is_denied
+from .plan import EmptyStatement, Plan, Relay, SetDpSetting, ShowDpSetting
+from .policy import Policy
+from .positions import position_of
+from .private import plan_private_aggregate
+
+_DIALECT = Postgres()
+
+QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "TABLE", "("})
+# Transaction control and session housekeeping: relayed, they touch no rows.
+RELAYED_UTILITY = frozenset({
+    "BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE",
+    "DEALLOCATE",
+})
+# Settings that would change who the relay connection acts as.
+IDENTITY_SETTINGS = frozenset({"role", "authorization", "session_authorization"})
+WRITES = frozenset({
+    "INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "DROP", "ALTER", "TRUNCATE", "COPY",
+    "GRANT", "REVOKE", "COMMENT", "SECURITY", "REINDEX", "CLUSTER", "VACUUM", "ANALYZE",
+    "REFRESH", "IMPORT", "LOCK", "CHECKPOINT", "REASSIGN", "LOAD",
+})
+WRITE_NODES = (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop,
+               exp.Alter, exp.TruncateTable, exp.Copy, exp.Command)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a query string: its text, its offset and what to do with it."""
+
+    text: str
+    offset: int
+    plan: Plan | Refusal
+
+
+def classify(sql: str, policy: Policy) -> list[Statement]:
+    """Classify every statement of a simple-query string, in order.
+
+    Raises Refusal (42601) on a syntax error: like PostgreSQL, a syntax error anywhere
+    means no statement of the string runs. Other refusals stand in the statement's place.
+    """
+    statements = []
+    for tokens in _split(sql):
+        start, end = tokens[0].start, tokens[-1].end + 1
+        text = sql[start:end]
+        try:
+            plan: Plan | Refusal = _classify_one(text, tokens, policy, start)
+        except Refusal as refusal:
+            if refusal.sqlstate == SYNTAX_ERROR:
+                raise
+            plan = refusal
+        statements.append(Statement(text, start, plan))
+    if not statements:
+        statements.append(Statement("", 0, EmptyStatement()))
+    return statements
+
+
+def _split(sql: str) -> list[list[Token]]:
+    try:
+        tokens = _DIALECT.tokenize(sql)
+    except TokenError as error:
+        raise Refusal(SYNTAX_ERROR, f"syntax error: {error}") from None
+    groups: list[list[Token]] = [[]]
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            groups.append([])
+        else:
+            groups[-1].append(token)
+    return [group for group in groups if group]
+
+
+def _words(tokens: list[Token]) -> list[str]:
+    return [token.text for token in tokens]
+
+
+def _classify_one(text: str, tokens: list[Token], policy: Policy, offset: int) -> Plan:
+    first = tokens[0].text.upper()
+    if first in QUERY_STARTS:
+        return _classify_query(text, policy, offset)
+    if first == "SET":
+        return _classify_set(text, tokens[1:])
+    if first == "SHOW":
+        name = "".join(_words(tokens[1:])).lower()
+        return ShowDpSetting(name) if name.startswith("dp.") else Relay(text)
+    if first == "RESET":
+        name = "".join(_words(tokens[1:])).lower()
+        if name.startswith("dp."):
+            return SetDpSetting(name, None)
+        return Relay(text, resets_dp=name == "all")
+    if first == "DISCARD":
+        return Relay(text, resets_dp=len(tokens) > 1 and tokens[1].text.upper() == "ALL")
+    if first in RELAYED_UTILITY:
+        return Relay(text)
+    if first == "EXPLAIN":
+        raise policy_refusal(
+            "EXPLAIN is refused: its row estimates would reveal private data",
+            position=offset + 1,
+        )
+    if first in WRITES:
+        raise policy_refusal(
+            f"{first} is refused: dpgate is read-only and {_ONLY_AGGREGATES_TEXT}",
+            position=offset + 1,
+        )
+    raise policy_refusal(
+        f"{first} statements are not allowed through dpgate",
+        hint="Ask SELECT queries of aggregates, or catalog queries.",
+        position=offset + 1,
+    )
+
+
+_ONLY_AGGREGATES_TEXT = "only aggregates of private tables are answered"
+
+
+def _classify_set(text: str, tokens: list[Token]) -> Plan:
+    words = _words(tokens)
+    if words and words[0].upper() in ("SESSION", "LOCAL"):
+        words = words[1:]
+    if words and words[0].lower() in IDENTITY_SETTINGS:
+        raise policy_refusal(
+            f"SET {words[0].upper()} is refused: the proxy's backend identity is fixed"
+        )
+    name_parts: list[str] = []
+    while words and words[0] != "=" and words[0].upper() != "TO":
+        name_parts.append(words.pop(0))
+    name = "".join(name_parts).lower()
+    value_words = words[1:]
+    if not name.startswith("dp."):
+        return Relay(text)
+    value = " ".join(value_words)
+    return SetDpSetting(name, None if value.upper() in ("", "DEFAULT") else value)
+
+
+def _classify_query(text: str, policy: Policy, offset: int) -> Plan:
+    try:
+        tree = sqlglot.parse_one(text, dialect="postgres")
+    except ParseError as error:
+        detail = error.errors[0] if error.errors else {}
+        column = detail.get("col")
+        raise Refusal(
+            SYNTAX_ERROR,
+            f"syntax error: {detail.get('description', str(error))}",
+            position=None if column is None else offset + int(column),
+        ) from None
+    _refuse_writes_and_side_effects(tree, offset)
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    tables = [
+        table for table in tree.find_all(exp.Table)
+        if isinstance(table.this, exp.Identifier)
+        and not (not table.db and table.name.lower() in ctes)
+    ]
+    if any(policy.is_private(table.db, table.name) for table in tables):
+        return plan_private_aggregate(tree, policy, offset)
+    check_catalog_query(tree, tables, offset)
+    return Relay(text)
+
+
+def _refuse_writes_and_side_effects(tree: exp.Expression, offset: int) -> None:
+    for node in tree.walk():
+        if isinstance(node, WRITE_NODES):
+            raise policy_refusal(
+                f"{node.key.upper()} is refused: dpgate is read-only",
+                position=position_of(node, offset),
+            )
+        name = function_name(node)
+        if name and is_denied(name):
+            raise policy_refusal(f"function {name} is refused", position=position_of(node, offset))
+    if tree.args.get("into"):
+        raise policy_refusal("SELECT INTO is refused: dpgate is read-only",
+                             position=position_of(tree, offset))
+    if tree.args.get("locks"):
+        raise policy_refusal("SELECT … FOR UPDATE/SHARE is refused: dpgate is read-only",
+                             position=position_of(tree, offset))

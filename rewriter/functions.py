@@ -1,0 +1,47 @@
+"""Functions that must never run through dpgate, and those allowed on private rows."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+# Functions that run SQL text, read files or server state, sleep, change settings or
+# reveal table sizes. Matched on the lower-case name, as exact names or prefixes.
+DENIED_PREFIXES = (
+    "pg_read_", "pg_ls_", "pg_stat_", "pg_file_", "pg_logdir_", "lo_", "dblink",
+    "query_to_", "table_to_", "cursor_to_", "schema_to_", "database_to_",
+    "pg_advisory", "pg_try_advisory", "pg_create_", "pg_drop_", "pg_logical_",
+    "pg_replication_", "pg_switch_", "pg_backup_", "pg_wal_", "pg_log_",
+)
+DENIED_NAMES = frozenset({
+    "pg_relation_size", "pg_total_relation_size", "pg_table_size", "pg_indexes_size",
+    "pg_database_size", "pg_tablespace_size", "pg_column_size", "pg_sleep",
+    "pg_sleep_for", "pg_sleep_until", "set_config", "pg_terminate_backend",
+    "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile", "pg_current_logfile",
+    "pg_notify", "pg_promote", "pg_export_snapshot", "pg_import_system_collations",
+    "ts_stat", "nextval", "setval", "xmlparse", "pg_get_object_address",
+})
+
+# Expression nodes allowed when evaluated on private rows. Every one of them is total
+# on its inputs (cannot raise an error that depends on the data), which keeps the
+# presence of an error from telling anything about a row.
+ROW_SAFE_NODES: tuple[type[exp.Expression], ...] = (
+    exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Paren,
+    exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
+    exp.Is, exp.In, exp.Between, exp.Like, exp.ILike, exp.Case, exp.If, exp.Coalesce,
+    exp.Lower, exp.Upper, exp.Length, exp.Trim, exp.Abs, exp.Extract, exp.Var,
+    exp.Tuple, exp.Star, exp.Neg, exp.DPipe, exp.Concat, exp.Where, exp.Parameter,
+    exp.Placeholder, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DataType,
+)
+
+
+def function_name(node: exp.Expression) -> str | None:
+    """The lower-case SQL name of a function call node, or None if it is not a call."""
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower()
+    if isinstance(node, exp.Func) and not isinstance(node, exp.Connector):
+        return node.sql_name().lower()
+    return None
+
+
+def is_denied(name: str) -> bool:
+    return name in DENIED_NAMES or name.startswith(DENIED_PREFIXES)
