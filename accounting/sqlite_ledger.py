@@ -189,9 +189,10 @@ class SqliteLedger:
             budget = _budget(connection, request.analyst)
             if stored is not None:
                 return Repeated(json.loads(stored[0]), budget)
-            over_epsilon = budget.epsilon_spent + request.epsilon > budget.epsilon_total + _TOLERANCE
-            over_delta = budget.delta_spent + request.delta > budget.delta_total + _TOLERANCE
-            if over_epsilon or over_delta:
+            epsilon_after = budget.epsilon_spent + request.epsilon
+            delta_after = budget.delta_spent + request.delta
+            if (epsilon_after > budget.epsilon_total + _TOLERANCE
+                    or delta_after > budget.delta_total + _TOLERANCE):
                 raise BudgetExceeded(request.epsilon, budget)
             cursor = connection.execute(
                 "INSERT INTO charges (analyst, at, statement, fingerprint, epsilon, delta,"

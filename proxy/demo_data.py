@@ -204,14 +204,16 @@ def _make_orders(
     rng: random.Random, products: list[tuple[int, str, str, Decimal]]
 ) -> list[tuple[int, int, int, int, Decimal, datetime.date]]:
     counts = _orders_per_customer(rng)
-    customer_ids = [cid for cid, n in zip(range(1, NUM_CUSTOMERS + 1), counts) for _ in range(n)]
+    customer_ids = [
+        cid for cid, n in zip(range(1, NUM_CUSTOMERS + 1), counts, strict=True) for _ in range(n)
+    ]
     product_ids = rng.choices(
         range(1, NUM_PRODUCTS + 1), cum_weights=_product_cum_weights(rng), k=NUM_ORDERS
     )
     prices = {product_id: price for product_id, _, _, price in products}
     num_days = (LAST_ORDER_DATE - FIRST_ORDER_DATE).days + 1
     draft = []
-    for customer_id, product_id in zip(customer_ids, product_ids):
+    for customer_id, product_id in zip(customer_ids, product_ids, strict=True):
         # Small quantities are the common case.
         quantity = rng.choices(range(1, 11), weights=(30, 22, 15, 10, 7, 5, 4, 3, 2, 2))[0]
         order_date = FIRST_ORDER_DATE + datetime.timedelta(days=rng.randrange(num_days))
@@ -269,7 +271,9 @@ def load_demo_dataset(conninfo: str) -> bool:
             data = generate_demo_dataset()
             cur.execute(_SCHEMA_DDL)
             for table, rows in zip(
-                DEMO_TABLES, (data.customers, data.products, data.orders, data.recommendations)
+                DEMO_TABLES,
+                (data.customers, data.products, data.orders, data.recommendations),
+                strict=True,
             ):
                 with cur.copy(f"COPY public.{table} FROM STDIN") as copy:
                     for row in rows:

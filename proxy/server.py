@@ -111,7 +111,8 @@ class Proxy:
                 await self._cancel(payload)
                 return None
             if code >> 16 != 3:
-                raise wire.ProtocolError(f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}")
+                version = f"{code >> 16}.{code & 0xFFFF}"
+                raise wire.ProtocolError(f"unsupported frontend protocol {version}")
             break
         params = wire.parse_startup_parameters(payload)
         user = params.get("user", "")

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import pgserver
 import psycopg
 import pytest
 
 from proxy.demo_data import COUNTRIES, DEMO_TABLES, load_demo_dataset
+from tests.conftest import Postgres
 
 EXPECTED_COUNTS = {"customers": 10_000, "products": 1_000, "orders": 100_000}
 
@@ -26,24 +25,9 @@ class LoadedDemo:
 
 
 @pytest.fixture(scope="module")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """An embedded PostgreSQL server for this module (to be replaced by a shared fixture)."""
-    server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
-    yield server
-    server.cleanup()
-
-
-def _create_database(server: Any, name: str) -> str:
-    with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name}")
-        conn.execute(f"CREATE DATABASE {name}")
-    return server.get_uri(name)
-
-
-@pytest.fixture(scope="module")
-def demo_db(pg_server: Any) -> LoadedDemo:
+def demo_db(postgres: Postgres) -> LoadedDemo:
     """A fresh database `demo_test` with the demo dataset loaded once."""
-    uri = _create_database(pg_server, "demo_test")
+    uri = postgres.create_database("demo_test")
     start = time.perf_counter()
     first_result = load_demo_dataset(uri)
     return LoadedDemo(uri, first_result, time.perf_counter() - start)
@@ -165,14 +149,14 @@ def test_second_load_is_a_noop(demo_db: LoadedDemo) -> None:
     assert _counts(demo_db.uri) == before
 
 
-def test_load_is_deterministic(pg_server: Any, demo_db: LoadedDemo) -> None:
-    other_uri = _create_database(pg_server, "demo_test_copy")
+def test_load_is_deterministic(postgres: Postgres, demo_db: LoadedDemo) -> None:
+    other_uri = postgres.create_database("demo_test_copy")
     assert load_demo_dataset(other_uri) is True
     assert _checksums(other_uri) == _checksums(demo_db.uri)
 
 
-def test_partial_schema_fails_without_changes(pg_server: Any) -> None:
-    uri = _create_database(pg_server, "demo_test_partial")
+def test_partial_schema_fails_without_changes(postgres: Postgres) -> None:
+    uri = postgres.create_database("demo_test_partial")
     with psycopg.connect(uri, autocommit=True) as conn:
         conn.execute("CREATE TABLE customers (id integer)")
     with pytest.raises(psycopg.errors.DuplicateTable):

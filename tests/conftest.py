@@ -1,0 +1,183 @@
+"""Shared fixtures: one real PostgreSQL per test session, and dpgate in front of it.
+
+PostgreSQL comes from DPGATE_TEST_DSN if set, else a testcontainers container if a
+Docker engine answers, else an embedded pgserver. The proxy runs as a real subprocess
+(`dpgate serve`) so tests see exactly what a client sees.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from proxy.demo import PRIVATE_TABLES, PUBLIC_TABLES
+from proxy.demo_data import load_demo_dataset
+from proxy.roles import READER, RELAY, prepare_roles
+
+ANALYSTS = {"alice": ("alice-pw", 10.0), "bob": ("bob-pw", 10.0)}
+
+
+@dataclass(frozen=True)
+class Postgres:
+    admin_dsn: str
+
+    def create_database(self, name: str) -> str:
+        """A fresh, empty database; returns its admin conninfo."""
+        with psycopg.connect(self.admin_dsn, autocommit=True) as connection:
+            connection.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(name)))
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return make_conninfo(self.admin_dsn, dbname=name)
+
+
+def _docker_engine_answers() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        info = subprocess.run(["docker", "info"], check=False, capture_output=True, timeout=10)
+        return info.returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
+    if os.environ.get("DPGATE_TEST_DSN"):
+        yield Postgres(os.environ["DPGATE_TEST_DSN"])
+    elif _docker_engine_answers():
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer("postgres:16", driver=None) as container:
+            yield Postgres(container.get_connection_url())
+    else:
+        import pgserver
+
+        server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
+        try:
+            yield Postgres(server.get_uri())
+        finally:
+            server.cleanup()
+
+
+@dataclass(frozen=True)
+class DemoDatabase:
+    admin_dsn: str
+    reader_dsn: str
+    relay_dsn: str
+
+
+@pytest.fixture(scope="session")
+def demo_database(postgres: Postgres) -> DemoDatabase:
+    """The demo dataset and dpgate's two backend roles in database `dpgate_e2e`."""
+    admin = postgres.create_database("dpgate_e2e")
+    load_demo_dataset(admin)
+    passwords = {READER: secrets.token_urlsafe(12), RELAY: secrets.token_urlsafe(12)}
+    prepare_roles(admin, PRIVATE_TABLES, PUBLIC_TABLES, passwords[READER], passwords[RELAY])
+    params = {k: v for k, v in conninfo_to_dict(admin).items() if k not in ("user", "password")}
+    dsn = {role: make_conninfo(**params, user=role, password=pw) for role, pw in passwords.items()}
+    return DemoDatabase(admin, dsn[READER], dsn[RELAY])
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class RunningProxy:
+    port: int
+    config_path: Path
+    ledger_path: Path
+    process: subprocess.Popen
+    database: DemoDatabase
+
+    def dsn(self, user: str, password: str | None = None) -> str:
+        password = password if password is not None else ANALYSTS[user][0]
+        return f"postgresql://{user}:{password}@127.0.0.1:{self.port}/dpgate_e2e"
+
+    def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+        return dpgate_cli(*args, "--config", str(self.config_path), stdin=stdin)
+
+
+def dpgate_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "proxy.cli", *args], check=False, input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def write_config(path: Path, port: int, ledger: Path, database: DemoDatabase) -> None:
+    tables = "\n".join(
+        f"[policy.tables.{name}]\nprivate = {str(name in PRIVATE_TABLES).lower()}"
+        for name in PRIVATE_TABLES + PUBLIC_TABLES)
+    path.write_text(f"""
+[server]
+listen_host = "127.0.0.1"
+listen_port = {port}
+auth_timeout = 5.0
+max_message_size = 65536
+
+[backend]
+dsn = "{database.reader_dsn}"
+relay_dsn = "{database.relay_dsn}"
+
+[ledger]
+path = "{ledger}"
+
+[privacy]
+default_epsilon = 0.1
+
+[policy]
+{tables}
+""")
+
+
+def start_proxy(config_path: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "proxy.cli", "serve", "--config", str(config_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for_port(port: int, process: subprocess.Popen, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"dpgate exited early:\n{process.stdout.read()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("dpgate did not start listening")
+
+
+@pytest.fixture(scope="session")
+def proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[RunningProxy]:
+    """dpgate serving the demo database, with analysts alice and bob created by the CLI."""
+    directory = tmp_path_factory.mktemp("proxy")
+    port = free_port()
+    config_path, ledger_path = directory / "dpgate.toml", directory / "ledger.sqlite3"
+    write_config(config_path, port, ledger_path, demo_database)
+    for name, (password, epsilon) in ANALYSTS.items():
+        result = dpgate_cli("user", "add", name, "--epsilon", str(epsilon), "--config",
+                            str(config_path), stdin=password + "\n")
+        assert result.returncode == 0, result.stderr
+    process = start_proxy(config_path)
+    wait_for_port(port, process)
+    running = RunningProxy(port, config_path, ledger_path, process, demo_database)
+    yield running
+    process.terminate()
+    process.wait(timeout=20)
