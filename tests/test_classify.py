@@ -1,0 +1,111 @@
+"""The rewriter alone: what each statement is, with no database."""
+
+from __future__ import annotations
+
+import pytest
+
+from rewriter.classify import classify
+from rewriter.errors import Refusal
+from rewriter.plan import EmptyStatement, PrivateAggregate, Relay, SetDpSetting, ShowDpSetting
+from rewriter.policy import Policy
+
+POLICY = Policy.from_dict({"tables": {
+    "orders": {"private": True}, "customers": {"private": True},
+    "products": {"private": False},
+}})
+
+
+def plan_of(sql: str):
+    statements = classify(sql, POLICY)
+    assert len(statements) == 1
+    return statements[0].plan
+
+
+def test_count_over_a_private_table_is_rewritten_with_a_qualified_table():
+    plan = plan_of("SELECT count(*) AS n, COUNT(customer_id) FROM orders o "
+                   "WHERE o.product_id IN (1, 2) AND order_date >= '2024-01-01'::date")
+    assert isinstance(plan, PrivateAggregate)
+    assert [c.name for c in plan.columns] == ["n", "count"]
+    assert all(c.sensitivity == 1.0 for c in plan.columns)
+    assert 'FROM "public"."orders" AS o' in plan.sql
+    assert plan.tables == ("public.orders",)
+
+
+def test_fingerprint_ignores_whitespace_and_keyword_case():
+    a = plan_of("SELECT count(*) FROM orders WHERE product_id = 1")
+    b = plan_of("select   COUNT(*)\nfrom ORDERS where product_id=1")
+    assert a.fingerprint_text == b.fingerprint_text
+
+
+def test_unknown_tables_are_private_by_default():
+    assert isinstance(plan_of("SELECT count(*) FROM salaries"), PrivateAggregate)
+    assert isinstance(plan_of("SELECT * FROM salaries"), Refusal)
+
+
+@pytest.mark.parametrize("sql, sqlstate, words", [
+    ("SELECT * FROM orders", "42501", "only aggregates of private tables are answered"),
+    ("SELECT customer_id, count(*) FROM orders GROUP BY 1", "0A000", "GROUP BY"),
+    ("SELECT sum(quantity) FROM orders", "0A000", "SUM"),
+    ("SELECT count(DISTINCT customer_id) FROM orders", "0A000", "DISTINCT"),
+    ("SELECT count(*) FROM orders JOIN customers USING (customer_id)", "0A000", "joins"),
+    ("SELECT count(*) FROM orders WHERE customer_id IN (SELECT 1)", "0A000", "subqueries"),
+    ("SELECT count(*) FROM orders WHERE quantity / 0 = 1", "0A000", "not allowed"),
+    ("SELECT count(*) FROM orders WHERE quantity::text = '1'", "0A000", "not allowed"),
+    ("SELECT count(*) FROM orders WHERE pg_sleep(1) IS NULL", "42501", "pg_sleep"),
+    ("SELECT count(*) FROM orders ORDER BY 1 LIMIT 1", "0A000", "ORDER BY"),
+    ("DELETE FROM orders", "42501", "read-only"),
+    ("DROP TABLE orders", "42501", "read-only"),
+    ("COPY orders TO STDOUT", "42501", "read-only"),
+    ("EXPLAIN SELECT count(*) FROM orders", "42501", "EXPLAIN"),
+    ("SELECT * FROM pg_stats", "42501", "statistics"),
+    ("SELECT reltuples FROM pg_class", "42501", "reltuples"),
+    ("SELECT c FROM pg_class c", "42501", "whole pg_class row"),
+    ("SELECT pg_catalog.pg_read_file('/etc/passwd')", "42501", "pg_read_file"),
+    ("SELECT 1 INTO t", "42501", "SELECT INTO"),
+    ("SET ROLE postgres", "42501", "identity"),
+    ("SET SESSION AUTHORIZATION postgres", "42501", "identity"),
+    ("DO $$ BEGIN END $$", "42501", "DO"),
+])
+def test_refusals_carry_sqlstate_and_a_useful_message(sql, sqlstate, words):
+    plan = plan_of(sql)
+    assert isinstance(plan, Refusal), plan
+    assert plan.sqlstate == sqlstate
+    assert words in plan.message
+
+
+def test_refusals_point_at_the_offending_construct():
+    sql = "SELECT 1; SELECT customer_id FROM orders"
+    refusal = classify(sql, POLICY)[1].plan
+    assert isinstance(refusal, Refusal)
+    assert sql[refusal.position - 1:].startswith("customer_id")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 1", "SELECT version()", "SELECT * FROM products",
+    "SELECT relname FROM pg_catalog.pg_class", "BEGIN", "START TRANSACTION", "COMMIT",
+    "ROLLBACK", "SET search_path TO public", "SHOW server_version", "SAVEPOINT a",
+    "SELECT table_name FROM information_schema.tables",
+])
+def test_harmless_statements_are_relayed_verbatim(sql):
+    assert plan_of(sql) == Relay(sql)
+
+
+def test_dp_settings_are_handled_by_the_proxy():
+    assert plan_of("SET dp.epsilon = 0.5") == SetDpSetting("dp.epsilon", "0.5")
+    assert plan_of("SET SESSION dp.epsilon TO '0.5'") == SetDpSetting("dp.epsilon", "0.5")
+    assert plan_of("RESET dp.epsilon") == SetDpSetting("dp.epsilon", None)
+    assert plan_of("SHOW dp.budget") == ShowDpSetting("dp.budget")
+    assert plan_of("RESET ALL") == Relay("RESET ALL", resets_dp=True)
+    assert plan_of("DISCARD ALL") == Relay("DISCARD ALL", resets_dp=True)
+
+
+def test_query_strings_split_on_semicolons_outside_quotes():
+    statements = classify("SELECT 'a;b'; SELECT $$c;d$$ ; ; -- done;", POLICY)
+    assert [s.text for s in statements] == ["SELECT 'a;b'", "SELECT $$c;d$$"]
+    assert isinstance(classify("  ", POLICY)[0].plan, EmptyStatement)
+
+
+def test_a_syntax_error_anywhere_refuses_the_whole_string():
+    with pytest.raises(Refusal) as error:
+        classify("SELECT 1; SELECT FROM WHERE (", POLICY)
+    assert error.value.sqlstate == "42601"
