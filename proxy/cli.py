@@ -159,6 +159,27 @@ def cmd_user_remove(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_setup_roles(args: argparse.Namespace) -> int:
+    from .demo_data import load_demo_dataset
+    from .roles import prepare_roles
+
+    config = _config(args)
+    admin = args.admin_dsn or os.environ.get("DPGATE_ADMIN_DSN", "")
+    passwords = [os.environ.get("DPGATE_READER_PASSWORD"),
+                 os.environ.get("DPGATE_RELAY_PASSWORD")]
+    if not admin or not all(passwords):
+        print("dpgate: need --admin-dsn (or DPGATE_ADMIN_DSN), DPGATE_READER_PASSWORD and "
+              "DPGATE_RELAY_PASSWORD", file=sys.stderr)
+        return 2
+    if args.load_demo_data and load_demo_dataset(admin):
+        print("demo dataset loaded")
+    tables = config.policy.tables.values()
+    prepare_roles(admin, [t.name for t in tables if t.private],
+                  [t.name for t in tables if not t.private], *passwords)
+    print("roles dpgate_reader and dpgate_relay are ready")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dpgate", description="A differential-privacy gateway for PostgreSQL.")
@@ -181,6 +202,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--port", type=int, default=6432)
     demo.add_argument("--config", help="take [privacy] settings from this dpgate.toml")
     demo.set_defaults(func=cmd_demo)
+
+    setup = commands.add_parser(
+        "setup-roles", help="create the backend roles dpgate connects as (run as the owner)")
+    setup.add_argument("--admin-dsn", help="owner's DSN (default $DPGATE_ADMIN_DSN)")
+    setup.add_argument("--load-demo-data", action="store_true",
+                       help="also load the demo dataset if it is not there")
+    with_config(setup, ledger=False)
+    setup.set_defaults(func=cmd_setup_roles)
 
     user = commands.add_parser("user", help="manage analysts").add_subparsers(
         dest="user_command", required=True)
