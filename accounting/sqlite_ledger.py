@@ -62,6 +62,10 @@ MIGRATIONS = (
     """,
 )
 
+_ANALYST_COLUMNS = (
+    "name, scram_salt, scram_stored_key, scram_server_key, scram_iterations,"
+    " epsilon_total, delta_total, shift"
+)
 # Float sums of many small charges must not refuse the last one that exactly fits.
 _TOLERANCE = 1e-9
 
@@ -135,9 +139,7 @@ class SqliteLedger:
         connection = self._connect()
         try:
             row = connection.execute(
-                "SELECT name, scram_salt, scram_stored_key, scram_server_key, scram_iterations,"
-                " epsilon_total, delta_total, shift FROM analysts WHERE name = ?",
-                (name,),
+                f"SELECT {_ANALYST_COLUMNS} FROM analysts WHERE name = ?", (name,)
             ).fetchone()
         finally:
             connection.close()
@@ -147,8 +149,7 @@ class SqliteLedger:
         connection = self._connect()
         try:
             rows = connection.execute(
-                "SELECT name, scram_salt, scram_stored_key, scram_server_key, scram_iterations,"
-                " epsilon_total, delta_total, shift FROM analysts ORDER BY name"
+                f"SELECT {_ANALYST_COLUMNS} FROM analysts ORDER BY name"
             ).fetchall()
         finally:
             connection.close()

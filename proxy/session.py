@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -31,8 +30,6 @@ from . import wire
 from .backend import BackendConnection, BackendError, BackendPool
 from .config import Config
 from .release import release_counts
-
-log = logging.getLogger("dpgate.session")
 
 MECHANISM = "shifted_laplace"
 BUDGET_EXHAUSTED = "53400"
@@ -110,7 +107,7 @@ class Session:
         self.running = self.relay
         try:
             ok = await self.relay.relay(
-                wire.message(b"Q", plan.text.encode() + b"\0"), self._forward_until_error
+                wire.message(b"Q", plan.text.encode() + b"\0"), self.send
             )
         finally:
             self.running = None
@@ -118,9 +115,6 @@ class Session:
             raise _AlreadyReported()
         if plan.resets_dp:
             self.settings.clear()
-
-    def _forward_until_error(self, data: bytes) -> None:
-        self.send(data)
 
     def _set(self, plan: SetDpSetting) -> None:
         if plan.name != "dp.epsilon":
