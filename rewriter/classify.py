@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
-from sqlglot.errors import ParseError, TokenError
+from sqlglot.errors import OptimizeError, ParseError, TokenError
+from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.tokens import Token, TokenType
 
 from .catalog import check_catalog_query
@@ -21,7 +22,7 @@ from .functions import function_name, is_denied
 from .plan import EmptyStatement, Plan, Relay, SetDpSetting, ShowDpSetting
 from .policy import Policy
 from .positions import position_of
-from .private import plan_private_aggregate
+from .private import ONLY_AGGREGATES, plan_private_aggregate
 
 _DIALECT = Postgres()
 
@@ -116,7 +117,7 @@ def _classify_one(text: str, tokens: list[Token], policy: Policy, offset: int) -
         )
     if first in WRITES:
         raise policy_refusal(
-            f"{first} is refused: dpgate is read-only and {_ONLY_AGGREGATES_TEXT}",
+            f"{first} is refused: dpgate is read-only and {ONLY_AGGREGATES}",
             position=offset + 1,
         )
     raise policy_refusal(
@@ -124,9 +125,6 @@ def _classify_one(text: str, tokens: list[Token], policy: Policy, offset: int) -
         hint="Ask SELECT queries of aggregates, or catalog queries.",
         position=offset + 1,
     )
-
-
-_ONLY_AGGREGATES_TEXT = "only aggregates of private tables are answered"
 
 
 def _classify_set(text: str, tokens: list[Token]) -> Plan:
@@ -160,16 +158,33 @@ def _classify_query(text: str, policy: Policy, offset: int) -> Plan:
             position=None if column is None else offset + int(column),
         ) from None
     _refuse_writes_and_side_effects(tree, offset)
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    cte_references = _cte_references(tree)
     tables = [
         table for table in tree.find_all(exp.Table)
-        if isinstance(table.this, exp.Identifier)
-        and not (not table.db and table.name.lower() in ctes)
+        if isinstance(table.this, exp.Identifier) and id(table) not in cte_references
     ]
     if any(policy.is_private(table.db, table.name) for table in tables):
         return plan_private_aggregate(tree, policy, offset)
     check_catalog_query(tree, tables, offset)
     return Relay(text)
+
+
+def _cte_references(tree: exp.Expression) -> set[int]:
+    """The table nodes that name a CTE in their own scope.
+
+    Resolved per scope, because a CTE may share its name with a private table that another
+    part of the query reads. Anything not proven to be a CTE counts as a real table.
+    """
+    try:
+        scopes = traverse_scope(tree)
+    except (OptimizeError, ValueError):
+        return set()
+    return {
+        id(table)
+        for scope in scopes
+        for table in scope.tables
+        if not table.db and isinstance(scope.sources.get(table.alias_or_name), Scope)
+    }
 
 
 def _refuse_writes_and_side_effects(tree: exp.Expression, offset: int) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .errors import policy_refusal, unsupported
-from .functions import ROW_SAFE_NODES, function_name, is_denied
+from .functions import ROW_SAFE_NODES, function_name
 from .plan import NoisyColumn, PrivateAggregate
 from .policy import Policy
 from .positions import position_of
@@ -132,12 +132,11 @@ def _noisy_column(projection: exp.Expression, index: int, offset: int) -> NoisyC
 def _check_row_expression(node: exp.Expression, table: exp.Table, offset: int) -> None:
     """Refuse anything in a WHERE clause that is not known to be total and side-effect free.
 
+    Denied functions were refused already for the whole statement (classify.py).
+
     A cast of a constant is fine (it fails or not whatever the data); a cast of a column
     could fail on some rows only, and that failure would reveal them.
     """
-    name = function_name(node)
-    if name and is_denied(name):
-        raise policy_refusal(f"function {name} is refused", position=position_of(node, offset))
     if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
         raise unsupported("subqueries over private tables are not supported yet",
                           position=position_of(node, offset))
@@ -150,7 +149,8 @@ def _check_row_expression(node: exp.Expression, table: exp.Table, offset: int) -
                               position=position_of(node, offset))
     if not isinstance(node, ROW_SAFE_NODES):
         raise unsupported(
-            f"{name or node.key.upper()} is not allowed in a WHERE over private rows",
+            f"{function_name(node) or node.key.upper()} is not allowed in a WHERE over "
+            "private rows",
             hint="Use comparisons, AND/OR/NOT, IN, BETWEEN, LIKE, IS NULL, CASE and "
             "simple functions (lower, upper, length, trim, abs, extract, coalesce).",
             position=position_of(node, offset),

@@ -109,3 +109,10 @@ def test_a_syntax_error_anywhere_refuses_the_whole_string():
     with pytest.raises(Refusal) as error:
         classify("SELECT 1; SELECT FROM WHERE (", POLICY)
     assert error.value.sqlstate == "42601"
+
+
+def test_a_cte_does_not_hide_a_private_table_of_the_same_name_elsewhere():
+    shadowed = "SELECT * FROM (WITH orders AS (SELECT 1) SELECT * FROM orders) a, orders"
+    assert isinstance(plan_of(shadowed), Refusal)
+    assert plan_of("WITH orders AS (SELECT 1) SELECT * FROM orders") == Relay(
+        "WITH orders AS (SELECT 1) SELECT * FROM orders")
