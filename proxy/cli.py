@@ -10,21 +10,15 @@ import logging
 import os
 import signal
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from accounting import SqliteLedger, UnknownAnalyst
 
+from . import cli_analysis, cli_experiment, cli_ledger
 from .analysts import create_analyst
-from .config import Config, LedgerSettings, default_data_dir, load_config
+from .cli_common import add_config_arguments, config_from_args
+from .config import Config, default_data_dir, load_config
 from .server import Proxy
-
-
-def _config(args: argparse.Namespace) -> Config:
-    config = load_config(args.config or os.environ.get("DPGATE_CONFIG"))
-    if getattr(args, "ledger", None):
-        config = replace(config, ledger=LedgerSettings(path=args.ledger))
-    return config
 
 
 async def _serve(config: Config, banner: str = "") -> None:
@@ -47,7 +41,7 @@ async def _serve(config: Config, banner: str = "") -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    config = _config(args)
+    config = config_from_args(args)
     if not config.backend.dsn:
         print("dpgate: backend.dsn is not set (use --config, DPGATE_BACKEND_DSN, "
               "or `dpgate demo` for an embedded database)", file=sys.stderr)
@@ -101,7 +95,7 @@ def _read_password(args: argparse.Namespace) -> str:
 
 
 def cmd_user_add(args: argparse.Namespace) -> int:
-    config = _config(args)
+    config = config_from_args(args)
     epsilon = args.epsilon if args.epsilon is not None else config.privacy.default_budget
     ledger = SqliteLedger(config.ledger.path)
     try:
@@ -115,7 +109,7 @@ def cmd_user_add(args: argparse.Namespace) -> int:
 
 
 def cmd_user_list(args: argparse.Namespace) -> int:
-    ledger = SqliteLedger(_config(args).ledger.path)
+    ledger = SqliteLedger(config_from_args(args).ledger.path)
     print(f"{'analyst':<20} {'epsilon':>10} {'spent':>10} {'left':>10} {'queries':>8}")
     for analyst in ledger.analysts():
         budget = ledger.budget(analyst.name)
@@ -125,7 +119,7 @@ def cmd_user_list(args: argparse.Namespace) -> int:
 
 
 def cmd_user_show(args: argparse.Namespace) -> int:
-    ledger = SqliteLedger(_config(args).ledger.path)
+    ledger = SqliteLedger(config_from_args(args).ledger.path)
     try:
         budget = ledger.budget(args.name)
     except UnknownAnalyst:
@@ -151,7 +145,7 @@ def cmd_user_show(args: argparse.Namespace) -> int:
 
 def cmd_user_remove(args: argparse.Namespace) -> int:
     try:
-        SqliteLedger(_config(args).ledger.path).remove_analyst(args.name)
+        SqliteLedger(config_from_args(args).ledger.path).remove_analyst(args.name)
     except UnknownAnalyst:
         print(f"dpgate: no analyst named {args.name}", file=sys.stderr)
         return 1
@@ -163,7 +157,7 @@ def cmd_setup_roles(args: argparse.Namespace) -> int:
     from .demo_data import load_demo_dataset
     from .roles import prepare_roles
 
-    config = _config(args)
+    config = config_from_args(args)
     admin = args.admin_dsn or os.environ.get("DPGATE_ADMIN_DSN", "")
     passwords = [os.environ.get("DPGATE_READER_PASSWORD"),
                  os.environ.get("DPGATE_RELAY_PASSWORD")]
@@ -186,13 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    def with_config(sub: argparse.ArgumentParser, ledger: bool = True) -> None:
-        sub.add_argument("--config", help="dpgate.toml (default: $DPGATE_CONFIG, else defaults)")
-        if ledger:
-            sub.add_argument("--ledger", help="ledger file (overrides the configuration)")
-
     serve = commands.add_parser("serve", help="run the proxy in front of a PostgreSQL")
-    with_config(serve, ledger=False)
+    add_config_arguments(serve, ledger=False)
     serve.set_defaults(func=cmd_serve)
 
     demo = commands.add_parser("demo", help="embedded PostgreSQL + demo data + the proxy")
@@ -208,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_argument("--admin-dsn", help="owner's DSN (default $DPGATE_ADMIN_DSN)")
     setup.add_argument("--load-demo-data", action="store_true",
                        help="also load the demo dataset if it is not there")
-    with_config(setup, ledger=False)
+    add_config_arguments(setup, ledger=False)
     setup.set_defaults(func=cmd_setup_roles)
 
     user = commands.add_parser("user", help="manage analysts").add_subparsers(
@@ -218,20 +207,22 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--epsilon", type=float, help="total epsilon budget")
     add.add_argument("--delta", type=float, default=1e-6, help="total delta budget")
     add.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
-    with_config(add)
+    add_config_arguments(add)
     add.set_defaults(func=cmd_user_add)
     listing = user.add_parser("list", help="every analyst and their budget")
-    with_config(listing)
+    add_config_arguments(listing)
     listing.set_defaults(func=cmd_user_list)
     show = user.add_parser("show", help="an analyst's budget and query history")
     show.add_argument("name")
     show.add_argument("--json", action="store_true")
-    with_config(show)
+    add_config_arguments(show)
     show.set_defaults(func=cmd_user_show)
     remove = user.add_parser("remove", help="remove an analyst's access")
     remove.add_argument("name")
-    with_config(remove)
+    add_config_arguments(remove)
     remove.set_defaults(func=cmd_user_remove)
+    for module in (cli_analysis, cli_ledger, cli_experiment):
+        module.add_commands(commands)
     return parser
 
 
