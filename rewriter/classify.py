@@ -12,17 +12,18 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
-from sqlglot.errors import OptimizeError, ParseError, TokenError
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from .catalog import check_catalog_query
 from .errors import SYNTAX_ERROR, Refusal, policy_refusal
 from .functions import function_name, is_denied
+from .metrics import Metrics
 from .plan import EmptyStatement, Plan, Relay, SetDpSetting, ShowDpSetting
 from .policy import Policy
 from .positions import position_of
 from .private import ONLY_AGGREGATES, plan_private_aggregate
+from .scopes import cte_reference_ids
 
 _DIALECT = Postgres()
 
@@ -52,18 +53,20 @@ class Statement:
     plan: Plan | Refusal
 
 
-def classify(sql: str, policy: Policy) -> list[Statement]:
+def classify(sql: str, policy: Policy, metrics: Metrics | None = None) -> list[Statement]:
     """Classify every statement of a simple-query string, in order.
 
     Raises Refusal (42601) on a syntax error: like PostgreSQL, a syntax error anywhere
     means no statement of the string runs. Other refusals stand in the statement's place.
+    Raises MissingMetrics when a join needs a column's maxFreq that nobody measured.
     """
+    metrics = metrics or Metrics()
     statements = []
     for tokens in _split(sql):
         start, end = tokens[0].start, tokens[-1].end + 1
         text = sql[start:end]
         try:
-            plan: Plan | Refusal = _classify_one(text, tokens, policy, start)
+            plan: Plan | Refusal = _classify_one(text, tokens, policy, metrics, start)
         except Refusal as refusal:
             if refusal.sqlstate == SYNTAX_ERROR:
                 raise
@@ -92,10 +95,11 @@ def _words(tokens: list[Token]) -> list[str]:
     return [token.text for token in tokens]
 
 
-def _classify_one(text: str, tokens: list[Token], policy: Policy, offset: int) -> Plan:
+def _classify_one(text: str, tokens: list[Token], policy: Policy, metrics: Metrics,
+                  offset: int) -> Plan:
     first = tokens[0].text.upper()
     if first in QUERY_STARTS:
-        return _classify_query(text, policy, offset)
+        return _classify_query(text, policy, metrics, offset)
     if first == "SET":
         return _classify_set(text, tokens[1:])
     if first == "SHOW":
@@ -146,9 +150,19 @@ def _classify_set(text: str, tokens: list[Token]) -> Plan:
     return SetDpSetting(name, None if value.upper() in ("", "DEFAULT") else value)
 
 
-def _classify_query(text: str, policy: Policy, offset: int) -> Plan:
+def _classify_query(text: str, policy: Policy, metrics: Metrics, offset: int) -> Plan:
+    tree = parse_query(text, offset)
+    _refuse_writes_and_side_effects(tree, offset)
+    if reads_private_tables(tree, policy):
+        return plan_private_aggregate(tree, policy, offset, metrics)
+    check_catalog_query(tree, _real_tables(tree), offset)
+    return Relay(text)
+
+
+def parse_query(text: str, offset: int = 0) -> exp.Expression:
+    """sqlglot's tree of one query; a syntax error becomes a 42601 refusal."""
     try:
-        tree = sqlglot.parse_one(text, dialect="postgres")
+        return sqlglot.parse_one(text, dialect="postgres")
     except ParseError as error:
         detail = error.errors[0] if error.errors else {}
         column = detail.get("col")
@@ -157,34 +171,16 @@ def _classify_query(text: str, policy: Policy, offset: int) -> Plan:
             f"syntax error: {detail.get('description', str(error))}",
             position=None if column is None else offset + int(column),
         ) from None
-    _refuse_writes_and_side_effects(tree, offset)
-    cte_references = _cte_references(tree)
-    tables = [
-        table for table in tree.find_all(exp.Table)
-        if isinstance(table.this, exp.Identifier) and id(table) not in cte_references
-    ]
-    if any(policy.is_private(table.db, table.name) for table in tables):
-        return plan_private_aggregate(tree, policy, offset)
-    check_catalog_query(tree, tables, offset)
-    return Relay(text)
 
 
-def _cte_references(tree: exp.Expression) -> set[int]:
-    """The table nodes that name a CTE in their own scope.
+def _real_tables(tree: exp.Expression) -> list[exp.Table]:
+    cte_references = cte_reference_ids(tree)
+    return [table for table in tree.find_all(exp.Table)
+            if isinstance(table.this, exp.Identifier) and id(table) not in cte_references]
 
-    Resolved per scope, because a CTE may share its name with a private table that another
-    part of the query reads. Anything not proven to be a CTE counts as a real table.
-    """
-    try:
-        scopes = traverse_scope(tree)
-    except (OptimizeError, ValueError):
-        return set()
-    return {
-        id(table)
-        for scope in scopes
-        for table in scope.tables
-        if not table.db and isinstance(scope.sources.get(table.alias_or_name), Scope)
-    }
+
+def reads_private_tables(tree: exp.Expression, policy: Policy) -> bool:
+    return any(policy.is_private(table.db, table.name) for table in _real_tables(tree))
 
 
 def _refuse_writes_and_side_effects(tree: exp.Expression, offset: int) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .elastic import Elastic
+
 
 @dataclass(frozen=True)
 class Relay:
@@ -30,25 +32,102 @@ class ShowDpSetting:
 
 
 @dataclass(frozen=True)
-class NoisyColumn:
-    """One released aggregate: its output name and L1 sensitivity for one changed row."""
+class NoisyPart:
+    """One aggregate the backend computes and the proxy noises.
+
+    `elastic` is ES(k) for one unit of the aggregated value; `magnitude` is that unit
+    (max(|lo|, |hi|) for a clamped SUM, 1 for a count).
+    """
+
+    aggregate: str  # "count" or "sum"
+    elastic: Elastic
+    magnitude: float = 1.0
+
+    @property
+    def integer(self) -> bool:
+        return self.aggregate == "count"
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    """A column of the answer: a group key as it is, or a noisy aggregate.
+
+    `parts` indexes NoisyPart for a noisy column (AVG has a sum and a count), or the group
+    key for a key. Hidden columns feed ORDER BY and HAVING but are not sent.
+    """
 
     name: str
-    aggregate: str
-    sensitivity: float
+    kind: str  # "key" or "noisy"
+    aggregate: str | None  # count, count_distinct, sum, avg
+    parts: tuple[int, ...]
+    hidden: bool = False
+    bounds: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """How the groups of a GROUP BY are chosen (SPEC.md §4).
+
+    Either the backend returns every key of the declared domains (`domain_size` cells, or
+    None when a public table supplies the domain), or only the groups whose noisy count
+    (part `selection_part`) passes the τ threshold are released.
+    """
+
+    keys: int
+    key_selection: bool
+    selection_part: int | None = None
+    domain_size: int | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    op: str  # "=", "<>", "<", "<=", ">", ">="
+    left: int | float | str  # an int is an output index when `left_is_column`
+    right: int | float | str
+    left_is_column: bool = True
+    right_is_column: bool = False
+
+
+@dataclass(frozen=True)
+class Condition:
+    """HAVING, evaluated by the proxy on noisy values: "and"/"or"/"not" or a comparison."""
+
+    op: str
+    items: tuple[Condition | Comparison, ...]
+
+
+@dataclass(frozen=True)
+class PostProcess:
+    """HAVING, ORDER BY and LIMIT, applied to the noisy answer, never to true values."""
+
+    having: Condition | Comparison | None = None
+    order: tuple[tuple[int, bool], ...] = ()  # (output index, descending)
+    limit: int | None = None
+    offset: int = 0
 
 
 @dataclass(frozen=True)
 class PrivateAggregate:
     """A query over private tables, rewritten to return true aggregates for noising.
 
+    The rewritten `sql` returns the group keys first, then one column per NoisyPart.
     `fingerprint_text` is the normalized statement: equal texts mean the same question.
+    `private_tables` is D, the degree bound of every part's ES(k).
     """
 
     sql: str
-    columns: tuple[NoisyColumn, ...]
+    keys: int
+    parts: tuple[NoisyPart, ...]
+    outputs: tuple[OutputColumn, ...]
+    grouping: Grouping | None
+    post: PostProcess
+    private_tables: int
     fingerprint_text: str
     tables: tuple[str, ...]
+
+    @property
+    def visible(self) -> tuple[OutputColumn, ...]:
+        return tuple(column for column in self.outputs if not column.hidden)
 
 
 @dataclass(frozen=True)

@@ -1,159 +1,379 @@
 """Plans for aggregates over private tables: validate, compute sensitivity, rewrite.
 
-This first slice answers COUNT(*) and COUNT(col) over one private table with a WHERE
-built from row-safe expressions. One changed row moves each count by at most 1, so the
-elastic sensitivity is 1 (SPEC.md §1, a private base table has stability 1).
+The relations (FROM, joins, WHERE) are analysed in relations.py; this module handles the
+released columns: noisy aggregates (COUNT, COUNT(DISTINCT), SUM and AVG of bounded
+columns), group keys (released over a declared domain or by key selection) and HAVING,
+ORDER BY and LIMIT, which the proxy applies after noise.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from sqlglot import exp
 
+from .elastic import constant, multiply
 from .errors import policy_refusal, unsupported
-from .functions import ROW_SAFE_NODES, function_name
-from .plan import NoisyColumn, PrivateAggregate
-from .policy import Policy
+from .metrics import Metrics
+from .plan import (
+    Comparison,
+    Condition,
+    Grouping,
+    NoisyPart,
+    OutputColumn,
+    PostProcess,
+    PrivateAggregate,
+)
+from .policy import ColumnDomain, Domain, Policy
 from .positions import position_of
+from .relations import Analyzer, Relation, Resolved, refuse_missing
+from .rewrite import KeySpec, PartSpec, rewrite
 
 ONLY_AGGREGATES = "only aggregates of private tables are answered"
+_COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
+                exp.GTE: ">="}
 
 
-def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int) -> PrivateAggregate:
-    """Validate a query that reads private tables and rewrite it for the backend."""
-    if not isinstance(tree, exp.Select):
-        raise unsupported(
-            f"{tree.key.upper()} over private tables is not supported",
-            hint="Ask one SELECT of aggregates at a time.",
-            position=position_of(tree, offset),
-        )
-    _refuse_unsupported_clauses(tree, offset)
-    table = _single_private_table(tree, policy, offset)
-    columns = tuple(
-        _noisy_column(projection, index, offset)
-        for index, projection in enumerate(tree.expressions)
-    )
-    where = tree.args.get("where")
-    if where is not None:
-        _check_row_expression(where.this, table, offset)
+def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
+                           metrics: Metrics | None = None) -> PrivateAggregate:
+    """Validate a query that reads private tables and rewrite it for the backend.
 
-    schema, name = policy.resolve(table.db, table.name)
-    source = exp.table_(name, db=schema, quoted=True)
-    if table.alias:
-        source = exp.alias_(source, table.alias, table=True)
-    rewritten = exp.select(
-        *(
-            exp.alias_(_count_of(projection), f"c{i}", quoted=True)
-            for i, projection in enumerate(tree.expressions)
-        )
-    ).from_(source)
-    if where is not None:
-        rewritten = rewritten.where(where.this.copy())
-    return PrivateAggregate(
-        sql=rewritten.sql(dialect="postgres"),
-        columns=columns,
-        fingerprint_text=tree.sql(dialect="postgres", normalize=True),
-        tables=(f"{schema}.{name}",),
-    )
-
-
-def _refuse_unsupported_clauses(select: exp.Select, offset: int) -> None:
-    if select.args.get("with_") or select.args.get("with"):
-        raise unsupported("WITH over private tables is not supported yet",
-                          position=position_of(select, offset))
-    if select.args.get("distinct"):
-        raise unsupported("SELECT DISTINCT over private tables is not supported",
-                          position=position_of(select, offset))
-    clauses = {
-        "group": "GROUP BY over private tables is not supported yet",
-        "having": "HAVING over private tables is not supported yet",
-        "order": "ORDER BY over private aggregates is not supported yet",
-        "limit": "LIMIT over private aggregates is not supported yet",
-        "offset": "OFFSET over private aggregates is not supported yet",
-        "windows": "WINDOW over private tables is not supported",
-        "qualify": "QUALIFY is not supported",
-    }
-    for key, message in clauses.items():
-        node = select.args.get(key)
-        if node:
-            raise unsupported(message, hint="Ask for COUNT(*) or COUNT(column) with a WHERE.",
-                              position=position_of(node, offset) if isinstance(node, exp.Expression)
-                              else None)
-
-
-def _single_private_table(select: exp.Select, policy: Policy, offset: int) -> exp.Table:
-    source = select.args.get("from_") or select.args.get("from")
-    joins = select.args.get("joins")
-    if joins:
-        raise unsupported(
-            "joins over private tables are not supported yet",
-            hint="Count over one private table at a time.",
-            position=position_of(joins[0], offset),
-        )
-    table = source.this if source is not None else None
-    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
-        raise unsupported(
-            "only a private table may stand in FROM of a private aggregate",
-            position=position_of(source, offset) if source is not None else None,
-        )
-    if not policy.is_private(table.db, table.name):
-        raise unsupported("private and public tables cannot be mixed yet",
-                          position=position_of(table, offset))
-    return table
-
-
-def _count_of(projection: exp.Expression) -> exp.Expression:
-    return (projection.this if isinstance(projection, exp.Alias) else projection).copy()
-
-
-def _noisy_column(projection: exp.Expression, index: int, offset: int) -> NoisyColumn:
-    inner = projection.this if isinstance(projection, exp.Alias) else projection
-    position = position_of(projection, offset)
-    if isinstance(inner, exp.Count):
-        argument = inner.this
-        if isinstance(argument, exp.Distinct):
-            raise unsupported("COUNT(DISTINCT …) is not supported yet", position=position)
-        if not isinstance(argument, (exp.Star, exp.Column)):
-            raise unsupported("COUNT takes * or a column", position=position)
-        name = projection.alias if isinstance(projection, exp.Alias) else "count"
-        return NoisyColumn(name=name, aggregate="count", sensitivity=1.0)
-    if isinstance(inner, exp.AggFunc):
-        raise unsupported(
-            f"{inner.sql_name()} is not supported yet: this version answers COUNT",
-            position=position,
-        )
-    raise policy_refusal(
-        f"{ONLY_AGGREGATES}: output column {index + 1} ({projection.sql(dialect='postgres')}) "
-        "would reveal rows",
-        hint="Ask for an aggregate such as SELECT count(*) FROM … WHERE ….",
-        position=position,
-    )
-
-
-def _check_row_expression(node: exp.Expression, table: exp.Table, offset: int) -> None:
-    """Refuse anything in a WHERE clause that is not known to be total and side-effect free.
-
-    Denied functions were refused already for the whole statement (classify.py).
-
-    A cast of a constant is fine (it fails or not whatever the data); a cast of a column
-    could fail on some rows only, and that failure would reveal them.
+    Raises Refusal for what is not answered, MissingMetrics when a join column has not
+    been measured yet.
     """
-    if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
-        raise unsupported("subqueries over private tables are not supported yet",
-                          position=position_of(node, offset))
-    if isinstance(node, exp.Cast) and node.find(exp.Column) is None:
-        return
-    if isinstance(node, exp.Column) and node.table:
-        names = {table.name.lower(), (table.alias or table.name).lower()}
-        if node.table.lower() not in names:
-            raise unsupported(f"column {node.sql(dialect='postgres')} is not from {table.name}",
-                              position=position_of(node, offset))
-    if not isinstance(node, ROW_SAFE_NODES):
-        raise unsupported(
-            f"{function_name(node) or node.key.upper()} is not allowed in a WHERE over "
-            "private rows",
-            hint="Use comparisons, AND/OR/NOT, IN, BETWEEN, LIKE, IS NULL, CASE and "
-            "simple functions (lower, upper, length, trim, abs, extract, coalesce).",
-            position=position_of(node, offset),
+    if not isinstance(tree, exp.Select):
+        raise unsupported(f"{tree.key.upper()} over private tables is not supported",
+                          hint="Ask one SELECT of aggregates at a time.",
+                          position=position_of(tree, offset))
+    for key, what in (("distinct", "SELECT DISTINCT"), ("windows", "WINDOW"),
+                      ("qualify", "QUALIFY")):
+        if tree.args.get(key):
+            raise unsupported(f"{what} is not supported over private aggregates",
+                              position=position_of(tree, offset))
+    planner = _Planner(Analyzer(policy, metrics or Metrics(), offset), tree, offset)
+    return planner.plan()
+
+
+@dataclass
+class _Planner:
+    analyzer: Analyzer
+    tree: exp.Select
+    offset: int
+    relation: Relation = field(init=False)
+    keys: list[tuple[Resolved, exp.Column]] = field(default_factory=list)
+    parts: list[PartSpec] = field(default_factory=list)
+    outputs: list[OutputColumn] = field(default_factory=list)
+
+    @property
+    def policy(self) -> Policy:
+        return self.analyzer.policy
+
+    def plan(self) -> PrivateAggregate:
+        self.relation, _ = self.analyzer.select_relation(self.tree, {})
+        self._group_keys()
+        for index, projection in enumerate(self.tree.expressions):
+            self.outputs.append(self._output(projection, index))
+        post = self._post_process()
+        refuse_missing(self.analyzer)
+        grouping, domains = self._grouping()
+        noisy_parts = tuple(self._noisy_part(part) for part in self.parts)
+        key_specs = [KeySpec(column, domain) for (_, column), domain in
+                     zip(self.keys, domains, strict=True)]
+        return PrivateAggregate(
+            sql=rewrite(self.tree, self.policy, key_specs, self.parts, grouping),
+            keys=len(self.keys),
+            parts=noisy_parts,
+            outputs=tuple(self.outputs),
+            grouping=grouping,
+            post=post,
+            private_tables=self.relation.private_tables,
+            fingerprint_text=self.tree.sql(dialect="postgres", normalize=True),
+            tables=tuple(sorted(self.relation.base_tables)),
         )
-    for child in node.iter_expressions():
-        _check_row_expression(child, table, offset)
+
+    # -- group keys ------------------------------------------------------------------
+
+    def _group_keys(self) -> None:
+        group = self.tree.args.get("group")
+        if group is None:
+            return
+        for item in group.expressions:
+            column = self._key_column(item)
+            resolved = self.analyzer.resolve(column, self.relation)
+            self.keys.append((resolved, column))
+
+    def _key_column(self, item: exp.Expression) -> exp.Column:
+        """A GROUP BY item as a column: by position, by output alias or as written."""
+        target = item
+        if isinstance(item, exp.Literal) and not item.is_string:
+            index = int(item.this) - 1
+            if not 0 <= index < len(self.tree.expressions):
+                raise unsupported(f"GROUP BY position {item.this} is not in the select list",
+                                  position=position_of(item, self.offset))
+            target = _unalias(self.tree.expressions[index])
+        elif isinstance(item, exp.Column) and not item.table:
+            aliased = [p.this for p in self.tree.expressions if isinstance(p, exp.Alias)
+                       and p.alias.lower() == item.name.lower()]
+            target = aliased[0] if aliased else item
+        if not isinstance(target, exp.Column):
+            raise unsupported(
+                "GROUP BY a computed expression is not supported over private tables",
+                hint="Group by a column that has a declared domain in the policy.",
+                position=position_of(item, self.offset))
+        return target
+
+    def _key_index(self, column: exp.Column) -> int | None:
+        resolved = self.analyzer.resolve(column, self.relation)
+        for index, (key, _) in enumerate(self.keys):
+            if key.source.alias == resolved.source.alias and key.origin == resolved.origin and \
+                    _same_name(column, self.keys[index][1]):
+                return index
+        return None
+
+    # -- released columns ------------------------------------------------------------
+
+    def _output(self, projection: exp.Expression, index: int, hidden: bool = False
+                ) -> OutputColumn:
+        inner = _unalias(projection)
+        position = position_of(projection, self.offset)
+        name = projection.alias if isinstance(projection, exp.Alias) else _default_name(inner)
+        if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
+            key = self._key_index(inner)
+            if key is None:
+                raise policy_refusal(
+                    f"{ONLY_AGGREGATES}: output column {index + 1} "
+                    f"({projection.sql(dialect='postgres')}) would reveal rows",
+                    hint="Group by it (GROUP BY a column with a declared domain) or wrap it "
+                    "in an aggregate such as count(…).", position=position)
+            return OutputColumn(name, "key", None, (key,), hidden)
+        if isinstance(inner, (exp.Count, exp.Sum, exp.Avg)):
+            return self._aggregate(inner, name, hidden, position)
+        if isinstance(inner, exp.AggFunc):
+            raise unsupported(
+                f"{inner.sql_name()} is not supported: dpgate answers COUNT, "
+                "COUNT(DISTINCT), SUM and AVG", position=position)
+        if inner.find(exp.AggFunc):
+            raise unsupported(
+                "arithmetic on a released aggregate is not supported",
+                hint="Select the aggregates themselves and compute with them in the client: "
+                "it costs no privacy.", position=position)
+        raise policy_refusal(
+            f"{ONLY_AGGREGATES}: output column {index + 1} "
+            f"({projection.sql(dialect='postgres')}) is not an aggregate",
+            hint="Ask for an aggregate such as SELECT count(*) FROM … WHERE ….",
+            position=position)
+
+    def _aggregate(self, node: exp.Expression, name: str, hidden: bool, position: int | None
+                   ) -> OutputColumn:
+        argument = node.this
+        if isinstance(node, exp.Count):
+            if isinstance(argument, exp.Distinct):
+                if len(argument.expressions) != 1 or \
+                        not isinstance(argument.expressions[0], exp.Column):
+                    raise unsupported("COUNT(DISTINCT …) takes one column", position=position)
+                self.analyzer.resolve(argument.expressions[0], self.relation)
+                part = self._part("count", node, 1.0, None)
+                return OutputColumn(name, "noisy", "count_distinct", (part,), hidden)
+            if not isinstance(argument, (exp.Star, exp.Column)):
+                raise unsupported("COUNT takes *, a column or DISTINCT column",
+                                  position=position)
+            if isinstance(argument, exp.Column):
+                self.analyzer.resolve(argument, self.relation)
+            part = self._part("count", node, 1.0, None)
+            return OutputColumn(name, "noisy", "count", (part,), hidden)
+        bounds = self._bounds(node, position)
+        magnitude = max(abs(bounds[0]), abs(bounds[1]))
+        total = self._part("sum", node, magnitude, bounds)
+        if isinstance(node, exp.Sum):
+            return OutputColumn(name, "noisy", "sum", (total,), hidden, bounds)
+        count = self._part("count", exp.Count(this=argument.copy()), 1.0, None)
+        return OutputColumn(name, "noisy", "avg", (total, count), hidden, bounds)
+
+    def _bounds(self, node: exp.Expression, position: int | None) -> tuple[float, float]:
+        argument = node.this
+        what = node.sql_name()
+        if isinstance(argument, exp.Distinct):
+            raise unsupported(f"{what}(DISTINCT …) is not supported", position=position)
+        if not isinstance(argument, exp.Column):
+            raise unsupported(f"{what} takes a plain column with declared bounds",
+                              position=position)
+        origin = self.analyzer.resolve(argument, self.relation).origin
+        bounds = self.policy.column(*origin).bounds if origin else None
+        if bounds is None:
+            where = (f"[policy.tables.{origin[0].split('.', 1)[1]}.columns.{origin[1]}]"
+                     if origin else "the policy")
+            raise policy_refusal(
+                f"{what}({argument.sql(dialect='postgres')}) needs declared bounds for the "
+                "column", hint=f"Declare them: {where} bounds = [lo, hi].", position=position)
+        return bounds
+
+    def _part(self, aggregate: str, node: exp.Expression, magnitude: float,
+              bounds: tuple[float, float] | None) -> int:
+        # The same aggregate asked twice (SUM and AVG of one column) is noised once.
+        spec = PartSpec(aggregate, node.copy(), magnitude, bounds)
+        text = _part_text(spec)
+        for index, existing in enumerate(self.parts):
+            if _part_text(existing) == text:
+                return index
+        self.parts.append(spec)
+        return len(self.parts) - 1
+
+    def _noisy_part(self, part: PartSpec) -> NoisyPart:
+        stability = self.relation.stability
+        if self.keys:  # a histogram: one changed row leaves one bin and enters another
+            stability = multiply(constant(2), stability)
+        return NoisyPart(part.aggregate, stability, part.magnitude)
+
+    # -- which groups are released ---------------------------------------------------
+
+    def _grouping(self) -> tuple[Grouping | None, list[Domain | None]]:
+        if not self.keys:
+            return None, []
+        domains = [self._domain(resolved) for resolved, _ in self.keys]
+        if all(domain is not None for domain in domains):
+            size = 1
+            for domain in domains:
+                size = None if size is None or domain.size is None else size * domain.size
+            if size is not None and size > self.policy.max_cells:
+                raise policy_refusal(
+                    f"the histogram would have {size} cells, more than the {self.policy.max_cells}"
+                    " the policy allows", hint="Group by fewer columns, filter on a narrower "
+                    "domain in the policy, or raise [policy] max_cells.",
+                    position=position_of(self.tree.args["group"], self.offset))
+            return Grouping(len(self.keys), key_selection=False, domain_size=size), domains
+        for (resolved, column), domain in zip(self.keys, domains, strict=True):
+            origin = resolved.origin
+            if origin is None:
+                raise unsupported(
+                    f"GROUP BY {column.sql(dialect='postgres')}: a computed column has no "
+                    "public domain", hint="Group by a column with a declared domain.",
+                    position=position_of(column, self.offset))
+            if domain is None and not self.policy.column(*origin).key_selection:
+                raise policy_refusal(
+                    f"GROUP BY {column.sql(dialect='postgres')} would reveal which groups "
+                    f"exist: {origin[0]}.{origin[1]} has no declared public domain (policy "
+                    "setting domain, or key_selection)",
+                    hint=f"Declare one ([policy.tables.{origin[0].split('.', 1)[1]}.columns."
+                    f"{origin[1]}] domain = […]) or allow private key selection there "
+                    "(key_selection = true).", position=position_of(column, self.offset))
+        if self.relation.stability.depends_on_k:
+            raise unsupported("key selection over joins of private tables is not supported",
+                              hint="Declare a domain for the grouped column.",
+                              position=position_of(self.tree.args["group"], self.offset))
+        return Grouping(len(self.keys), key_selection=True,
+                        selection_part=self._selection_part()), [None] * len(self.keys)
+
+    def _domain(self, resolved: Resolved) -> Domain | None:
+        if resolved.origin is None:
+            return None
+        table, column = resolved.origin
+        if not self.policy.is_private(*table.split(".", 1)):
+            return ColumnDomain(table, column)  # a public column's values are public
+        return self.policy.column(table, column).domain
+
+    def _selection_part(self) -> int:
+        """The noisy COUNT(*) that decides which groups pass the threshold."""
+        for output in self.outputs:
+            if output.aggregate == "count" and isinstance(
+                    self.parts[output.parts[0]].node.this, exp.Star):
+                return output.parts[0]
+        self.outputs.append(self._aggregate(exp.Count(this=exp.Star()), "count", True, None))
+        return self.outputs[-1].parts[0]
+
+    # -- HAVING, ORDER BY, LIMIT: on noisy values, in the proxy ----------------------
+
+    def _post_process(self) -> PostProcess:
+        having = self.tree.args.get("having")
+        order = self.tree.args.get("order")
+        return PostProcess(
+            having=self._condition(having.this) if having is not None else None,
+            order=tuple(self._order_item(item) for item in order.expressions) if order else (),
+            limit=self._count_clause("limit"),
+            offset=self._count_clause("offset") or 0,
+        )
+
+    def _count_clause(self, key: str) -> int | None:
+        node = self.tree.args.get(key)
+        if node is None:
+            return None
+        value = node.expression if isinstance(node, (exp.Limit, exp.Offset)) else node
+        if not (isinstance(value, exp.Literal) and not value.is_string and
+                value.this.isdigit()):
+            raise unsupported(f"{key.upper()} takes a constant number here",
+                              position=position_of(node, self.offset))
+        return int(value.this)
+
+    def _order_item(self, item: exp.Ordered) -> tuple[int, bool]:
+        return self._output_index(item.this), bool(item.args.get("desc"))
+
+    def _output_index(self, node: exp.Expression) -> int:
+        """The output a HAVING/ORDER BY operand refers to, adding a hidden one if needed."""
+        node = _unparen(node)
+        if isinstance(node, exp.Literal) and not node.is_string:
+            index = int(node.this) - 1
+            if 0 <= index < len(self.tree.expressions):
+                return index
+            raise unsupported(f"ORDER BY position {node.this} is not in the select list",
+                              position=position_of(node, self.offset))
+        if isinstance(node, exp.Column) and not node.table:
+            for index, output in enumerate(self.outputs):
+                if not output.hidden and output.name.lower() == node.name.lower():
+                    return index
+        text = node.sql(dialect="postgres", normalize=True)
+        for index, projection in enumerate(self.tree.expressions):
+            if _unalias(projection).sql(dialect="postgres", normalize=True) == text:
+                return index
+        self.outputs.append(self._output(node, len(self.outputs), hidden=True))
+        return len(self.outputs) - 1
+
+    def _condition(self, node: exp.Expression) -> Condition | Comparison:
+        node = _unparen(node)
+        if isinstance(node, (exp.And, exp.Or)):
+            return Condition("and" if isinstance(node, exp.And) else "or",
+                             (self._condition(node.this), self._condition(node.expression)))
+        if isinstance(node, exp.Not):
+            return Condition("not", (self._condition(node.this),))
+        op = _COMPARISONS.get(type(node))
+        if op is None:
+            raise unsupported("HAVING supports comparisons of aggregates with constants, "
+                              "joined by AND, OR and NOT",
+                              position=position_of(node, self.offset))
+        left, left_is_column = self._operand(node.this)
+        right, right_is_column = self._operand(node.expression)
+        return Comparison(op, left, right, left_is_column, right_is_column)
+
+    def _operand(self, node: exp.Expression) -> tuple[int | float | str, bool]:
+        node = _unparen(node)
+        if isinstance(node, exp.Literal):
+            return (node.this, False) if node.is_string else (float(node.this), False)
+        if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+            return -float(node.this.this), False
+        return self._output_index(node), True
+
+
+def _part_text(part: PartSpec) -> str:
+    argument = part.node.this
+    return f"{part.aggregate}:{argument.sql(dialect='postgres', normalize=True)}"
+
+
+def _unalias(node: exp.Expression) -> exp.Expression:
+    return node.this if isinstance(node, exp.Alias) else node
+
+
+def _unparen(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _same_name(a: exp.Column, b: exp.Column) -> bool:
+    return a.name.lower() == b.name.lower()
+
+
+def _default_name(node: exp.Expression) -> str:
+    """The column name PostgreSQL gives an unaliased output."""
+    if isinstance(node, exp.Column):
+        return node.name
+    if isinstance(node, exp.Func):
+        return node.sql_name().lower()
+    return "?column?"

@@ -1,0 +1,82 @@
+"""Noise scales for a planned query at given ε and δ (SPEC.md §1, "Beyond FLEX").
+
+ε and δ are split evenly across the noisy parts (sequential composition). When no part's
+ES(k) depends on k, ES is a global sensitivity: scale ES/ε, δ = 0. Otherwise the smooth
+sensitivity S* gives the scale 2S*/ε and the part costs δ. Key selection (τ-thresholding)
+costs δ too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .elastic import smooth_sensitivity
+from .errors import INVALID_PARAMETER_VALUE, Refusal
+from .plan import PrivateAggregate
+
+
+@dataclass(frozen=True)
+class PartCalibration:
+    epsilon: float
+    delta: float
+    elastic_sensitivity: float  # ES(K)·magnitude
+    smooth_sensitivity: float  # S*·magnitude
+    k_star: int
+    scale: float  # the Laplace scale b actually used
+    flex_scale: float  # FLEX's 2S*/ε, for comparison
+
+
+@dataclass(frozen=True)
+class Calibration:
+    epsilon: float
+    delta: float  # what the query is charged
+    pure: bool
+    parts: tuple[PartCalibration, ...]
+    threshold: float | None  # τ of key selection, on the selection part's noisy count
+
+
+def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0) -> Calibration:
+    """Scales for every part; `k` only changes the reported ES(k)."""
+    pure = not any(part.elastic.depends_on_k for part in plan.parts)
+    selecting = plan.grouping is not None and plan.grouping.key_selection
+    delta_users = (0 if pure else len(plan.parts)) + (1 if selecting else 0)
+    if delta_users and not 0 < delta < 1:
+        raise Refusal(INVALID_PARAMETER_VALUE,
+                      "this query needs a delta between 0 and 1 (joins of private tables and "
+                      "key selection are (epsilon, delta)-private)",
+                      hint="SET dp.delta = 1e-8, for example.")
+    part_epsilon = epsilon / len(plan.parts)
+    part_delta = delta / delta_users if delta_users else 0.0
+    parts = []
+    for part in plan.parts:
+        # For a pure part the smooth bound is only reported, so any valid δ will do.
+        reported_delta = part_delta if part_delta else (delta if 0 < delta < 1 else 1e-9)
+        smooth = smooth_sensitivity(part.elastic, part_epsilon, reported_delta,
+                                    plan.private_tables)
+        flex_scale = 2 * smooth.sensitivity * part.magnitude / part_epsilon
+        elastic_k = part.elastic.at(k) * part.magnitude
+        scale = part.elastic.at(0) * part.magnitude / part_epsilon if pure else flex_scale
+        parts.append(PartCalibration(
+            epsilon=part_epsilon, delta=0.0 if pure else part_delta,
+            elastic_sensitivity=float(elastic_k),
+            smooth_sensitivity=smooth.sensitivity * part.magnitude, k_star=smooth.k_star,
+            scale=scale, flex_scale=flex_scale))
+    threshold = None
+    if selecting:
+        assert plan.grouping is not None and plan.grouping.selection_part is not None
+        selection = parts[plan.grouping.selection_part]
+        threshold = key_selection_threshold(selection.elastic_sensitivity / 2, selection.scale,
+                                            part_delta)
+    return Calibration(epsilon, delta if delta_users else 0.0, pure, tuple(parts), threshold)
+
+
+def key_selection_threshold(stability: float, scale: float, delta: float) -> float:
+    """τ such that a group absent from a neighbouring database is released w.p. ≤ δ.
+
+    One changed row alters at most S rows, so at most S groups exist on one side only, each
+    with a true count ≤ S. Discrete Laplace noise of scale b has P(X ≥ x) ≤ e^(−x/b), so
+    with τ = S + b·ln(S/δ) the union bound gives S·e^(−(τ−S)/b) = δ.
+    """
+    stability = max(stability, 1.0)
+    return stability + scale * math.log(stability / delta)

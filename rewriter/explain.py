@@ -1,0 +1,80 @@
+"""`dpgate explain`: what the analysis decides for one statement, as plain JSON data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .calibrate import Calibration, calibrate
+from .classify import classify, parse_query
+from .errors import Refusal
+from .metrics import Metrics, MissingMetrics
+from .plan import PrivateAggregate, Relay
+from .policy import Policy
+from .private import plan_private_aggregate
+
+OBJECT_NOT_IN_PREREQUISITE_STATE = "55000"
+
+
+def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: float,
+            k: int = 0) -> dict[str, Any]:
+    """The analysis of one statement: sensitivities and scales, or why it is refused."""
+    try:
+        statements = classify(sql, policy, metrics)
+        if len(statements) != 1:
+            raise Refusal("0A000", "explain takes one statement")
+        plan = statements[0].plan
+        if isinstance(plan, Refusal):
+            raise plan
+        if isinstance(plan, Relay):
+            plan = _public_aggregate(plan.text, policy, metrics)
+            if plan is None:
+                return {"supported": True, "kind": "relay", "rewritten_sql": sql.strip()}
+        if not isinstance(plan, PrivateAggregate):
+            return {"supported": True, "kind": "session"}
+        return _report(plan, calibrate(plan, epsilon, delta, k), epsilon)
+    except Refusal as refusal:
+        return {"supported": False, "sqlstate": refusal.sqlstate, "error": refusal.message,
+                "hint": refusal.hint, "position": refusal.position}
+    except MissingMetrics as missing:
+        return {"supported": False, "sqlstate": OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "error": str(missing), "hint": None, "position": None}
+
+
+def _public_aggregate(text: str, policy: Policy, metrics: Metrics) -> PrivateAggregate | None:
+    """A query over public tables is relayed; as an aggregate its sensitivity is 0."""
+    try:
+        return plan_private_aggregate(parse_query(text), policy, 0, metrics)
+    except (Refusal, MissingMetrics):
+        return None
+
+
+def _report(plan: PrivateAggregate, calibration: Calibration, epsilon: float) -> dict[str, Any]:
+    columns = []
+    for output in plan.visible:
+        if output.kind == "key":
+            columns.append({"name": output.name, "kind": "key", "aggregate": None,
+                            "elastic_sensitivity": 0.0})
+            continue
+        parts = [calibration.parts[i] for i in output.parts]
+        first = parts[0]
+        columns.append({
+            "name": output.name, "kind": "noisy", "aggregate": output.aggregate,
+            "elastic_sensitivity": first.elastic_sensitivity,
+            "smooth_sensitivity": first.smooth_sensitivity, "k_star": first.k_star,
+            "noise_scale": first.scale, "flex_noise_scale": first.flex_scale,
+            "epsilon": sum(p.epsilon for p in parts),
+            **({"count_noise_scale": parts[1].scale} if len(parts) > 1 else {}),
+        })
+    report: dict[str, Any] = {
+        "supported": True, "epsilon": epsilon, "delta": calibration.delta,
+        "pure": calibration.pure, "columns": columns, "rewritten_sql": plan.sql,
+    }
+    if plan.grouping is not None:
+        report["histogram"] = (
+            {"key_selection": True, "threshold": calibration.threshold}
+            if plan.grouping.key_selection else
+            {"key_selection": False, "domain_size": plan.grouping.domain_size})
+    hidden = [o.name for o in plan.outputs if o.hidden]
+    if hidden:
+        report["hidden_aggregates"] = hidden  # noised for HAVING / ORDER BY, not sent
+    return report

@@ -1,0 +1,155 @@
+"""Build the SQL the backend runs for a private aggregate.
+
+It returns the group keys as k0…, then one true aggregate per noisy part as c0…, and never
+sorts, limits or filters on aggregate values: those are applied by the proxy after noise.
+A histogram over declared domains is computed as domain LEFT JOIN data, so every key of
+the domain comes back, with 0 where the data has none (SPEC.md §4).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from .metrics import quote_identifier
+from .plan import Grouping
+from .policy import ColumnDomain, Domain, DomainValue, Policy, RangeDomain, ValuesDomain
+from .scopes import cte_reference_ids
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    column: exp.Column
+    domain: Domain | None  # None: plain GROUP BY, groups chosen by key selection
+
+
+@dataclass(frozen=True)
+class PartSpec:
+    """An aggregate as written (COUNT, or the SUM/AVG whose argument is summed)."""
+
+    aggregate: str  # "count" or "sum"
+    node: exp.Expression
+    magnitude: float
+    bounds: tuple[float, float] | None
+
+
+def rewrite(tree: exp.Select, policy: Policy, keys: list[KeySpec], parts: list[PartSpec],
+            grouping: Grouping | None) -> str:
+    base = _base(tree, policy)
+    if not keys:
+        return base.select(*(_alias(_aggregate(p), f"c{i}") for i, p in enumerate(parts)),
+                           append=False).sql(dialect="postgres")
+    if grouping is not None and grouping.key_selection:
+        query = base.select(
+            *(_alias(k.column.copy(), f"k{i}") for i, k in enumerate(keys)),
+            *(_alias(_aggregate(p), f"c{i}") for i, p in enumerate(parts)), append=False,
+        ).group_by(*(k.column.copy() for k in keys))
+        return query.sql(dialect="postgres")
+    return _filled_histogram(base, keys, parts)
+
+
+def _base(tree: exp.Select, policy: Policy) -> exp.Select:
+    """The statement's FROM, joins and WHERE, with every table schema-qualified."""
+    base = tree.copy()
+    for key in ("order", "limit", "offset", "having", "group"):
+        base.set(key, None)
+    ctes = cte_reference_ids(base)
+    for table in base.find_all(exp.Table):
+        if id(table) in ctes or not isinstance(table.this, exp.Identifier):
+            continue
+        schema, name = policy.resolve(table.db, table.name)
+        table.set("db", exp.to_identifier(schema, quoted=True))
+        table.set("this", exp.to_identifier(name, quoted=True))
+    return base
+
+
+def _alias(node: exp.Expression, name: str) -> exp.Expression:
+    return exp.alias_(node, name, quoted=True)
+
+
+def _clamped(argument: exp.Expression, bounds: tuple[float, float]) -> exp.Expression:
+    """The value clamped to its bounds as exact NUMERIC, NULL kept NULL.
+
+    PostgreSQL's GREATEST ignores NULLs, so a bare clamp would turn NULL into lo.
+    """
+    lo, hi = (exp.Literal.number(repr(b)) for b in bounds)
+    value = exp.Cast(this=argument.copy(), to=exp.DataType.build("numeric"))
+    clamp = exp.func("LEAST", exp.func("GREATEST", value, lo), hi)
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=argument.copy(), expression=exp.Null()),
+                                true=exp.Null())], default=clamp)
+
+
+def _aggregate(part: PartSpec) -> exp.Expression:
+    if part.aggregate == "count":
+        return part.node.copy()
+    assert part.bounds is not None
+    return exp.Sum(this=_clamped(part.node.this, part.bounds))
+
+
+def _filled_histogram(base: exp.Select, keys: list[KeySpec], parts: list[PartSpec]) -> str:
+    inner = base.select(
+        *(_alias(k.column.copy(), f"k{i}") for i, k in enumerate(keys)),
+        *(_alias(_argument(p), f"a{i}") for i, p in enumerate(parts)), append=False,
+    )
+    key_names = [quote_identifier(f"k{i}") for i in range(len(keys))]
+    domain = " CROSS JOIN ".join(
+        f"({_domain_sql(k.domain, name)}) AS d{i}"
+        for i, (k, name) in enumerate(zip(keys, key_names, strict=True)))
+    outer_keys = ", ".join(f"d{i}.{name}" for i, name in enumerate(key_names))
+    aggregates = ", ".join(f"{_outer_aggregate(p, i)} AS {quote_identifier(f'c{i}')}"
+                           for i, p in enumerate(parts))
+    join = " AND ".join(f"q.{name} = d{i}.{name}" for i, name in enumerate(key_names))
+    return (f"SELECT {outer_keys}, {aggregates} FROM {domain} "
+            f"LEFT JOIN ({inner.sql(dialect='postgres')}) AS q ON {join} "
+            f"GROUP BY {outer_keys} ORDER BY {outer_keys}")
+
+
+def _argument(part: PartSpec) -> exp.Expression:
+    """What the inner query passes up for one part (NULL where the part counts nothing)."""
+    argument = part.node.this
+    if part.aggregate == "sum":
+        assert part.bounds is not None
+        return _clamped(argument, part.bounds)
+    if isinstance(argument, exp.Distinct):
+        return argument.expressions[0].copy()
+    if isinstance(argument, exp.Star):
+        return exp.Literal.number(1)
+    return argument.copy()
+
+
+def _outer_aggregate(part: PartSpec, index: int) -> str:
+    column = f"q.{quote_identifier(f'a{index}')}"
+    if part.aggregate == "sum":
+        return f"sum({column})"
+    if isinstance(part.node.this, exp.Distinct):
+        return f"count(DISTINCT {column})"
+    return f"count({column})"
+
+
+def _domain_sql(domain: Domain | None, name: str) -> str:
+    if isinstance(domain, ValuesDomain):
+        rows = ", ".join(f"({_literal(value)})" for value in domain.values)
+        return f"SELECT v AS {name} FROM (VALUES {rows}) AS t(v)"
+    if isinstance(domain, RangeDomain):
+        if isinstance(domain.low, dt.date):
+            return (f"SELECT generate_series({_literal(domain.low)}, {_literal(domain.high)}, "
+                    f"INTERVAL '{domain.step} day')::date AS {name}")
+        return f"SELECT generate_series({domain.low}, {domain.high}, {domain.step}) AS {name}"
+    if isinstance(domain, ColumnDomain):
+        schema, table = (quote_identifier(p) for p in domain.table.split(".", 1))
+        column = quote_identifier(domain.column)
+        return (f"SELECT DISTINCT {column} AS {name} FROM {schema}.{table} "
+                f"WHERE {column} IS NOT NULL")
+    raise ValueError("a filled histogram needs a domain for every key")
+
+
+def _literal(value: DomainValue) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    return exp.Literal.string(str(value)).sql(dialect="postgres")
