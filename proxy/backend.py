@@ -55,6 +55,14 @@ class Endpoint:
         )
 
 
+@dataclass
+class Rows:
+    """A result in text format, with each column's (name, type OID)."""
+
+    columns: list[tuple[str, int]]
+    rows: list[list[bytes | None]]
+
+
 class BackendConnection:
     """One authenticated connection to PostgreSQL."""
 
@@ -157,16 +165,18 @@ class BackendConnection:
             if result is not None:
                 await result
 
-    async def fetch(self, sql: str) -> list[list[bytes | None]]:
+    async def fetch(self, sql: str) -> Rows:
         """Run one statement and return its rows in text format; raise BackendError."""
         self.send(wire.message(b"Q", sql.encode() + b"\0"))
         await self.writer.drain()
-        rows: list[list[bytes | None]] = []
+        rows = Rows([], [])
         error: BackendError | None = None
         while True:
             kind, payload = await self.read()
             if kind == b"D":
-                rows.append(wire.parse_data_row(payload))
+                rows.rows.append(wire.parse_data_row(payload))
+            elif kind == b"T":
+                rows.columns[:] = wire.parse_row_description(payload)
             elif kind == b"E":
                 error = BackendError(wire.parse_error_fields(payload))
             elif kind == b"Z":
@@ -175,20 +185,27 @@ class BackendConnection:
                     raise error
                 return rows
 
-    async def check(self, sql: str) -> None:
-        """Parse (and type-check) a statement without running it; raise BackendError."""
-        self.send(wire.message(b"P", b"\0" + sql.encode() + b"\0\0\0") + wire.message(b"S"))
+    async def describe(self, sql: str) -> list[tuple[str, int]]:
+        """Parse and describe a statement without running it: its (name, type OID) columns.
+
+        Raises BackendError for what PostgreSQL refuses at parse time (a misspelt column).
+        """
+        self.send(wire.message(b"P", b"\0" + sql.encode() + b"\0\0\0")
+                  + wire.message(b"D", b"S\0") + wire.message(b"S"))
         await self.writer.drain()
         error: BackendError | None = None
+        columns: list[tuple[str, int]] = []
         while True:
             kind, payload = await self.read()
             if kind == b"E":
                 error = BackendError(wire.parse_error_fields(payload))
+            elif kind == b"T":
+                columns = wire.parse_row_description(payload)
             elif kind == b"Z":
                 self.status = payload[:1]
                 if error is not None:
                     raise error
-                return
+                return columns
 
     async def cancel(self) -> None:
         """Ask PostgreSQL to cancel whatever this connection is running."""

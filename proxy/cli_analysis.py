@@ -3,7 +3,104 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from accounting import SqliteLedger
+from rewriter.explain import explain
+from rewriter.metrics import Metrics
+
+from .backend import BackendConnection, Endpoint
+from .cli_common import add_config_arguments, config_from_args
+from .config import Config, load_policy_file
+from .knowledge import Knowledge, fetch_columns, refresh_all
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """Register this module's subcommands on the `dpgate` parser."""
+    explain_parser = commands.add_parser(
+        "explain", help="print the sensitivity analysis of one query as JSON",
+        description="Analyse one SQL statement as the proxy would and print one JSON object: "
+        "per column the elastic and smooth sensitivity and the noise scale, or why it is "
+        "refused. With --policy it needs no database and no ledger.")
+    explain_parser.add_argument("sql", help="the statement")
+    source = explain_parser.add_mutually_exclusive_group()
+    source.add_argument("--policy", help="a TOML policy file ([tables.NAME] …); no database "
+                        "needed: join columns need a declared max_freq")
+    source.add_argument("--config", help="dpgate.toml: its policy and the ledger's metrics")
+    explain_parser.add_argument("--ledger", help="ledger file (overrides the configuration)")
+    explain_parser.add_argument("--epsilon", type=float, help="default: the configured "
+                                "default_epsilon")
+    explain_parser.add_argument("--delta", type=float, help="default: the configured "
+                                "default_delta")
+    explain_parser.add_argument("--k", type=int, default=0, help="report ES(k) at this "
+                                "distance k (default 0)")
+    explain_parser.set_defaults(func=cmd_explain)
+
+    metrics = commands.add_parser("metrics", help="FLEX metrics of the data").add_subparsers(
+        dest="metrics_command", required=True)
+    refresh = metrics.add_parser(
+        "refresh", help="measure maxFreq of every column of the policy's tables again")
+    add_config_arguments(refresh)
+    refresh.set_defaults(func=cmd_metrics_refresh)
+    show = metrics.add_parser("show", help="the metrics stored in the ledger")
+    add_config_arguments(show)
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=cmd_metrics_show)
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    if args.policy:
+        config, metrics = Config(), Metrics()
+        policy = load_policy_file(args.policy)
+    else:
+        config = config_from_args(args)
+        policy = config.policy
+        metrics = Knowledge(SqliteLedger(config.ledger.path)).metrics
+    epsilon = args.epsilon if args.epsilon is not None else config.privacy.default_epsilon
+    delta = args.delta if args.delta is not None else config.privacy.default_delta
+    print(json.dumps(explain(args.sql, policy, metrics, epsilon, delta, args.k), indent=2))
+    return 0
+
+
+def cmd_metrics_refresh(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    if not config.backend.dsn:
+        print("dpgate: backend.dsn is not set", file=sys.stderr)
+        return 2
+    ledger = SqliteLedger(config.ledger.path)
+
+    def progress(index: int, total: int, metric: Any, seconds: float) -> None:
+        print(f"[{index}/{total}] {metric.table}.{metric.column}: max_freq {metric.max_freq} "
+              f"({seconds:.2f} s)", flush=True)
+
+    async def run() -> int:
+        backend = await BackendConnection.connect(Endpoint.from_dsn(config.backend.dsn),
+                                                  application_name="dpgate-metrics")
+        try:
+            catalog = await fetch_columns(backend)
+            wanted = {(m.table, m.column) for m in ledger.metrics()}
+            wanted |= {(table, column) for table in config.policy.tables
+                       for column in catalog.get(table, ())}
+            measured = await refresh_all(backend, sorted(wanted), progress)
+        finally:
+            backend.close()
+        ledger.store_metrics(measured)
+        print(f"{len(measured)} metrics stored in {config.ledger.path}")
+        return 0
+
+    return asyncio.run(run())
+
+
+def cmd_metrics_show(args: argparse.Namespace) -> int:
+    metrics = SqliteLedger(config_from_args(args).ledger.path).metrics()
+    if args.json:
+        print(json.dumps([m.__dict__ for m in metrics], indent=2))
+        return 0
+    print(f"{'column':<40} {'max_freq':>10}  measured")
+    for metric in metrics:
+        print(f"{metric.table + '.' + metric.column:<40} {metric.max_freq:>10}  "
+              f"{metric.measured_at}")
+    return 0

@@ -45,6 +45,9 @@ class LedgerSettings:
 class PrivacySettings:
     # ε charged per query unless the session says SET dp.epsilon.
     default_epsilon: float = 0.1
+    # δ charged by a query that needs one (joins of private tables: smooth sensitivity;
+    # GROUP BY with key selection), unless the session says SET dp.delta.
+    default_delta: float = 1e-8
     # Budget of `dpgate user add` when --epsilon is not given.
     default_budget: float = 1.0
     # Seed 000's per-analyst location μ_u is drawn once from this interval, in units of
@@ -72,6 +75,8 @@ class Config:
             raise ValueError("privacy.shift_interval must be [low, high] with low <= high")
         if not 0 < privacy.default_epsilon:
             raise ValueError("privacy.default_epsilon must be positive")
+        if not 0 < privacy.default_delta < 1:
+            raise ValueError("privacy.default_delta must be between 0 and 1")
         if not 0 < privacy.confidence < 1:
             raise ValueError("privacy.confidence must be between 0 and 1")
         return self
@@ -119,4 +124,20 @@ def load_config(path: str | Path | None = None, environ: dict[str, str] | None =
             if name in given:
                 given[name] = _coerce(given[name], getattr(settings, name), f"{section}.{name}")
         sections[section] = replace(settings, **given)
-    return Config(policy=Policy.from_dict(data.get("policy", {})), **sections).validate()
+    policy_data = dict(data.get("policy", {}))
+    policy_file = environ.get("DPGATE_POLICY_FILE", policy_data.pop("file", None))
+    if policy_file:
+        if policy_data.get("tables"):
+            raise ValueError("[policy] names a file and lists tables: choose one")
+        base = Path(path).parent if path is not None else Path.cwd()
+        policy = load_policy_file(base / policy_file)
+    else:
+        policy = Policy.from_dict(policy_data)
+    return Config(policy=policy, **sections).validate()
+
+
+def load_policy_file(path: str | Path) -> Policy:
+    """A policy file: what dpgate.toml's [policy] holds, at the top level or under [policy]."""
+    with open(path, "rb") as handle:
+        data = tomllib.load(handle)
+    return Policy.from_dict(data.get("policy", data))

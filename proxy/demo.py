@@ -5,7 +5,6 @@ from __future__ import annotations
 import secrets
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pgserver
 import psycopg
@@ -13,10 +12,9 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from accounting import SqliteLedger
-from rewriter.policy import Policy
 
 from .analysts import create_analyst
-from .config import BackendSettings, Config, LedgerSettings
+from .config import BackendSettings, Config, LedgerSettings, load_policy_file
 from .demo_data import load_demo_dataset
 from .roles import READER, RELAY, prepare_roles
 
@@ -25,12 +23,7 @@ DEMO_ANALYSTS = {"alice": "alice", "bob": "bob"}
 DEMO_BUDGET = 10.0
 PRIVATE_TABLES = ["customers", "orders", "recommendations"]
 PUBLIC_TABLES = ["products"]
-DEMO_POLICY: dict[str, Any] = {
-    "tables": {
-        **{name: {"private": True} for name in PRIVATE_TABLES},
-        **{name: {"private": False} for name in PUBLIC_TABLES},
-    }
-}
+DEMO_POLICY_FILE = Path(__file__).with_name("demo_policy.toml")
 
 
 def start_embedded_postgres(pgdata: Path) -> tuple[pgserver.PostgresServer, str]:
@@ -66,7 +59,7 @@ def demo_config(data_dir: Path, host: str, port: int, dsns: dict[str, str],
         server=replace(base.server, listen_host=host, listen_port=port),
         backend=BackendSettings(dsn=dsns[READER], relay_dsn=dsns[RELAY]),
         ledger=LedgerSettings(path=str(data_dir / "ledger.sqlite3")),
-        policy=Policy.from_dict(DEMO_POLICY),
+        policy=load_policy_file(DEMO_POLICY_FILE),
     )
 
 

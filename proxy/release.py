@@ -1,23 +1,34 @@
-"""Turn true aggregates into the noisy values an analyst receives (seed 000 mechanism)."""
+"""Turn the backend's true aggregates into the rows an analyst receives.
+
+Every part gets noise at the scale the calibration fixed, shifted by the analyst's secret
+location (seed 000); key selection drops groups whose noisy count misses the threshold;
+then HAVING, ORDER BY and LIMIT run on the noisy rows, never on true values.
+"""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
 
 from mechanisms.accuracy import shifted_laplace_bound
-from mechanisms.laplace import laplace_scale, shifted_laplace_count
+from mechanisms.laplace import laplace_scale, sample_discrete_laplace
 from mechanisms.random_source import RandomSource
-from rewriter.plan import PrivateAggregate
+from rewriter.calibrate import Calibration
+from rewriter.plan import Comparison, Condition, OutputColumn, PrivateAggregate
 
+from . import wire
 from .config import PrivacySettings
+
+NUMERIC_OID = 1700
 
 
 @dataclass(frozen=True)
 class Release:
-    values: list[int]
-    scales: list[float]
-    bounds: list[int]
+    columns: list[tuple[str, int]]  # (name, type OID)
+    rows: list[list[str | None]]
+    bounds: dict[str, int]  # visible noisy column -> accuracy bound (pure path only)
 
 
 def shift_for(draw: float, scale: float, settings: PrivacySettings) -> float:
@@ -25,28 +36,144 @@ def shift_for(draw: float, scale: float, settings: PrivacySettings) -> float:
     return draw * scale if settings.shift_unit == "scale" else draw
 
 
-def release_counts(
-    plan: PrivateAggregate,
-    true_values: list[int],
-    epsilon: float,
-    shift_draw: float,
-    settings: PrivacySettings,
-    rng: RandomSource,
-) -> Release:
-    """Noise every count with ε split evenly across the columns (sequential composition).
+def release(plan: PrivateAggregate, calibration: Calibration,
+            key_types: list[int], true_rows: list[list[bytes | None]], shift_draw: float,
+            settings: PrivacySettings, rng: RandomSource) -> Release:
+    """Noise every part of every row, select groups, then apply HAVING/ORDER BY/LIMIT."""
+    rows = []
+    for true_row in true_rows:
+        keys = [None if v is None else v.decode() for v in true_row[:plan.keys]]
+        noisy, unshifted = [], []
+        for index, part in enumerate(plan.parts):
+            scale = calibration.parts[index].scale
+            value = _number(true_row[plan.keys + index], part.integer)
+            plain = _noisy(value, scale, part.integer, rng)
+            unshifted.append(plain)
+            noisy.append(_shifted(plain, shift_for(shift_draw, scale, settings), part.integer))
+        if calibration.threshold is not None:
+            assert plan.grouping is not None and plan.grouping.selection_part is not None
+            # Decided on the unshifted noisy count: the shift is a public-knowledge-free
+            # constant, and τ was derived for unshifted noise.
+            if unshifted[plan.grouping.selection_part] <= calibration.threshold:
+                continue
+        rows.append([_output_value(o, keys, noisy) for o in plan.outputs])
+    rows = _post_process(plan, rows)
+    visible = [i for i, o in enumerate(plan.outputs) if not o.hidden]
+    text_rows = [[_text(row[i]) for i in visible] for row in rows]
+    return Release(result_columns(plan, key_types), text_rows,
+                   _bounds(plan, calibration, settings))
 
-    The accuracy bound uses the largest shift the configuration allows, not the analyst's
-    own, so publishing it reveals nothing about μ_u.
+
+def result_columns(plan: PrivateAggregate, key_types: list[int]) -> list[tuple[str, int]]:
+    """(name, type OID) of the columns sent: keys keep their type, counts are int8."""
+    return [(output.name, _type_oid(output, key_types)) for output in plan.visible]
+
+
+def _number(raw: bytes | None, integer: bool) -> int | Fraction:
+    # An empty SUM is NULL; releasing NULL would tell that no row matched.
+    if raw is None:
+        return 0 if integer else Fraction(0)
+    return int(raw) if integer else Fraction(Decimal(raw.decode()))
+
+
+def _noisy(value: int | Fraction, scale: float, integer: bool, rng: RandomSource
+           ) -> int | float:
+    if scale == 0:  # only public tables: nothing to protect
+        return value if integer else float(value)
+    if integer:
+        return int(value) + sample_discrete_laplace(laplace_scale(scale, 1.0), rng)
+    return noisy_real(Fraction(value), scale, rng)
+
+
+def noisy_real(value: Fraction, scale: float, rng: RandomSource) -> float:
+    """PLACEHOLDER until mechanisms/ has its floating-point-safe real sampler."""
+    grid = Fraction(2) ** (math.ceil(math.log2(scale)) - 20)
+    steps = round(value / grid) + sample_discrete_laplace(Fraction(scale) / grid, rng)
+    return float(steps * grid)
+
+
+def _shifted(value: int | float, shift: float, integer: bool) -> int | float:
+    return value + round(shift) if integer else value + shift
+
+
+def _output_value(output: OutputColumn, keys: list[str | None], noisy: list[int | float]
+                  ) -> str | int | float | None:
+    if output.kind == "key":
+        return keys[output.parts[0]]
+    if output.aggregate == "avg":
+        total, count = (noisy[i] for i in output.parts)
+        assert output.bounds is not None
+        lo, hi = output.bounds
+        # Post-processing of two noisy values; a tiny or negative count says little.
+        return min(max(total / count, lo), hi) if count >= 1 else None
+    return noisy[output.parts[0]]
+
+
+def _post_process(plan: PrivateAggregate, rows: list[list]) -> list[list]:
+    post = plan.post
+    if post.having is not None:
+        rows = [row for row in rows if _holds(post.having, row)]
+    for index, descending in reversed(post.order):
+        # NULLs sort last ascending and first descending, as in PostgreSQL.
+        rows.sort(key=lambda row, i=index: (row[i] is None, row[i] if row[i] is not None
+                                            else 0), reverse=descending)
+    end = None if post.limit is None else post.offset + post.limit
+    return rows[post.offset:end]
+
+
+def _holds(condition: Condition | Comparison, row: list) -> bool:
+    if isinstance(condition, Condition):
+        results = [_holds(item, row) for item in condition.items]
+        if condition.op == "not":
+            return not results[0]
+        return all(results) if condition.op == "and" else any(results)
+    left = row[int(condition.left)] if condition.left_is_column else condition.left
+    right = row[int(condition.right)] if condition.right_is_column else condition.right
+    if left is None or right is None:
+        return False
+    try:
+        left, right = _comparable(left, right)
+    except ValueError:
+        return False
+    return {"=": left == right, "<>": left != right, "<": left < right, "<=": left <= right,
+            ">": left > right, ">=": left >= right}[condition.op]
+
+
+def _comparable(left: object, right: object) -> tuple:
+    if isinstance(left, (int, float)) or isinstance(right, (int, float)):
+        return float(left), float(right)  # type: ignore[arg-type]
+    return str(left), str(right)
+
+
+def _type_oid(output: OutputColumn, key_types: list[int]) -> int:
+    if output.kind == "key":
+        return key_types[output.parts[0]]
+    return wire.INT8_OID if output.aggregate in ("count", "count_distinct") else NUMERIC_OID
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return repr(round(value, 6))
+    return str(value)
+
+
+def _bounds(plan: PrivateAggregate, calibration: Calibration,
+            settings: PrivacySettings) -> dict[str, int]:
+    """Accuracy bounds at the configured confidence, for counts and sums on the pure path.
+
+    On the smooth path the scale depends on the data, so it is not shown. The bound uses
+    the widest shift the configuration allows, never the analyst's own.
     """
-    column_epsilon = epsilon / len(plan.columns)
+    if not calibration.pure:
+        return {}
     widest_draw = max(abs(x) for x in settings.shift_interval)
-    values, scales, bounds = [], [], []
-    for column, true_value in zip(plan.columns, true_values, strict=True):
-        scale = laplace_scale(column.sensitivity, column_epsilon)
-        shift = shift_for(shift_draw, float(scale), settings)
-        values.append(shifted_laplace_count(true_value, scale, shift, rng))
-        widest = shift_for(widest_draw, float(scale), settings)
-        bound = shifted_laplace_bound(float(scale), widest, 1 - settings.confidence)
-        scales.append(float(scale))
-        bounds.append(math.ceil(bound))
-    return Release(values, scales, bounds)
+    bounds = {}
+    for output in plan.visible:
+        if output.kind == "noisy" and output.aggregate != "avg":
+            scale = calibration.parts[output.parts[0]].scale
+            widest = shift_for(widest_draw, scale, settings)
+            bounds[output.name] = math.ceil(
+                shifted_laplace_bound(scale, widest, 1 - settings.confidence))
+    return bounds

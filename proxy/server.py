@@ -19,6 +19,8 @@ from . import wire
 from .auth import AuthenticationFailed, authenticate
 from .backend import BackendConnection, BackendError, BackendPool, Endpoint
 from .config import Config
+from .knowledge import Knowledge
+from .plan_cache import PlanCache
 from .session import Session
 
 log = logging.getLogger("dpgate.server")
@@ -47,6 +49,8 @@ class Proxy:
             self.config.backend.relay_dsn or self.config.backend.dsn
         )
         self.pool = BackendPool(self.reader_endpoint, self.config.backend.pool_size)
+        self.knowledge = Knowledge(self.ledger)
+        self.plans = PlanCache()
         self.tasks: set[asyncio.Task] = set()
 
     async def start(self) -> asyncio.Server:
@@ -143,7 +147,8 @@ class Proxy:
             return None
         key = (secrets.randbits(31), secrets.randbits(31))
         session = Session(analyst=analyst, config=self.config, ledger=self.ledger, relay=relay,
-                          pool=self.pool, rng=self.rng, send=writer.write)
+                          pool=self.pool, rng=self.rng, send=writer.write,
+                          knowledge=self.knowledge, plans=self.plans)
         for name, value in relay.parameters.items():
             writer.write(wire.parameter_status(name, value))
         writer.write(wire.backend_key_data(*key))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from accounting import (
     Analyst,
+    Budget,
     BudgetExceeded,
     Charged,
     ChargeRequest,
@@ -16,8 +18,10 @@ from accounting import (
     fingerprint,
 )
 from mechanisms.random_source import RandomSource
+from rewriter.calibrate import Calibration
 from rewriter.classify import Statement, classify
 from rewriter.errors import INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT, Refusal
+from rewriter.metrics import MissingMetrics
 from rewriter.plan import (
     EmptyStatement,
     PrivateAggregate,
@@ -29,7 +33,9 @@ from rewriter.plan import (
 from . import wire
 from .backend import BackendConnection, BackendError, BackendPool
 from .config import Config
-from .release import release_counts
+from .knowledge import Knowledge
+from .plan_cache import PlanCache, calibrate_cached
+from .release import Release, release, result_columns
 
 MECHANISM = "shifted_laplace"
 BUDGET_EXHAUSTED = "53400"
@@ -37,6 +43,13 @@ DATA_EXCEPTION = "22000"
 # Puts the backend's open transaction into the failed state after a refusal, so the
 # transaction behaves as PostgreSQL's would after any error.
 _FAIL_TRANSACTION = b"DO $$BEGIN RAISE EXCEPTION 'dpgate: statement failed'; END$$"
+
+
+# Session settings: name -> (validity check, what a valid value is).
+DP_SETTINGS: dict[str, tuple[Callable[[float], bool], str]] = {
+    "dp.epsilon": (lambda v: 0 < v < math.inf, "a positive number"),
+    "dp.delta": (lambda v: 0 <= v < 1, "a number from 0 to 1 (excluded)"),
+}
 
 
 class StatementError(Exception):
@@ -57,6 +70,8 @@ class Session:
     pool: BackendPool
     rng: RandomSource
     send: Callable[[bytes], None]
+    knowledge: Knowledge
+    plans: PlanCache
     settings: dict[str, str] = field(default_factory=dict)
     running: BackendConnection | None = None
 
@@ -64,12 +79,20 @@ class Session:
     def epsilon(self) -> float:
         return float(self.settings.get("dp.epsilon", self.config.privacy.default_epsilon))
 
+    @property
+    def delta(self) -> float:
+        return float(self.settings.get("dp.delta", self.config.privacy.default_delta))
+
     async def simple_query(self, sql: str) -> None:
         """Answer one Query message, ending with ReadyForQuery."""
         try:
-            statements = classify(sql, self.config.policy)
+            statements = await self._classify(sql)
         except Refusal as refusal:
             statements = [Statement(sql, 0, refusal)]
+        except StatementError as error:
+            self.send(error.response)
+            await self._fail_open_transaction()
+            statements = []
         for statement in statements:
             try:
                 await self._run(statement)
@@ -78,6 +101,40 @@ class Session:
                 await self._fail_open_transaction()
                 break
         self.send(wire.ready_for_query(self.relay.status))
+
+    async def _classify(self, sql: str) -> list[Statement]:
+        """Plans for a query string, from the cache or the rewriter.
+
+        A join column met for the first time is measured (maxFreq) and the string is
+        analysed again, so a metric is never guessed.
+        """
+        knowledge = self.knowledge
+        if not knowledge.catalog_loaded:
+            await self._measure(MissingMetrics(()))
+        for _ in range(2):
+            key = (sql, knowledge.metrics.version)
+            cached = self.plans.get(key)
+            if cached is not None:
+                return cached
+            try:
+                statements = classify(sql, self.config.policy, knowledge.metrics)
+            except MissingMetrics as missing:
+                await self._measure(missing)
+                continue
+            self.plans.put(key, statements)
+            return statements
+        raise StatementError(DATA_EXCEPTION, "dpgate could not measure the join metrics")
+
+    async def _measure(self, missing: MissingMetrics) -> None:
+        async with self.pool.connection() as backend:
+            try:
+                if not self.knowledge.catalog_loaded:
+                    await self.knowledge.load_catalog(backend)
+                if missing.columns:
+                    await self.knowledge.measure(backend, missing.columns)
+            except BackendError as error:  # a misspelt join column, say
+                raise StatementError(error.sqlstate, error.fields.get("M", "error"),
+                                     error.fields.get("H")) from None
 
     async def _fail_open_transaction(self) -> None:
         if self.relay.status == b"T":
@@ -117,26 +174,28 @@ class Session:
             self.settings.clear()
 
     def _set(self, plan: SetDpSetting) -> None:
-        if plan.name != "dp.epsilon":
+        if plan.name not in DP_SETTINGS:
             raise StatementError(UNDEFINED_OBJECT,
                                  f'unrecognized configuration parameter "{plan.name}"',
-                                 hint="dpgate knows dp.epsilon.")
+                                 hint=f"dpgate knows {', '.join(DP_SETTINGS)}.")
         if plan.value is None:
             self.settings.pop(plan.name, None)
         else:
+            valid, what = DP_SETTINGS[plan.name]
             try:
-                value = float(plan.value)
+                value = float(plan.value.strip("'"))
             except ValueError:
-                value = -1.0
-            if not 0 < value < float("inf"):
+                value = math.nan
+            if not valid(value):
                 raise StatementError(INVALID_PARAMETER_VALUE,
-                                     f"dp.epsilon must be a positive number, not {plan.value}")
+                                     f"{plan.name} must be {what}, not {plan.value}")
             self.settings[plan.name] = repr(value)
         self.send(wire.command_complete("RESET" if plan.value is None else "SET"))
 
     async def _show(self, plan: ShowDpSetting) -> None:
-        if plan.name == "dp.epsilon":
-            self._send_rows([("dp.epsilon", wire.TEXT_OID)], [[repr(self.epsilon)]], "SHOW")
+        if plan.name in ("dp.epsilon", "dp.delta"):
+            value = self.epsilon if plan.name == "dp.epsilon" else self.delta
+            self._send_rows([(plan.name, wire.TEXT_OID)], [[repr(value)]], "SHOW")
         elif plan.name == "dp.budget":
             budget = await asyncio.to_thread(self.ledger.budget, self.analyst.name)
             columns = [(name, wire.FLOAT8_OID) for name in (
@@ -148,7 +207,7 @@ class Session:
         else:
             raise StatementError(UNDEFINED_OBJECT,
                                  f'unrecognized configuration parameter "{plan.name}"',
-                                 hint="dpgate knows dp.epsilon and dp.budget.")
+                                 hint=f"dpgate knows {', '.join(DP_SETTINGS)} and dp.budget.")
 
     def _send_rows(self, columns: list[tuple[str, int]], rows: list[list[str]], tag: str) -> None:
         self.send(wire.row_description(columns))
@@ -157,20 +216,26 @@ class Session:
         self.send(wire.command_complete(tag if tag == "SHOW" else f"{tag} {len(rows)}"))
 
     async def _private_aggregate(self, text: str, plan: PrivateAggregate) -> None:
-        epsilon = self.epsilon
+        epsilon, delta = self.epsilon, self.delta
+        try:
+            calibration = calibrate_cached(plan, epsilon, delta)
+        except Refusal as refusal:
+            raise StatementError(refusal.sqlstate, refusal.message, refusal.hint) from None
         async with self.pool.connection() as backend:
-            # Parse only: schema errors (a misspelt column) surface here, before any charge,
-            # and cannot depend on the rows.
+            # Parse and describe only: schema errors (a misspelt column) surface here,
+            # before any charge, and cannot depend on the rows.
             try:
-                await backend.check(plan.sql)
+                described = await backend.describe(plan.sql)
             except BackendError as error:
                 raise StatementError(error.sqlstate, error.fields.get("M", "error"),
                                      error.fields.get("H")) from None
+            key_types = [type_oid for _, type_oid in described[:plan.keys]]
             request = ChargeRequest(
                 analyst=self.analyst.name, statement=text,
-                fingerprint=fingerprint(plan.fingerprint_text, epsilon, 0.0, MECHANISM),
-                epsilon=epsilon, delta=0.0, mechanism=MECHANISM,
-                sensitivity=max(c.sensitivity for c in plan.columns),
+                fingerprint=fingerprint(plan.fingerprint_text, epsilon, calibration.delta,
+                                        MECHANISM),
+                epsilon=epsilon, delta=calibration.delta, mechanism=MECHANISM,
+                sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
             )
             try:
                 outcome = await asyncio.to_thread(self.ledger.charge_or_repeat, request)
@@ -184,39 +249,56 @@ class Session:
                           f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
                           f"of {outcome.budget.epsilon_total:g})")
             else:
-                rows, notice = await self._answer(backend, plan, epsilon, outcome)
-        columns = [(column.name, wire.INT8_OID) for column in plan.columns]
-        self._send_rows(columns, [[str(v) for v in row] for row in rows], "SELECT")
+                rows, notice = await self._answer(backend, plan, calibration, key_types,
+                                                  outcome)
+        self._send_rows(result_columns(plan, key_types), rows, "SELECT")
         self.send(wire.notice_response(notice))
 
     async def _answer(self, backend: BackendConnection, plan: PrivateAggregate,
-                      epsilon: float, charged: Charged) -> tuple[list[list[int]], str]:
+                      calibration: Calibration, key_types: list[int], charged: Charged
+                      ) -> tuple[list[list[str | None]], str]:
         self.running = backend
         try:
-            true_rows = await backend.fetch(plan.sql)
+            result = await backend.fetch(plan.sql)
         except (BackendError, OSError, asyncio.IncompleteReadError):
             await asyncio.to_thread(self.ledger.record_failure, charged.charge_id, "failed")
             # The failure may depend on the rows, so neither its detail nor a refund.
             raise StatementError(
                 DATA_EXCEPTION,
                 f"the query failed while reading private data; its charge of epsilon "
-                f"{epsilon:g} is kept",
+                f"{calibration.epsilon:g} is kept",
             ) from None
         finally:
             self.running = None
-        true_values = [int(v) if v is not None else 0 for v in true_rows[0]]
-        release = release_counts(plan, true_values, epsilon, self.analyst.shift,
-                                 self.config.privacy, self.rng)
-        rows = [release.values]
-        await asyncio.to_thread(self.ledger.record_answer, charged.charge_id, rows)
-        level = round(self.config.privacy.confidence * 100)
-        bounds = ", ".join(
-            f"{c.name} ±{b}" for c, b in zip(plan.columns, release.bounds, strict=True))
-        budget = charged.budget
-        notice = (f"dpgate: charged epsilon {epsilon:g}, epsilon left "
-                  f"{budget.epsilon_left:g} of {budget.epsilon_total:g}; "
-                  f"{level}% accuracy: {bounds}")
-        return rows, notice
+        answer = release(plan, calibration, key_types, result.rows, self.analyst.shift,
+                         self.config.privacy, self.rng)
+        await asyncio.to_thread(self.ledger.record_answer, charged.charge_id, answer.rows)
+        return answer.rows, answer_notice(plan, calibration, answer, charged.budget,
+                                          self.config.privacy.confidence)
+
+
+def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Release,
+                  budget: Budget, confidence: float) -> str:
+    """What the analyst is told after a fresh answer: cost, budget left, accuracy."""
+    spent = f"charged epsilon {calibration.epsilon:g}"
+    if calibration.delta:
+        spent += f" and delta {calibration.delta:g}"
+    lines = [f"dpgate: {spent}, epsilon left {budget.epsilon_left:g} of "
+             f"{budget.epsilon_total:g}"]
+    if answer.bounds:
+        bounds = ", ".join(f"{name} ±{bound}" for name, bound in answer.bounds.items())
+        lines.append(f"{round(confidence * 100)}% accuracy: {bounds}")
+    elif not calibration.pure:
+        lines.append("noise follows the smooth sensitivity of this join, which depends on "
+                     "the data, so no accuracy bound is shown")
+    if calibration.threshold is not None:
+        lines.append("groups are released only when their noisy count passes a threshold "
+                     "(key selection)")
+    elif plan.grouping is not None:
+        lines.append("every key of the declared domain is listed, empty ones with noise")
+    if any(o.hidden for o in plan.outputs):
+        lines.append("HAVING and ORDER BY used noisy aggregates")
+    return "; ".join(lines)
 
 
 class _AlreadyReported(StatementError):

@@ -149,6 +149,18 @@ def parse_error_fields(payload: bytes) -> dict[str, str]:
     return fields
 
 
+def parse_row_description(payload: bytes) -> list[tuple[str, int]]:
+    """(name, type OID) of each column of a RowDescription."""
+    (count,) = struct.unpack_from("!h", payload)
+    offset, columns = 2, []
+    for _ in range(count):
+        name, offset = cstring(payload, offset)
+        (type_oid,) = struct.unpack_from("!i", payload, offset + 6)
+        columns.append((name, type_oid))
+        offset += 18
+    return columns
+
+
 def parse_data_row(payload: bytes) -> list[bytes | None]:
     (count,) = struct.unpack_from("!h", payload)
     offset, values = 2, []

@@ -23,7 +23,7 @@ from .elastic import (
     plus_k,
     unmeasured,
 )
-from .errors import policy_refusal, unsupported
+from .errors import AMBIGUOUS_COLUMN, UNDEFINED_COLUMN, Refusal, policy_refusal, unsupported
 from .functions import ROW_SAFE_NODES, function_name
 from .metrics import ColumnKey, Metrics, MissingMetrics
 from .policy import Policy
@@ -394,10 +394,16 @@ class Analyzer:
             known = [s for s in relation.sources if self._has_column(s, name)]
             unknown = [s for s in relation.sources if self._has_column(s, name) is None]
             candidates = known or (unknown if len(relation.sources) == 1 else [])
+            position = position_of(column, self.offset)
+            if len(known) > 1:
+                raise Refusal(AMBIGUOUS_COLUMN, f'column reference "{name}" is ambiguous',
+                              position=position)
+            if not known and not unknown:
+                raise Refusal(UNDEFINED_COLUMN, f'column "{name}" does not exist',
+                              position=position)
             if len(candidates) != 1:
-                raise unsupported(f'column reference "{name}" is ambiguous or unknown: '
-                                  "qualify it with its table", position=position_of(
-                                      column, self.offset))
+                raise unsupported(f'column reference "{name}" cannot be resolved here: '
+                                  "qualify it with its table", position=position)
         source = candidates[0]
         frequency, origin = self._source_column(source, name, column)
         return Resolved(None if frequency is None else multiply(frequency, source.factor),

@@ -23,7 +23,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from proxy.demo import PRIVATE_TABLES, PUBLIC_TABLES
+from proxy.demo import DEMO_POLICY_FILE, PRIVATE_TABLES, PUBLIC_TABLES
 from proxy.demo_data import load_demo_dataset
 from proxy.roles import READER, RELAY, prepare_roles
 
@@ -119,9 +119,6 @@ def dpgate_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProc
 
 
 def write_config(path: Path, port: int, ledger: Path, database: DemoDatabase) -> None:
-    tables = "\n".join(
-        f"[policy.tables.{name}]\nprivate = {str(name in PRIVATE_TABLES).lower()}"
-        for name in PRIVATE_TABLES + PUBLIC_TABLES)
     path.write_text(f"""
 [server]
 listen_host = "127.0.0.1"
@@ -140,7 +137,7 @@ path = "{ledger}"
 default_epsilon = 0.1
 
 [policy]
-{tables}
+file = "{DEMO_POLICY_FILE}"
 """)
 
 
