@@ -31,6 +31,10 @@ ROW_SAFE_NODES: tuple[type[exp.Expression], ...] = (
     exp.Lower, exp.Upper, exp.Length, exp.Trim, exp.Abs, exp.Extract, exp.Var,
     exp.Tuple, exp.Star, exp.Neg, exp.DPipe, exp.Concat, exp.Where, exp.Parameter,
     exp.Placeholder, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DataType,
+    exp.TimestampTrunc, exp.DateTrunc, exp.Greatest, exp.Least, exp.Nullif,
+    exp.CurrentDate, exp.CurrentTimestamp, exp.Interval,
+    # clauses of a derived table, checked item by item
+    exp.Order, exp.Ordered, exp.Group, exp.Limit, exp.Offset,
 )
 
 

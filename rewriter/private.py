@@ -146,6 +146,9 @@ class _Planner:
                     hint="Group by it (GROUP BY a column with a declared domain) or wrap it "
                     "in an aggregate such as count(…).", position=position)
             return OutputColumn(name, "key", None, (key,), hidden)
+        if isinstance(inner, exp.Window):
+            raise unsupported("window functions are not supported over private tables",
+                              position=position)
         if isinstance(inner, (exp.Count, exp.Sum, exp.Avg)):
             return self._aggregate(inner, name, hidden, position)
         if isinstance(inner, exp.AggFunc):

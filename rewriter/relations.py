@@ -108,7 +108,12 @@ class Analyzer:
         if with_.args.get("recursive"):
             raise unsupported("WITH RECURSIVE over private tables is not supported",
                               position=position_of(with_, self.offset))
-        return {cte.alias_or_name.lower(): cte.this for cte in with_.expressions}
+        defined = {cte.alias_or_name.lower(): cte.this for cte in with_.expressions}
+        # Every CTE is checked, even one the query never reads: its text still runs.
+        for name, body in defined.items():
+            self.derived_relation(body, {**outer, **{k: v for k, v in defined.items()
+                                                     if k != name}})
+        return defined
 
     def _source(self, node: exp.Expression, ctes: Mapping[str, exp.Expression]) -> Source:
         alias = node.alias_or_name.lower() if node.alias_or_name else ""
@@ -170,6 +175,10 @@ class Analyzer:
         if query.args.get("having") is not None:
             self.check_row_expression(query.args["having"].this, relation, ctes,
                                       allow_aggregates=True)
+        for clause in ("order", "group", "limit", "offset"):
+            if query.args.get(clause) is not None:
+                self.check_row_expression(query.args[clause], relation, ctes,
+                                          allow_aggregates=aggregated)
         if aggregated:
             # One changed input row moves out of one group and into another.
             factor = constant(2) if grouped else Elastic.ONE
@@ -439,14 +448,15 @@ class Analyzer:
         """Refuse anything evaluated on private rows that could fail on some rows only.
 
         Every allowed node is total on its inputs, so an error cannot tell anything about a
-        row. A cast of a constant is fine; a cast of a column could fail on some values.
+        row. Constant expressions are fine (`current_date - interval '30 days'`); a cast or
+        arithmetic on a column could fail on some values only.
         Subqueries are allowed only when they read public tables and are not correlated.
         """
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists, exp.Union)):
             self._check_public_subquery(node, ctes)
             return
-        if isinstance(node, exp.Cast) and node.find(exp.Column) is None:
-            return
+        if node.find(exp.Column, exp.Subquery, exp.Select, exp.Exists) is None:
+            return  # a constant: if it fails, it fails whatever the rows hold
         if isinstance(node, exp.Column):
             if not isinstance(node.this, exp.Star):
                 self.resolve(node, relation)

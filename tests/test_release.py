@@ -1,0 +1,73 @@
+"""From true aggregates to released rows: key selection, HAVING/ORDER BY/LIMIT after noise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mechanisms.seeded_source import SeededRandomSource
+from proxy.config import PrivacySettings, load_policy_file
+from proxy.release import release
+from rewriter.calibrate import calibrate
+from rewriter.classify import parse_query
+from rewriter.plan import PrivateAggregate
+from rewriter.private import plan_private_aggregate
+
+POLICY = load_policy_file(Path(__file__).parent / "data" / "reference_policy.toml")
+NO_SHIFT = PrivacySettings(shift_interval=(0.0, 0.0))
+INT4 = 23
+
+
+def plan_of(sql: str) -> PrivateAggregate:
+    return plan_private_aggregate(parse_query(sql), POLICY, 0)
+
+
+def test_key_selection_releases_a_one_row_group_with_probability_at_most_delta():
+    plan = plan_of("SELECT customer_id, count(*) FROM orders GROUP BY customer_id")
+    calibration = calibrate(plan, 1.0, 0.05)
+    rng = SeededRandomSource(2024)
+    trials = 20_000
+    released = sum(
+        len(release(plan, calibration, [INT4], [[b"7", b"1"]], 0.0, NO_SHIFT, rng).rows)
+        for _ in range(trials))
+    assert released / trials <= 0.05
+    assert released > 0  # the threshold is not so high that nothing ever passes
+
+
+def test_key_selection_releases_large_groups():
+    plan = plan_of("SELECT customer_id, count(*) FROM orders GROUP BY customer_id")
+    calibration = calibrate(plan, 1.0, 1e-6)
+    rows = [[str(key).encode(), b"1000"] for key in range(50)]
+    answer = release(plan, calibration, [INT4], rows, 0.0, NO_SHIFT, SeededRandomSource(1))
+    assert len(answer.rows) == 50
+
+
+def test_having_order_by_and_limit_run_on_the_released_values():
+    plan = plan_of("SELECT quantity, count(*) AS n FROM orders GROUP BY quantity "
+                   "HAVING count(*) >= 20 ORDER BY n DESC, quantity LIMIT 2 OFFSET 1")
+    calibration = calibrate(plan, 1e9, 1e-8)  # noise far below one unit: exact values
+    true_rows = [[str(q).encode(), str(c).encode()] for q, c in
+                 [(1, 50), (2, 10), (3, 40), (4, 40), (5, 20)]]
+    answer = release(plan, calibration, [INT4], true_rows, 0.0, NO_SHIFT,
+                     SeededRandomSource(3))
+    assert answer.rows == [["3", "40"], ["4", "40"]]
+    assert answer.columns == [("quantity", INT4), ("n", 20)]
+
+
+def test_empty_sum_is_released_as_a_noisy_zero_not_null():
+    plan = plan_of("SELECT sum(quantity), avg(quantity) FROM orders WHERE customer_id = -1")
+    calibration = calibrate(plan, 1e9, 1e-8)
+    answer = release(plan, calibration, [], [[None, b"0"]], 0.0, NO_SHIFT,
+                     SeededRandomSource(4))
+    total, average = answer.rows[0]
+    assert abs(float(total)) < 1e-3
+    assert average is None  # no count to divide by: NULL, as PostgreSQL's avg of nothing
+
+
+def test_average_is_clamped_to_the_declared_bounds():
+    plan = plan_of("SELECT avg(quantity) FROM orders")
+    calibration = calibrate(plan, 1e9, 1e-8)
+    answer = release(plan, calibration, [], [[b"1000", b"2"]], 0.0, NO_SHIFT,
+                     SeededRandomSource(5))
+    assert float(answer.rows[0][0]) == pytest.approx(10)
