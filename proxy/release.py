@@ -15,7 +15,8 @@ from fractions import Fraction
 from mechanisms.accuracy import shifted_laplace_bound
 from mechanisms.laplace import laplace_scale, sample_discrete_laplace
 from mechanisms.random_source import RandomSource
-from rewriter.calibrate import Calibration
+from mechanisms.reals import calibrate_real_laplace, noisy_real
+from rewriter.calibrate import Calibration, PartCalibration
 from rewriter.plan import Comparison, Condition, OutputColumn, PrivateAggregate
 
 from . import wire
@@ -47,7 +48,7 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         for index, part in enumerate(plan.parts):
             scale = calibration.parts[index].scale
             value = _number(true_row[plan.keys + index], part.integer)
-            plain = _noisy(value, scale, part.integer, rng)
+            plain = _noisy(value, calibration.parts[index], calibration.pure, part.integer, rng)
             unshifted.append(plain)
             noisy.append(_shifted(plain, shift_for(shift_draw, scale, settings), part.integer))
         if calibration.threshold is not None:
@@ -76,20 +77,15 @@ def _number(raw: bytes | None, integer: bool) -> int | Fraction:
     return int(raw) if integer else Fraction(Decimal(raw.decode()))
 
 
-def _noisy(value: int | Fraction, scale: float, integer: bool, rng: RandomSource
-           ) -> int | float:
-    if scale == 0:  # only public tables: nothing to protect
+def _noisy(value: int | Fraction, part: PartCalibration, pure: bool, integer: bool,
+           rng: RandomSource) -> int | float:
+    """Unshifted noisy value: exact discrete Laplace for counts, grid noise for reals."""
+    if part.scale == 0:  # only public tables: nothing to protect
         return value if integer else float(value)
     if integer:
-        return int(value) + sample_discrete_laplace(laplace_scale(scale, 1.0), rng)
-    return noisy_real(Fraction(value), scale, rng)
-
-
-def noisy_real(value: Fraction, scale: float, rng: RandomSource) -> float:
-    """PLACEHOLDER until mechanisms/ has its floating-point-safe real sampler."""
-    grid = Fraction(2) ** (math.ceil(math.log2(scale)) - 20)
-    steps = round(value / grid) + sample_discrete_laplace(Fraction(scale) / grid, rng)
-    return float(steps * grid)
+        return int(value) + sample_discrete_laplace(laplace_scale(part.scale, 1.0), rng)
+    sensitivity = part.elastic_sensitivity if pure else part.smooth_sensitivity
+    return noisy_real(value, calibrate_real_laplace(sensitivity, part.scale), 0.0, rng)
 
 
 def _shifted(value: int | float, shift: float, integer: bool) -> int | float:
