@@ -1,21 +1,25 @@
-"""The privacy ledger: analysts, budgets, charges and stored answers."""
+"""The privacy ledger: analysts, budgets, charges, stored answers and metrics."""
 
 from .fingerprint import fingerprint
 from .sqlite_ledger import SqliteLedger
 from .store import (
     Analyst,
+    AnalystBudget,
     Budget,
     BudgetExceeded,
     Charged,
     ChargeRecord,
     ChargeRequest,
+    GlobalLoss,
     Ledger,
+    Metric,
     Repeated,
     ScramVerifier,
     UnknownAnalyst,
 )
 
 __all__ = [
-    "Analyst", "Budget", "BudgetExceeded", "ChargeRecord", "ChargeRequest", "Charged",
-    "Ledger", "Repeated", "ScramVerifier", "SqliteLedger", "UnknownAnalyst", "fingerprint",
+    "Analyst", "AnalystBudget", "Budget", "BudgetExceeded", "ChargeRecord", "ChargeRequest",
+    "Charged", "GlobalLoss", "Ledger", "Metric", "Repeated", "ScramVerifier", "SqliteLedger",
+    "UnknownAnalyst", "fingerprint",
 ]

@@ -16,13 +16,18 @@ def create_analyst(
     """Store a new analyst; the shift μ_u is drawn from a secure source and never shown."""
     if not name or epsilon <= 0 or delta < 0:
         raise ValueError("an analyst needs a name, a positive epsilon and a delta >= 0")
-    low, high = privacy.shift_interval
     analyst = Analyst(
         name=name,
         verifier=make_verifier(password),
         epsilon_total=epsilon,
         delta_total=delta,
-        shift=uniform(low, high, SecureRandomSource()),
+        shift=draw_shift(privacy),
     )
     ledger.add_analyst(analyst)
     return analyst
+
+
+def draw_shift(privacy: PrivacySettings) -> float:
+    """A fresh secret shift μ_u, uniform over the configured interval, from a secure source."""
+    low, high = privacy.shift_interval
+    return uniform(low, high, SecureRandomSource())

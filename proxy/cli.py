@@ -15,7 +15,7 @@ from pathlib import Path
 from accounting import SqliteLedger, UnknownAnalyst
 
 from . import cli_analysis, cli_experiment, cli_ledger
-from .analysts import create_analyst
+from .analysts import create_analyst, draw_shift
 from .cli_common import add_config_arguments, config_from_args
 from .config import Config, default_data_dir, load_config
 from .server import Proxy
@@ -153,6 +153,19 @@ def cmd_user_remove(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_user_rotate_shift(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    try:
+        SqliteLedger(config.ledger.path).rotate_shift(args.name, draw_shift(config.privacy))
+    except UnknownAnalyst:
+        print(f"dpgate: no analyst named {args.name}", file=sys.stderr)
+        return 1
+    print(f"analyst {args.name} has a new secret shift; their stored answers are forgotten "
+          "(they carried the old one). Sessions already open keep the old shift until they "
+          "reconnect.")
+    return 0
+
+
 def cmd_setup_roles(args: argparse.Namespace) -> int:
     from .demo_data import load_demo_dataset
     from .roles import prepare_roles
@@ -221,6 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("name")
     add_config_arguments(remove)
     remove.set_defaults(func=cmd_user_remove)
+    rotate = user.add_parser(
+        "rotate-shift", help="draw a new secret shift for an analyst (forgets their answers)")
+    rotate.add_argument("name")
+    add_config_arguments(rotate)
+    rotate.set_defaults(func=cmd_user_rotate_shift)
     for module in (cli_analysis, cli_ledger, cli_experiment):
         module.add_commands(commands)
     return parser

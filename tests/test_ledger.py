@@ -1,7 +1,9 @@
-"""The SQLite ledger on a real file: charges, budgets, stored answers, concurrency."""
+"""The SQLite ledger on a real file: charges, budgets, stored answers, metrics, migrations,
+concurrency."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 
@@ -12,11 +14,15 @@ from accounting import (
     BudgetExceeded,
     Charged,
     ChargeRequest,
+    GlobalLoss,
+    Metric,
     Repeated,
     ScramVerifier,
     SqliteLedger,
+    UnknownAnalyst,
     fingerprint,
 )
+from accounting.sqlite_ledger import MIGRATIONS
 
 VERIFIER = ScramVerifier(b"salt", b"stored", b"server", 4096)
 
@@ -37,7 +43,7 @@ def test_file_is_wal_with_a_schema_version(tmp_path):
     make_ledger(tmp_path)
     connection = sqlite3.connect(tmp_path / "ledger.sqlite3")
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert connection.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     # Opening again migrates nothing and loses nothing.
     assert SqliteLedger(tmp_path / "ledger.sqlite3").analyst("ann").shift == 0.3
 
@@ -95,3 +101,169 @@ def test_removing_an_analyst_keeps_their_charges(tmp_path):
     assert ledger.analyst("ann") is None
     connection = sqlite3.connect(tmp_path / "ledger.sqlite3")
     assert connection.execute("SELECT count(*) FROM charges").fetchone()[0] == 1
+
+
+def delta_request(n: int, delta: float) -> ChargeRequest:
+    sql = f"SELECT count(*) FROM t JOIN u USING (k) WHERE x = {n}"
+    return ChargeRequest("ann", sql, fingerprint(sql, 0.1, delta, "smooth"), 0.1, delta,
+                         "smooth", 250.0)
+
+
+def test_delta_is_charged_and_refused_like_epsilon(tmp_path):
+    ledger = make_ledger(tmp_path, epsilon=10.0)  # delta total 1e-6
+    for n in range(4):
+        ledger.charge_or_repeat(delta_request(n, 2.5e-7))  # exactly fills delta
+    assert ledger.budget("ann").delta_spent == pytest.approx(1e-6)
+    with pytest.raises(BudgetExceeded) as refused:
+        ledger.charge_or_repeat(delta_request(9, 1e-9))
+    # Plenty of epsilon is left: delta alone refuses, and the message says both.
+    assert "epsilon 9.6 of 10 is left, delta 0 of 1e-06 is left" in str(refused.value)
+    assert "needs epsilon 0.1 and delta 1e-09" in str(refused.value)
+    assert ledger.budget("ann").queries == 4
+    # A query without delta still fits.
+    assert isinstance(ledger.charge_or_repeat(request(1)), Charged)
+
+
+def test_the_tolerance_is_relative_so_a_tiny_delta_cannot_overspend(tmp_path):
+    ledger = SqliteLedger(tmp_path / "ledger.sqlite3")
+    ledger.add_analyst(Analyst("ann", VERIFIER, 1.0, 1e-8, 0.0))
+    ledger.charge_or_repeat(delta_request(1, 1e-8))
+    # An absolute slack of 1e-9 would let 10% more delta through.
+    with pytest.raises(BudgetExceeded):
+        ledger.charge_or_repeat(delta_request(2, 5e-10))
+    # Float drift of ten charges of 0.1 still lets the tenth one through.
+    ledger = make_ledger(tmp_path / "other", epsilon=1.0)
+    for n in range(10):
+        ledger.charge_or_repeat(request(n))
+    assert ledger.budget("ann").epsilon_left == 0.0
+
+
+def test_metrics_are_upserted_in_one_transaction(tmp_path):
+    ledger = make_ledger(tmp_path)
+    assert ledger.metrics() == []
+    ledger.store_metrics([Metric("public.orders", "customer_id", 50, "2024-01-01T00:00:00"),
+                          Metric("public.orders", "product_id", 140, "2024-01-01T00:00:00")])
+    ledger.store_metrics([Metric("public.orders", "customer_id", 51, "2024-02-01T00:00:00")])
+    assert ledger.metrics() == [
+        Metric("public.orders", "customer_id", 51, "2024-02-01T00:00:00"),
+        Metric("public.orders", "product_id", 140, "2024-01-01T00:00:00"),
+    ]
+    with pytest.raises(sqlite3.IntegrityError):  # one bad row: none of the batch is stored
+        ledger.store_metrics([Metric("public.a", "x", 1, "t"), Metric("public.b", "y", -1, "t")])
+    assert len(ledger.metrics()) == 2
+
+
+def answer(ledger: SqliteLedger, n: int, rows: list[list[object]]) -> None:
+    charged = ledger.charge_or_repeat(request(n))
+    assert isinstance(charged, Charged)
+    ledger.record_answer(charged.charge_id, rows)
+
+
+def test_rotating_the_shift_forgets_the_analysts_answers(tmp_path):
+    ledger = make_ledger(tmp_path)
+    ledger.add_analyst(Analyst("bo", VERIFIER, 1.0, 1e-6, -0.5))
+    answer(ledger, 1, [[7]])
+    bo = ChargeRequest("bo", "q", "fp-bo", 0.1, 0.0, "shifted_laplace", 1.0)
+    ledger.record_answer(ledger.charge_or_repeat(bo).charge_id, [[8]])
+    ledger.rotate_shift("ann", 0.9)
+    assert ledger.analyst("ann").shift == 0.9 and ledger.analyst("bo").shift == -0.5
+    assert isinstance(ledger.charge_or_repeat(request(1)), Charged)  # charged again
+    assert isinstance(ledger.charge_or_repeat(bo), Repeated)  # bo's answers stay
+    assert ledger.budget("ann").epsilon_spent == pytest.approx(0.2)
+    with pytest.raises(UnknownAnalyst):
+        ledger.rotate_shift("nobody", 0.1)
+
+
+def test_forgetting_answers_for_one_analyst_or_all(tmp_path):
+    ledger = make_ledger(tmp_path)
+    answer(ledger, 1, [[1]])
+    answer(ledger, 2, [[2]])
+    assert ledger.forget_answers("ann") == 2
+    assert isinstance(ledger.charge_or_repeat(request(1)), Charged)
+    with pytest.raises(UnknownAnalyst):
+        ledger.forget_answers("nobody")
+    answer(ledger, 3, [[3]])
+    assert ledger.forget_answers() == 1
+    assert ledger.forget_answers() == 0
+
+
+def test_an_answer_in_flight_when_answers_are_forgotten_is_not_stored(tmp_path):
+    ledger = make_ledger(tmp_path)
+    in_flight = ledger.charge_or_repeat(request(1))
+    ledger.forget_answers("ann")  # e.g. the data changed while the query ran
+    ledger.record_answer(in_flight.charge_id, [[5]])
+    assert [c.outcome for c in ledger.charges("ann")] == ["answered"]
+    later = ledger.charge_or_repeat(request(1))
+    assert isinstance(later, Charged)  # the old answer was not cached
+    ledger.record_answer(later.charge_id, [[6]])
+    assert ledger.charge_or_repeat(request(1)).rows == [[6]]
+
+
+def test_set_budgets_is_all_or_nothing(tmp_path):
+    ledger = make_ledger(tmp_path)
+    ledger.add_analyst(Analyst("bo", VERIFIER, 1.0, 1e-6, 0.0))
+    with pytest.raises(UnknownAnalyst, match="carl, dora"):
+        ledger.set_budgets({"ann": 3.0, "carl": 1.0, "dora": 2.0})
+    with pytest.raises(ValueError, match="positive"):
+        ledger.set_budgets({"ann": 3.0, "bo": 0.0})
+    assert ledger.budget("ann").epsilon_total == 1.0
+    ledger.set_budgets({"ann": 3.0, "bo": 0.5})
+    assert [ledger.budget(n).epsilon_total for n in ("ann", "bo")] == [3.0, 0.5]
+
+
+def test_budgets_include_removed_analysts_in_the_global_loss(tmp_path):
+    ledger = make_ledger(tmp_path, epsilon=2.0)
+    ledger.add_analyst(Analyst("bo", VERIFIER, 3.0, 1e-6, 0.0))
+    answer(ledger, 1, [[1]])
+    ledger.charge_or_repeat(delta_request(2, 1e-7))
+    ledger.add_analyst(Analyst("cy", VERIFIER, 5.0, 1e-5, 0.0))
+    ledger.charge_or_repeat(ChargeRequest("cy", "q", "f", 0.4, 0.0, "shifted_laplace", 1.0))
+    ledger.remove_analyst("cy")
+    budgets = ledger.budgets()
+    assert [(b.name, b.active, b.budget.queries) for b in budgets] == [
+        ("ann", True, 2), ("bo", True, 0), ("cy", False, 1)]
+    loss = GlobalLoss.of(budgets)
+    assert loss.epsilon_spent == pytest.approx(0.6)  # cy's 0.4 still counts
+    assert loss.delta_spent == pytest.approx(1e-7)
+    assert loss.epsilon_allocated == 5.0  # cy's 5 no longer does
+    assert loss.delta_allocated == pytest.approx(2e-6)
+    assert [c.analyst for c in ledger.charges()] == ["ann", "ann", "cy"]
+
+
+def test_a_version_1_ledger_is_migrated_without_losing_anything(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    connection = sqlite3.connect(path)
+    connection.executescript(MIGRATIONS[0] + "PRAGMA user_version = 1;")
+    connection.execute("INSERT INTO analysts VALUES ('ann', x'00', x'01', x'02', 4096, 1.0,"
+                       " 1e-6, 0.25, '2024-01-01')")
+    connection.execute("INSERT INTO charges (analyst, at, statement, fingerprint, epsilon,"
+                       " delta, mechanism, sensitivity, outcome) VALUES ('ann', 't', 'q', 'f',"
+                       " 0.1, 0, 'shifted_laplace', 1, 'answered')")
+    connection.execute("INSERT INTO answers VALUES ('ann', 'f', 1, '[[3]]')")
+    connection.commit()
+    connection.close()
+    ledger = SqliteLedger(path)
+    assert ledger.analyst("ann").shift == 0.25
+    assert ledger.budget("ann").epsilon_spent == pytest.approx(0.1)
+    repeated = ledger.charge_or_repeat(ChargeRequest("ann", "q", "f", 0.1, 0.0, "s", 1.0))
+    assert isinstance(repeated, Repeated) and repeated.rows == [[3]]
+    assert ledger.metrics() == []
+
+
+def test_the_spend_kept_per_analyst_equals_the_sum_of_their_charges(tmp_path):
+    ledger = make_ledger(tmp_path, epsilon=100.0)
+    rng = random.Random(5)
+    for n in range(300):
+        epsilon = rng.choice([0.01, 0.1, 0.37])
+        sql = f"q{n}"
+        ledger.charge_or_repeat(ChargeRequest("ann", sql, sql, epsilon, 1e-9, "m", 1.0))
+    charges = ledger.charges("ann")
+    budget = ledger.budget("ann")
+    assert budget.epsilon_spent == pytest.approx(sum(c.epsilon for c in charges), rel=1e-12)
+    assert budget.delta_spent == pytest.approx(300e-9, rel=1e-12)
+    assert budget.queries == 300
+    # A removed name that comes back starts with what it had spent.
+    ledger.remove_analyst("ann")
+    ledger.add_analyst(Analyst("ann", VERIFIER, 200.0, 1e-6, 0.0))
+    assert ledger.budget("ann").epsilon_spent == pytest.approx(budget.epsilon_spent)
+    assert ledger.budget("ann").queries == 300
