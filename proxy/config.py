@@ -48,6 +48,9 @@ class PrivacySettings:
     # δ charged by a query that needs one (joins of private tables: smooth sensitivity;
     # GROUP BY with key selection), unless the session says SET dp.delta.
     default_delta: float = 1e-8
+    # Noise of a session that does not SET dp.mechanism: shifted_laplace (seed 000, the
+    # default), laplace (no shift) or gaussian (costs delta; no private joins).
+    default_mechanism: str = "shifted_laplace"
     # Budget of `dpgate user add` when --epsilon is not given.
     default_budget: float = 1.0
     # Seed 000's per-analyst location μ_u is drawn once from this interval, in units of
@@ -75,6 +78,9 @@ class Config:
             raise ValueError("privacy.shift_interval must be [low, high] with low <= high")
         if not 0 < privacy.default_epsilon:
             raise ValueError("privacy.default_epsilon must be positive")
+        if privacy.default_mechanism not in ("shifted_laplace", "laplace", "gaussian"):
+            raise ValueError("privacy.default_mechanism must be shifted_laplace, laplace or "
+                             "gaussian")
         if not 0 < privacy.default_delta < 1:
             raise ValueError("privacy.default_delta must be between 0 and 1")
         if not 0 < privacy.confidence < 1:

@@ -37,6 +37,7 @@ class PlanCache:
 
 
 @lru_cache(maxsize=4096)
-def calibrate_cached(plan: PrivateAggregate, epsilon: float, delta: float) -> Calibration:
+def calibrate_cached(plan: PrivateAggregate, epsilon: float, delta: float,
+                     mechanism: str = "shifted_laplace") -> Calibration:
     """calibrate(), remembered: the smooth-sensitivity scan is the costly part."""
-    return calibrate(plan, epsilon, delta)
+    return calibrate(plan, epsilon, delta, mechanism=mechanism)

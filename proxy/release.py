@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from mechanisms.accuracy import shifted_laplace_bound
+from mechanisms.accuracy import discrete_gaussian_bound, shifted_laplace_bound
+from mechanisms.gaussian import gaussian_count
 from mechanisms.laplace import laplace_scale, sample_discrete_laplace
 from mechanisms.random_source import RandomSource
-from mechanisms.reals import calibrate_real_laplace, noisy_real
+from mechanisms.reals import calibrate_real_gaussian, calibrate_real_laplace, noisy_real
 from rewriter.calibrate import Calibration, PartCalibration
 from rewriter.plan import Comparison, Condition, OutputColumn, PrivateAggregate
 
@@ -41,6 +42,7 @@ def release(plan: PrivateAggregate, calibration: Calibration,
             key_types: list[int], true_rows: list[list[bytes | None]], shift_draw: float,
             settings: PrivacySettings, rng: RandomSource) -> Release:
     """Noise every part of every row, select groups, then apply HAVING/ORDER BY/LIMIT."""
+    shifted = calibration.mechanism == "shifted_laplace"
     rows = []
     for true_row in true_rows:
         keys = [None if v is None else v.decode() for v in true_row[:plan.keys]]
@@ -48,9 +50,10 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         for index, part in enumerate(plan.parts):
             scale = calibration.parts[index].scale
             value = _number(true_row[plan.keys + index], part.integer)
-            plain = _noisy(value, calibration.parts[index], calibration.pure, part.integer, rng)
+            plain = _noisy(value, calibration.parts[index], calibration, part.integer, rng)
             unshifted.append(plain)
-            noisy.append(_shifted(plain, shift_for(shift_draw, scale, settings), part.integer))
+            shift = shift_for(shift_draw, scale, settings) if shifted else 0.0
+            noisy.append(_shifted(plain, shift, part.integer))
         if calibration.threshold is not None:
             assert plan.grouping is not None and plan.grouping.selection_part is not None
             # Decided on the unshifted noisy count: the shift is a public-knowledge-free
@@ -77,14 +80,21 @@ def _number(raw: bytes | None, integer: bool) -> int | Fraction:
     return int(raw) if integer else Fraction(Decimal(raw.decode()))
 
 
-def _noisy(value: int | Fraction, part: PartCalibration, pure: bool, integer: bool,
-           rng: RandomSource) -> int | float:
-    """Unshifted noisy value: exact discrete Laplace for counts, grid noise for reals."""
+def _noisy(value: int | Fraction, part: PartCalibration, calibration: Calibration,
+           integer: bool, rng: RandomSource) -> int | float:
+    """Unshifted noisy value: exact discrete Laplace or Gaussian for counts, grid noise for
+    reals (floating-point safe, mechanisms/reals.py)."""
     if part.scale == 0:  # only public tables: nothing to protect
         return value if integer else float(value)
+    if calibration.mechanism == "gaussian":
+        if integer:
+            assert part.variance is not None
+            return gaussian_count(int(value), part.variance, 0.0, rng)
+        noise = calibrate_real_gaussian(part.l2_sensitivity, part.epsilon, part.delta)
+        return noisy_real(value, noise, 0.0, rng)
     if integer:
         return int(value) + sample_discrete_laplace(laplace_scale(part.scale, 1.0), rng)
-    sensitivity = part.elastic_sensitivity if pure else part.smooth_sensitivity
+    sensitivity = part.elastic_sensitivity if calibration.pure else part.smooth_sensitivity
     return noisy_real(value, calibrate_real_laplace(sensitivity, part.scale), 0.0, rng)
 
 
@@ -164,12 +174,20 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
     """
     if not calibration.pure:
         return {}
-    widest_draw = max(abs(x) for x in settings.shift_interval)
+    shifted = calibration.mechanism == "shifted_laplace"
+    widest_draw = max(abs(x) for x in settings.shift_interval) if shifted else 0.0
+    beta = 1 - settings.confidence
     bounds = {}
     for output in plan.visible:
-        if output.kind == "noisy" and output.aggregate != "avg":
-            scale = calibration.parts[output.parts[0]].scale
-            widest = shift_for(widest_draw, scale, settings)
-            bounds[output.name] = math.ceil(
-                shifted_laplace_bound(scale, widest, 1 - settings.confidence))
+        if output.kind != "noisy" or output.aggregate == "avg":
+            continue
+        part = calibration.parts[output.parts[0]]
+        if calibration.mechanism == "gaussian" and part.variance is not None:
+            bound = discrete_gaussian_bound(part.variance, 0.0, beta)
+        elif calibration.mechanism == "gaussian":
+            bound = 2 * part.scale * math.sqrt(2 * math.log(2 / beta))
+        else:
+            widest = shift_for(widest_draw, part.scale, settings)
+            bound = shifted_laplace_bound(part.scale, widest, beta)
+        bounds[output.name] = math.ceil(bound)
     return bounds

@@ -18,7 +18,7 @@ from accounting import (
     fingerprint,
 )
 from mechanisms.random_source import RandomSource
-from rewriter.calibrate import Calibration
+from rewriter.calibrate import MECHANISMS, Calibration
 from rewriter.classify import Statement, classify
 from rewriter.errors import INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT, Refusal
 from rewriter.metrics import MissingMetrics
@@ -37,7 +37,6 @@ from .knowledge import Knowledge
 from .plan_cache import PlanCache, calibrate_cached
 from .release import Release, release, result_columns
 
-MECHANISM = "shifted_laplace"
 BUDGET_EXHAUSTED = "53400"
 DATA_EXCEPTION = "22000"
 # Puts the backend's open transaction into the failed state after a refusal, so the
@@ -45,10 +44,31 @@ DATA_EXCEPTION = "22000"
 _FAIL_TRANSACTION = b"DO $$BEGIN RAISE EXCEPTION 'dpgate: statement failed'; END$$"
 
 
-# Session settings: name -> (validity check, what a valid value is).
-DP_SETTINGS: dict[str, tuple[Callable[[float], bool], str]] = {
-    "dp.epsilon": (lambda v: 0 < v < math.inf, "a positive number"),
-    "dp.delta": (lambda v: 0 <= v < 1, "a number from 0 to 1 (excluded)"),
+def _positive(text: str) -> str:
+    value = float(text)
+    if not 0 < value < math.inf:
+        raise ValueError(text)
+    return repr(value)
+
+
+def _probability(text: str) -> str:
+    value = float(text)
+    if not 0 <= value < 1:
+        raise ValueError(text)
+    return repr(value)
+
+
+def _mechanism(text: str) -> str:
+    if text.lower() not in MECHANISMS:
+        raise ValueError(text)
+    return text.lower()
+
+
+# Session settings: name -> (parser to the stored text, what a valid value is).
+DP_SETTINGS: dict[str, tuple[Callable[[str], str], str]] = {
+    "dp.epsilon": (_positive, "a positive number"),
+    "dp.delta": (_probability, "a number from 0 to 1 (excluded)"),
+    "dp.mechanism": (_mechanism, "one of " + ", ".join(MECHANISMS)),
 }
 
 
@@ -82,6 +102,10 @@ class Session:
     @property
     def delta(self) -> float:
         return float(self.settings.get("dp.delta", self.config.privacy.default_delta))
+
+    @property
+    def mechanism(self) -> str:
+        return self.settings.get("dp.mechanism", self.config.privacy.default_mechanism)
 
     async def simple_query(self, sql: str) -> None:
         """Answer one Query message, ending with ReadyForQuery."""
@@ -181,21 +205,19 @@ class Session:
         if plan.value is None:
             self.settings.pop(plan.name, None)
         else:
-            valid, what = DP_SETTINGS[plan.name]
+            parse, what = DP_SETTINGS[plan.name]
             try:
-                value = float(plan.value.strip("'"))
+                self.settings[plan.name] = parse(plan.value.strip("'"))
             except ValueError:
-                value = math.nan
-            if not valid(value):
                 raise StatementError(INVALID_PARAMETER_VALUE,
-                                     f"{plan.name} must be {what}, not {plan.value}")
-            self.settings[plan.name] = repr(value)
+                                     f"{plan.name} must be {what}, not {plan.value}") from None
         self.send(wire.command_complete("RESET" if plan.value is None else "SET"))
 
     async def _show(self, plan: ShowDpSetting) -> None:
-        if plan.name in ("dp.epsilon", "dp.delta"):
-            value = self.epsilon if plan.name == "dp.epsilon" else self.delta
-            self._send_rows([(plan.name, wire.TEXT_OID)], [[repr(value)]], "SHOW")
+        if plan.name in DP_SETTINGS:
+            value = {"dp.epsilon": repr(self.epsilon), "dp.delta": repr(self.delta),
+                     "dp.mechanism": self.mechanism}[plan.name]
+            self._send_rows([(plan.name, wire.TEXT_OID)], [[value]], "SHOW")
         elif plan.name == "dp.budget":
             budget = await asyncio.to_thread(self.ledger.budget, self.analyst.name)
             columns = [(name, wire.FLOAT8_OID) for name in (
@@ -216,9 +238,9 @@ class Session:
         self.send(wire.command_complete(tag if tag == "SHOW" else f"{tag} {len(rows)}"))
 
     async def _private_aggregate(self, text: str, plan: PrivateAggregate) -> None:
-        epsilon, delta = self.epsilon, self.delta
+        epsilon, delta, mechanism = self.epsilon, self.delta, self.mechanism
         try:
-            calibration = calibrate_cached(plan, epsilon, delta)
+            calibration = calibrate_cached(plan, epsilon, delta, mechanism)
         except Refusal as refusal:
             raise StatementError(refusal.sqlstate, refusal.message, refusal.hint) from None
         async with self.pool.connection() as backend:
@@ -233,8 +255,8 @@ class Session:
             request = ChargeRequest(
                 analyst=self.analyst.name, statement=text,
                 fingerprint=fingerprint(plan.fingerprint_text, epsilon, calibration.delta,
-                                        MECHANISM),
-                epsilon=epsilon, delta=calibration.delta, mechanism=MECHANISM,
+                                        mechanism),
+                epsilon=epsilon, delta=calibration.delta, mechanism=mechanism,
                 sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
             )
             try:

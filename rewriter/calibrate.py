@@ -1,19 +1,29 @@
-"""Noise scales for a planned query at given ε and δ (SPEC.md §1, "Beyond FLEX").
+"""Noise scales for a planned query at given ε, δ and mechanism (SPEC.md §1 and §3).
 
 ε and δ are split evenly across the noisy parts (sequential composition). When no part's
 ES(k) depends on k, ES is a global sensitivity: scale ES/ε, δ = 0. Otherwise the smooth
 sensitivity S* gives the scale 2S*/ε and the part costs δ. Key selection (τ-thresholding)
-costs δ too.
+costs δ too. The Gaussian mechanism (pure path only) calibrates σ to the L2 sensitivity
+with the exact discrete Gaussian condition, and every part costs δ.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from mechanisms.gaussian_sigma import (
+    GaussianParameterError,
+    analytic_gaussian_sigma,
+    discrete_gaussian_variance,
+)
 
 from .elastic import smooth_sensitivity
-from .errors import INVALID_PARAMETER_VALUE, Refusal
+from .errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, Refusal
 from .plan import PrivateAggregate
+
+MECHANISMS = ("shifted_laplace", "laplace", "gaussian")
 
 
 @dataclass(frozen=True)
@@ -23,8 +33,10 @@ class PartCalibration:
     elastic_sensitivity: float  # ES(K)·magnitude
     smooth_sensitivity: float  # S*·magnitude
     k_star: int
-    scale: float  # the Laplace scale b actually used
+    scale: float  # the Laplace scale b actually used (Gaussian: σ)
     flex_scale: float  # FLEX's 2S*/ε, for comparison
+    l2_sensitivity: float = 0.0  # Gaussian only
+    variance: Fraction | None = None  # Gaussian counts: the discrete Gaussian's σ²
 
 
 @dataclass(frozen=True)
@@ -34,13 +46,21 @@ class Calibration:
     pure: bool
     parts: tuple[PartCalibration, ...]
     threshold: float | None  # τ of key selection, on the selection part's noisy count
+    mechanism: str = "shifted_laplace"
 
 
-def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0) -> Calibration:
+def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
+              mechanism: str = "shifted_laplace") -> Calibration:
     """Scales for every part; `k` only changes the reported ES(k)."""
     pure = not any(part.elastic.depends_on_k for part in plan.parts)
     selecting = plan.grouping is not None and plan.grouping.key_selection
-    delta_users = (0 if pure else len(plan.parts)) + (1 if selecting else 0)
+    gaussian = mechanism == "gaussian"
+    if gaussian and (not pure or selecting):
+        raise Refusal(FEATURE_NOT_SUPPORTED,
+                      "the Gaussian mechanism is available only for queries without joins of "
+                      "private tables and without key selection",
+                      hint="SET dp.mechanism = 'shifted_laplace' (the default) for this one.")
+    delta_users = (0 if pure and not gaussian else len(plan.parts)) + (1 if selecting else 0)
     if delta_users and not 0 < delta < 1:
         raise Refusal(INVALID_PARAMETER_VALUE,
                       "this query needs a delta between 0 and 1 (joins of private tables and "
@@ -57,18 +77,40 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0) 
         flex_scale = 2 * smooth.sensitivity * part.magnitude / part_epsilon
         elastic_k = part.elastic.at(k) * part.magnitude
         scale = part.elastic.at(0) * part.magnitude / part_epsilon if pure else flex_scale
-        parts.append(PartCalibration(
+        calibrated = PartCalibration(
             epsilon=part_epsilon, delta=0.0 if pure else part_delta,
             elastic_sensitivity=float(elastic_k),
             smooth_sensitivity=smooth.sensitivity * part.magnitude, k_star=smooth.k_star,
-            scale=scale, flex_scale=flex_scale))
+            scale=scale, flex_scale=flex_scale)
+        if gaussian:
+            calibrated = _gaussian(calibrated, part.elastic.at(0), part.magnitude,
+                                   part.integer, plan.keys > 0, part_delta)
+        parts.append(calibrated)
     threshold = None
     if selecting:
         assert plan.grouping is not None and plan.grouping.selection_part is not None
         selection = parts[plan.grouping.selection_part]
         threshold = key_selection_threshold(selection.elastic_sensitivity / 2, selection.scale,
                                             part_delta)
-    return Calibration(epsilon, delta if delta_users else 0.0, pure, tuple(parts), threshold)
+    return Calibration(epsilon, delta if delta_users else 0.0, pure, tuple(parts), threshold,
+                       mechanism)
+
+
+def _gaussian(part: PartCalibration, elastic: int, magnitude: float, integer: bool,
+              histogram: bool, delta: float) -> PartCalibration:
+    """σ for the part's L2 sensitivity: a changed row moves a histogram's mass by S out of
+    one cell and into another, so Δ₂ = √2·S = ES/√2 there, and ES for a single value."""
+    l2 = elastic * magnitude / (math.sqrt(2) if histogram else 1)
+    if l2 == 0:
+        return replace(part, delta=delta, scale=0.0, l2_sensitivity=0.0)
+    try:
+        variance = discrete_gaussian_variance(part.epsilon, delta, math.ceil(l2)) \
+            if integer else None
+        sigma = math.sqrt(variance) if variance is not None else \
+            analytic_gaussian_sigma(part.epsilon, delta, l2)
+    except GaussianParameterError as error:
+        raise Refusal(INVALID_PARAMETER_VALUE, f"Gaussian mechanism: {error}") from None
+    return replace(part, delta=delta, scale=sigma, l2_sensitivity=l2, variance=variance)
 
 
 def key_selection_threshold(stability: float, scale: float, delta: float) -> float:

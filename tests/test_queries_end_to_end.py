@@ -156,3 +156,32 @@ def test_metrics_refresh_shows_progress_and_stores(proxy: RunningProxy):
     assert result.returncode == 0, result.stderr
     assert "public.orders.customer_id: max_freq" in result.stdout
     assert result.stdout.count("[") >= 10  # one progress line per column
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian", "shifted_laplace"])
+def test_dp_mechanism_setting_changes_the_noise_and_the_charge(
+        proxy: RunningProxy, carol: str, mechanism: str):
+    query = "SELECT count(*) FROM orders WHERE quantity = 4"
+    (expected,) = truth(proxy, query)[0]
+    with psycopg.connect(carol, autocommit=True) as connection:
+        notices: list[str] = []
+        connection.add_notice_handler(lambda d: notices.append(d.message_primary))
+        connection.execute(f"SET dp.mechanism = '{mechanism}'")
+        connection.execute("SET dp.epsilon = 0.5")
+        assert connection.execute("SHOW dp.mechanism").fetchone() == (mechanism,)
+        (answer,) = connection.execute(query).fetchone()
+    assert abs(answer - expected) < 200
+    assert ("delta" in notices[-1]) == (mechanism == "gaussian")
+    history = json.loads(proxy.cli("user", "show", "flexi", "--json").stdout)["charges"]
+    assert history[-1]["mechanism"] == mechanism
+
+
+def test_gaussian_is_refused_for_joins_and_bad_mechanisms_are_rejected(
+        proxy: RunningProxy, carol: str):
+    with psycopg.connect(carol, autocommit=True) as connection:
+        with pytest.raises(errors.InvalidParameterValue):
+            connection.execute("SET dp.mechanism = 'uniform'")
+        connection.execute("SET dp.mechanism = gaussian")
+        with pytest.raises(errors.FeatureNotSupported):
+            connection.execute("SELECT count(*) FROM orders o JOIN customers c "
+                               "ON o.customer_id = c.customer_id")
