@@ -14,30 +14,18 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from mechanisms.numbers import Real, parameter
 from mechanisms.random_source import RandomSource
 
 
-def _as_fraction(x: float | Fraction, name: str) -> Fraction:
-    """Convert to an exact Fraction, reading floats by their decimal repr (0.1 -> 1/10)."""
-    if isinstance(x, Fraction):
-        return x
-    if isinstance(x, int):
-        return Fraction(x)
-    xf = float(x)
-    if not math.isfinite(xf):
-        raise ValueError(f"{name} must be finite, got {x!r}")
-    # repr gives the shortest decimal that round-trips, i.e. what the user wrote.
-    return Fraction(repr(xf))
-
-
-def laplace_scale(sensitivity: float, epsilon: float) -> Fraction:
+def laplace_scale(sensitivity: Real, epsilon: Real) -> Fraction:
     """Return the Laplace scale b = Δ/ε as an exact Fraction.
 
     Floats are read through their repr, so ``laplace_scale(1, 0.1) == Fraction(10)``.
     Raises ValueError when ε <= 0 or Δ < 0.
     """
-    eps = _as_fraction(epsilon, "epsilon")
-    delta = _as_fraction(sensitivity, "sensitivity")
+    eps = parameter(epsilon, "epsilon")
+    delta = parameter(sensitivity, "sensitivity")
     if eps <= 0:
         raise ValueError(f"epsilon must be positive, got {epsilon!r}")
     if delta < 0:
@@ -73,25 +61,25 @@ def _bernoulli_exp(num: int, den: int, rng: RandomSource) -> bool:
     return _bernoulli_exp_unit(rest, den, rng)
 
 
-def sample_bernoulli_exp(gamma: Fraction, rng: RandomSource) -> bool:
+def sample_bernoulli_exp(gamma: Real, rng: RandomSource) -> bool:
     """Return True with probability exactly exp(−γ), for rational γ >= 0.
 
     Algorithm 1 of Canonne, Kamath and Steinke, "The Discrete Gaussian for Differential
     Privacy" (NeurIPS 2020), using only ``rng.randbelow``.
     """
-    g = _as_fraction(gamma, "gamma")
+    g = parameter(gamma, "gamma")
     if g < 0:
         raise ValueError(f"gamma must be non-negative, got {gamma!r}")
     return _bernoulli_exp(g.numerator, g.denominator, rng)
 
 
-def sample_discrete_laplace(scale: Fraction, rng: RandomSource) -> int:
+def sample_discrete_laplace(scale: Real, rng: RandomSource) -> int:
     """Return an integer X with P[X = x] ∝ exp(−|x|/scale) (two-sided geometric).
 
     Algorithm 2 of Canonne, Kamath and Steinke, "The Discrete Gaussian for Differential
     Privacy" (NeurIPS 2020): exact, using only ``rng.randbelow``. Scale 0 returns 0.
     """
-    b = _as_fraction(scale, "scale")
+    b = parameter(scale, "scale")
     if b < 0:
         raise ValueError(f"scale must be non-negative, got {scale!r}")
     if b == 0:

@@ -8,7 +8,6 @@ not make them fail either.
 from __future__ import annotations
 
 import math
-import random
 from fractions import Fraction
 
 import numpy as np
@@ -23,18 +22,9 @@ from mechanisms.laplace import (
     shifted_laplace_count,
 )
 from mechanisms.random_source import RandomSource, SecureRandomSource, uniform
+from mechanisms.seeded_source import SeededRandomSource as SeededSource
 
 N_DRAWS = 100_000
-
-
-class SeededSource:
-    """Deterministic RandomSource for tests only; production never sees this."""
-
-    def __init__(self, seed: int) -> None:
-        self._rng = random.Random(seed)
-
-    def randbelow(self, n: int) -> int:
-        return self._rng.randrange(n)
 
 
 def dlap_p(scale: Fraction | float) -> float:
