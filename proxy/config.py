@@ -56,7 +56,7 @@ class PrivacySettings:
     # Seed 000's per-analyst location μ_u is drawn once from this interval, in units of
     # the noise scale b ("scale") or of the answer ("absolute"). [0, 0] is plain Laplace.
     shift_unit: str = "scale"
-    shift_interval: tuple[float, float] = (-1.0, 1.0)
+    shift_interval: tuple[float, float] = (0.5, 1.5)
     # Confidence of the accuracy bound in the NOTICE (0.95 gives a 95% bound).
     confidence: float = 0.95
 

@@ -12,11 +12,20 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from mechanisms.accuracy import discrete_gaussian_bound, shifted_laplace_bound
+from mechanisms.accuracy import (
+    discrete_gaussian_bound,
+    real_noise_bound,
+    shifted_laplace_bound,
+)
 from mechanisms.gaussian import gaussian_count
 from mechanisms.laplace import laplace_scale, sample_discrete_laplace
 from mechanisms.random_source import RandomSource
-from mechanisms.reals import calibrate_real_gaussian, calibrate_real_laplace, noisy_real
+from mechanisms.reals import (
+    RealNoise,
+    calibrate_real_gaussian,
+    calibrate_real_laplace,
+    noisy_real,
+)
 from rewriter.calibrate import Calibration, PartCalibration
 from rewriter.plan import Comparison, Condition, OutputColumn, PrivateAggregate
 
@@ -48,12 +57,17 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         keys = [None if v is None else v.decode() for v in true_row[:plan.keys]]
         noisy, unshifted = [], []
         for index, part in enumerate(plan.parts):
-            scale = calibration.parts[index].scale
+            part_calibration = calibration.parts[index]
             value = _number(true_row[plan.keys + index], part.integer)
-            plain = _noisy(value, calibration.parts[index], calibration, part.integer, rng)
-            unshifted.append(plain)
-            shift = shift_for(shift_draw, scale, settings) if shifted else 0.0
-            noisy.append(_shifted(plain, shift, part.integer))
+            shift = shift_for(shift_draw, part_calibration.scale, settings) if shifted else 0.0
+            if part.integer:
+                plain = _noisy_count(int(value), part_calibration, calibration, rng)
+                unshifted.append(plain)
+                noisy.append(plain + round(shift))
+            else:
+                unshifted.append(0)  # key selection thresholds counts only
+                noisy.append(_noisy_real(Fraction(value), part_calibration, calibration,
+                                         shift, rng))
         if calibration.threshold is not None:
             assert plan.grouping is not None and plan.grouping.selection_part is not None
             # Decided on the unshifted noisy count: the shift is a public-knowledge-free
@@ -80,26 +94,30 @@ def _number(raw: bytes | None, integer: bool) -> int | Fraction:
     return int(raw) if integer else Fraction(Decimal(raw.decode()))
 
 
-def _noisy(value: int | Fraction, part: PartCalibration, calibration: Calibration,
-           integer: bool, rng: RandomSource) -> int | float:
-    """Unshifted noisy value: exact discrete Laplace or Gaussian for counts, grid noise for
-    reals (floating-point safe, mechanisms/reals.py)."""
+def _noisy_count(value: int, part: PartCalibration, calibration: Calibration,
+                 rng: RandomSource) -> int:
+    """A count with exact discrete Laplace or Gaussian noise, not yet shifted."""
     if part.scale == 0:  # only public tables: nothing to protect
-        return value if integer else float(value)
+        return value
     if calibration.mechanism == "gaussian":
-        if integer:
-            assert part.variance is not None
-            return gaussian_count(int(value), part.variance, 0.0, rng)
-        noise = calibrate_real_gaussian(part.l2_sensitivity, part.epsilon, part.delta)
-        return noisy_real(value, noise, 0.0, rng)
-    if integer:
-        return int(value) + sample_discrete_laplace(laplace_scale(part.scale, 1.0), rng)
+        assert part.variance is not None
+        return gaussian_count(value, part.variance, 0.0, rng)
+    return value + sample_discrete_laplace(laplace_scale(part.scale, 1.0), rng)
+
+
+def real_noise(part: PartCalibration, calibration: Calibration) -> RealNoise:
+    """Grid noise for a real answer (floating-point safe, mechanisms/reals.py)."""
+    if calibration.mechanism == "gaussian":
+        return calibrate_real_gaussian(part.l2_sensitivity, part.epsilon, part.delta)
     sensitivity = part.elastic_sensitivity if calibration.pure else part.smooth_sensitivity
-    return noisy_real(value, calibrate_real_laplace(sensitivity, part.scale), 0.0, rng)
+    return calibrate_real_laplace(sensitivity, part.scale)
 
 
-def _shifted(value: int | float, shift: float, integer: bool) -> int | float:
-    return value + round(shift) if integer else value + shift
+def _noisy_real(value: Fraction, part: PartCalibration, calibration: Calibration,
+                shift: float, rng: RandomSource) -> float:
+    if part.scale == 0:
+        return float(value)
+    return noisy_real(value, real_noise(part, calibration), shift, rng)
 
 
 def _output_value(output: OutputColumn, keys: list[str | None], noisy: list[int | float]
@@ -182,12 +200,15 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
         if output.kind != "noisy" or output.aggregate == "avg":
             continue
         part = calibration.parts[output.parts[0]]
-        if calibration.mechanism == "gaussian" and part.variance is not None:
-            bound = discrete_gaussian_bound(part.variance, 0.0, beta)
+        widest = shift_for(widest_draw, part.scale, settings)
+        if part.scale == 0:
+            bound = 0.0
+        elif plan.parts[output.parts[0]].aggregate == "sum":
+            bound = real_noise_bound(real_noise(part, calibration), widest, beta)
         elif calibration.mechanism == "gaussian":
-            bound = 2 * part.scale * math.sqrt(2 * math.log(2 / beta))
+            assert part.variance is not None
+            bound = discrete_gaussian_bound(part.variance, 0.0, beta)
         else:
-            widest = shift_for(widest_draw, part.scale, settings)
             bound = shifted_laplace_bound(part.scale, widest, beta)
         bounds[output.name] = math.ceil(bound)
     return bounds
