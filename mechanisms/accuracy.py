@@ -22,6 +22,19 @@ from mechanisms.reals import RealLaplace, RealNoise
 _REL_MARGIN = 1e-9
 
 
+def _widest_rounded_shift(max_abs_shift: float, beta: float) -> int:
+    """m = ⌊M + 1/2⌋ after checking the arguments every bound shares.
+
+    |round(μ) − μ| <= 1/2 and round(μ) is an integer, so |round(μ)| <= ⌊M + 1/2⌋ whatever
+    the tie-breaking rule.
+    """
+    if not (math.isfinite(max_abs_shift) and max_abs_shift >= 0):
+        raise ValueError(f"max_abs_shift must be finite and non-negative, got {max_abs_shift!r}")
+    if not 0 < beta < 1:
+        raise ValueError(f"beta must be in (0, 1), got {beta!r}")
+    return math.floor(max_abs_shift + 0.5)
+
+
 def shifted_laplace_bound(
     scale: float | Fraction, max_abs_shift: float, beta: float = 0.05
 ) -> float:
@@ -46,13 +59,7 @@ def shifted_laplace_bound(
     b = float(scale)
     if not (math.isfinite(b) and b >= 0):
         raise ValueError(f"scale must be finite and non-negative, got {scale!r}")
-    if not (math.isfinite(max_abs_shift) and max_abs_shift >= 0):
-        raise ValueError(f"max_abs_shift must be finite and non-negative, got {max_abs_shift!r}")
-    if not 0 < beta < 1:
-        raise ValueError(f"beta must be in (0, 1), got {beta!r}")
-    # |round(μ) − μ| <= 1/2 and round(μ) is an integer, so |round(μ)| <= ⌊M + 1/2⌋
-    # whatever the tie-breaking rule.
-    m = math.floor(max_abs_shift + 0.5)
+    m = _widest_rounded_shift(max_abs_shift, beta)
     if b == 0:
         return float(m)
     log_term = math.log1p(math.exp(-2.0 * m / b)) - math.log1p(math.exp(-1.0 / b)) - math.log(beta)
@@ -91,11 +98,7 @@ def discrete_gaussian_bound(variance: Real, max_abs_shift: float, beta: float = 
     var = parameter(variance, "variance")
     if var < 0:
         raise ValueError(f"variance must be non-negative, got {variance!r}")
-    if not (math.isfinite(max_abs_shift) and max_abs_shift >= 0):
-        raise ValueError(f"max_abs_shift must be finite and non-negative, got {max_abs_shift!r}")
-    if not 0 < beta < 1:
-        raise ValueError(f"beta must be in (0, 1), got {beta!r}")
-    m = math.floor(max_abs_shift + 0.5)
+    m = _widest_rounded_shift(max_abs_shift, beta)
     if var == 0:
         return float(m)
     sigma = math.sqrt(var)

@@ -8,6 +8,7 @@ then HAVING, ORDER BY and LIMIT run on the noisy rows, never on true values.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -51,27 +52,17 @@ def release(plan: PrivateAggregate, calibration: Calibration,
             key_types: list[int], true_rows: list[list[bytes | None]], shift_draw: float,
             settings: PrivacySettings, rng: RandomSource) -> Release:
     """Noise every part of every row, select groups, then apply HAVING/ORDER BY/LIMIT."""
-    shifted = calibration.mechanism == "shifted_laplace"
+    noisers = _noisers(plan, calibration, shift_draw, settings, rng)
     rows = []
     for true_row in true_rows:
         keys = [None if v is None else v.decode() for v in true_row[:plan.keys]]
-        noisy, unshifted = [], []
-        for index, part in enumerate(plan.parts):
-            part_calibration = calibration.parts[index]
-            value = _number(true_row[plan.keys + index], part.integer)
-            shift = shift_for(shift_draw, part_calibration.scale, settings) if shifted else 0.0
-            if part.integer:
-                plain = _noisy_count(int(value), part_calibration, calibration, rng)
-                unshifted.append(plain)
-                noisy.append(plain + round(shift))
-            else:
-                unshifted.append(0)  # key selection thresholds counts only
-                noisy.append(_noisy_real(Fraction(value), part_calibration, calibration,
-                                         shift, rng))
+        drawn = [noise(raw) for noise, raw in zip(noisers, true_row[plan.keys:], strict=True)]
+        unshifted = [plain for plain, _ in drawn]
+        noisy = [released for _, released in drawn]
         if calibration.threshold is not None:
             assert plan.grouping is not None and plan.grouping.selection_part is not None
-            # Decided on the unshifted noisy count: the shift is a public-knowledge-free
-            # constant, and τ was derived for unshifted noise.
+            # Decided on the unshifted noisy count: τ was derived for unshifted noise, and
+            # the shift is a data-independent constant added afterwards.
             if unshifted[plan.grouping.selection_part] <= calibration.threshold:
                 continue
         rows.append([_output_value(o, keys, noisy) for o in plan.outputs])
@@ -94,15 +85,52 @@ def _number(raw: bytes | None, integer: bool) -> int | Fraction:
     return int(raw) if integer else Fraction(Decimal(raw.decode()))
 
 
-def _noisy_count(value: int, part: PartCalibration, calibration: Calibration,
-                 rng: RandomSource) -> int:
-    """A count with exact discrete Laplace or Gaussian noise, not yet shifted."""
-    if part.scale == 0:  # only public tables: nothing to protect
-        return value
-    if calibration.mechanism == "gaussian":
-        assert part.variance is not None
-        return gaussian_count(value, part.variance, 0.0, rng)
-    return value + sample_discrete_laplace(laplace_scale(part.scale, 1.0), rng)
+Noiser = Callable[[bytes | None], tuple[int | float, int | float]]
+
+
+def _noisers(plan: PrivateAggregate, calibration: Calibration, shift_draw: float,
+             settings: PrivacySettings, rng: RandomSource) -> list[Noiser]:
+    """One function per part, (true text value) -> (unshifted noisy, released); the noise
+    parameters are derived once per answer, not once per row."""
+    shifted = calibration.mechanism == "shifted_laplace"
+    noisers = []
+    for part, calibrated in zip(plan.parts, calibration.parts, strict=True):
+        shift = shift_for(shift_draw, calibrated.scale, settings) if shifted else 0.0
+        if part.integer:
+            noisers.append(_count_noiser(calibrated, calibration.mechanism, round(shift), rng))
+        else:
+            noisers.append(_real_noiser(calibrated, calibration, shift, rng))
+    return noisers
+
+
+def _count_noiser(part: PartCalibration, mechanism: str, shift: int, rng: RandomSource
+                  ) -> Noiser:
+    """Exact discrete Laplace or Gaussian noise; key selection looks at the unshifted value."""
+    laplace = laplace_scale(part.scale, 1.0) if part.scale and mechanism != "gaussian" \
+        else None
+
+    def noise(raw: bytes | None) -> tuple[int, int]:
+        value = _number(raw, integer=True)
+        if part.scale == 0:  # only public tables: nothing to protect
+            plain = int(value)
+        elif laplace is None:
+            assert part.variance is not None
+            plain = gaussian_count(int(value), part.variance, 0.0, rng)
+        else:
+            plain = int(value) + sample_discrete_laplace(laplace, rng)
+        return plain, plain + shift
+    return noise
+
+
+def _real_noiser(part: PartCalibration, calibration: Calibration, shift: float,
+                 rng: RandomSource) -> Noiser:
+    grid = real_noise(part, calibration) if part.scale else None
+
+    def noise(raw: bytes | None) -> tuple[float, float]:
+        value = Fraction(_number(raw, integer=False))
+        released = float(value) if grid is None else noisy_real(value, grid, shift, rng)
+        return released, released
+    return noise
 
 
 def real_noise(part: PartCalibration, calibration: Calibration) -> RealNoise:
@@ -111,13 +139,6 @@ def real_noise(part: PartCalibration, calibration: Calibration) -> RealNoise:
         return calibrate_real_gaussian(part.l2_sensitivity, part.epsilon, part.delta)
     sensitivity = part.elastic_sensitivity if calibration.pure else part.smooth_sensitivity
     return calibrate_real_laplace(sensitivity, part.scale)
-
-
-def _noisy_real(value: Fraction, part: PartCalibration, calibration: Calibration,
-                shift: float, rng: RandomSource) -> float:
-    if part.scale == 0:
-        return float(value)
-    return noisy_real(value, real_noise(part, calibration), shift, rng)
 
 
 def _output_value(output: OutputColumn, keys: list[str | None], noisy: list[int | float]

@@ -21,7 +21,7 @@ from mechanisms.random_source import RandomSource
 from rewriter.calibrate import MECHANISMS, Calibration
 from rewriter.classify import Statement, classify
 from rewriter.errors import INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT, Refusal
-from rewriter.metrics import MissingMetrics
+from rewriter.metrics import ColumnKey, MissingMetrics
 from rewriter.plan import (
     EmptyStatement,
     PrivateAggregate,
@@ -134,7 +134,7 @@ class Session:
         """
         knowledge = self.knowledge
         if not knowledge.catalog_loaded:
-            await self._measure(MissingMetrics(()))
+            await self._learn()
         for _ in range(2):
             key = (sql, knowledge.metrics.version)
             cached = self.plans.get(key)
@@ -143,19 +143,20 @@ class Session:
             try:
                 statements = classify(sql, self.config.policy, knowledge.metrics)
             except MissingMetrics as missing:
-                await self._measure(missing)
+                await self._learn(missing.columns)
                 continue
             self.plans.put(key, statements)
             return statements
         raise StatementError(DATA_EXCEPTION, "dpgate could not measure the join metrics")
 
-    async def _measure(self, missing: MissingMetrics) -> None:
+    async def _learn(self, columns: tuple[ColumnKey, ...] = ()) -> None:
+        """Load the column names (once per process) and measure maxFreq of `columns`."""
         async with self.pool.connection() as backend:
             try:
                 if not self.knowledge.catalog_loaded:
                     await self.knowledge.load_catalog(backend)
-                if missing.columns:
-                    await self.knowledge.measure(backend, missing.columns)
+                if columns:
+                    await self.knowledge.measure(backend, columns)
             except BackendError as error:  # a misspelt join column, say
                 raise StatementError(error.sqlstate, error.fields.get("M", "error"),
                                      error.fields.get("H")) from None

@@ -153,9 +153,10 @@ def _classify_set(text: str, tokens: list[Token]) -> Plan:
 def _classify_query(text: str, policy: Policy, metrics: Metrics, offset: int) -> Plan:
     tree = parse_query(text, offset)
     _refuse_writes_and_side_effects(tree, offset)
-    if reads_private_tables(tree, policy):
+    tables = _real_tables(tree)
+    if any(policy.is_private(table.db, table.name) for table in tables):
         return plan_private_aggregate(tree, policy, offset, metrics)
-    check_catalog_query(tree, _real_tables(tree), offset)
+    check_catalog_query(tree, tables, offset)
     return Relay(text)
 
 
@@ -177,10 +178,6 @@ def _real_tables(tree: exp.Expression) -> list[exp.Table]:
     cte_references = cte_reference_ids(tree)
     return [table for table in tree.find_all(exp.Table)
             if isinstance(table.this, exp.Identifier) and id(table) not in cte_references]
-
-
-def reads_private_tables(tree: exp.Expression, policy: Policy) -> bool:
-    return any(policy.is_private(table.db, table.name) for table in _real_tables(tree))
 
 
 def _refuse_writes_and_side_effects(tree: exp.Expression, offset: int) -> None:

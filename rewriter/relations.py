@@ -454,6 +454,12 @@ class Analyzer:
         """
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists, exp.Union)):
             self._check_public_subquery(node, ctes)
+            if isinstance(node, exp.Subquery) and not isinstance(node.parent, exp.In):
+                # PostgreSQL runs a scalar subquery only when a row reaches it, so its
+                # "more than one row" error would tell whether some private row did.
+                raise unsupported("scalar subqueries are not supported on private rows",
+                                  hint="Use IN (SELECT …) or a join.",
+                                  position=position_of(node, self.offset))
             return
         if node.find(exp.Column, exp.Subquery, exp.Select, exp.Exists) is None:
             return  # a constant: if it fails, it fails whatever the rows hold
