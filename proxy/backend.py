@@ -55,6 +55,23 @@ class Endpoint:
         )
 
 
+@dataclass(frozen=True)
+class Parameters:
+    """Values bound to $1…$n as a client sent them: type OIDs, formats, raw bytes."""
+
+    types: tuple[int, ...]
+    formats: tuple[int, ...]
+    values: tuple[bytes | None, ...]
+
+
+@dataclass
+class Described:
+    """What Parse + Describe tell of a statement: parameter type OIDs, result columns."""
+
+    parameters: list[int]
+    columns: list[tuple[str, int]]
+
+
 @dataclass
 class Rows:
     """A result in text format, with each column's (name, type OID)."""
@@ -165,47 +182,74 @@ class BackendConnection:
             if result is not None:
                 await result
 
-    async def fetch(self, sql: str) -> Rows:
-        """Run one statement and return its rows in text format; raise BackendError."""
-        self.send(wire.message(b"Q", sql.encode() + b"\0"))
-        await self.writer.drain()
+    async def fetch(self, sql: str, parameters: Parameters | None = None) -> Rows:
+        """Run one statement and return its rows in text format; raise BackendError.
+
+        With `parameters` the statement goes through Parse/Bind/Execute, so the values
+        travel apart from the SQL text exactly as the client sent them.
+        """
+        if parameters is None:
+            self.send(wire.message(b"Q", sql.encode() + b"\0"))
+        else:
+            self.send(wire.parse_message("", sql, parameters.types)
+                      + wire.bind_message("", "", parameters.formats, parameters.values, ())
+                      + wire.execute_message("") + wire.SYNC)
         rows = Rows([], [])
-        error: BackendError | None = None
-        while True:
-            kind, payload = await self.read()
+        for kind, payload in await self._until_ready():
             if kind == b"D":
                 rows.rows.append(wire.parse_data_row(payload))
             elif kind == b"T":
                 rows.columns[:] = wire.parse_row_description(payload)
-            elif kind == b"E":
-                error = BackendError(wire.parse_error_fields(payload))
-            elif kind == b"Z":
-                self.status = payload[:1]
-                if error is not None:
-                    raise error
-                return rows
+        return rows
 
-    async def describe(self, sql: str) -> list[tuple[str, int]]:
-        """Parse and describe a statement without running it: its (name, type OID) columns.
+    async def describe(self, sql: str, types: tuple[int, ...] = ()) -> Described:
+        """Parse and describe a statement without running it.
 
         Raises BackendError for what PostgreSQL refuses at parse time (a misspelt column).
         """
-        self.send(wire.message(b"P", b"\0" + sql.encode() + b"\0\0\0")
-                  + wire.message(b"D", b"S\0") + wire.message(b"S"))
+        self.send(wire.parse_message("", sql, types) + wire.describe_message(b"S", "")
+                  + wire.SYNC)
+        described = Described([], [])
+        for kind, payload in await self._until_ready():
+            if kind == b"t":
+                described.parameters[:] = wire.parse_parameter_description(payload)
+            elif kind == b"T":
+                described.columns[:] = wire.parse_row_description(payload)
+        return described
+
+    async def encode(self, rows: list[list[str | None]], types: list[int],
+                     formats: list[int]) -> list[bytes]:
+        """DataRow messages of `rows` (text values) in the requested result `formats`.
+
+        PostgreSQL itself does the encoding: `SELECT $1, $2, …` with the columns' types
+        as parameter types gives columns of exactly those types, in any format and for
+        any type (numeric, date, enums…), in one round trip for all rows.
+        """
+        select = "SELECT " + ", ".join(f"${i + 1}" for i in range(len(types)))
+        batch = [wire.parse_message("", select, types)]
+        for row in rows:
+            values = [None if v is None else v.encode() for v in row]
+            batch.append(wire.bind_message("", "", (), values, formats))
+            batch.append(wire.execute_message(""))
+        self.send(b"".join(batch) + wire.SYNC)
+        return [wire.message(b"D", payload)
+                for kind, payload in await self._until_ready() if kind == b"D"]
+
+    async def _until_ready(self) -> list[tuple[bytes, bytes]]:
+        """Every message up to ReadyForQuery; raise the first ErrorResponse after it."""
         await self.writer.drain()
+        messages: list[tuple[bytes, bytes]] = []
         error: BackendError | None = None
-        columns: list[tuple[str, int]] = []
         while True:
             kind, payload = await self.read()
-            if kind == b"E":
-                error = BackendError(wire.parse_error_fields(payload))
-            elif kind == b"T":
-                columns = wire.parse_row_description(payload)
-            elif kind == b"Z":
+            if kind == b"Z":
                 self.status = payload[:1]
                 if error is not None:
                     raise error
-                return columns
+                return messages
+            if kind == b"E" and error is None:
+                error = BackendError(wire.parse_error_fields(payload))
+            messages.append((kind, payload))
 
     async def cancel(self) -> None:
         """Ask PostgreSQL to cancel whatever this connection is running."""

@@ -19,6 +19,7 @@ from . import wire
 from .auth import AuthenticationFailed, authenticate
 from .backend import BackendConnection, BackendError, BackendPool, Endpoint
 from .config import Config
+from .extended import ExtendedProtocol
 from .knowledge import Knowledge
 from .plan_cache import PlanCache
 from .session import Session
@@ -30,8 +31,9 @@ INVALID_PASSWORD = "28P01"
 INVALID_CATALOG = "3D000"
 CANNOT_CONNECT = "08006"
 FEATURE_NOT_SUPPORTED = "0A000"
-# Extended-protocol messages; they get a clear error until that protocol is supported.
-EXTENDED_PROTOCOL = frozenset(b"PBDECSHF")
+EXTENDED_PROTOCOL = frozenset({b"P", b"B", b"D", b"E", b"C", b"S", b"H"})
+# CopyData, CopyDone, CopyFail outside a COPY: ignored, as PostgreSQL does.
+COPY_MESSAGES = frozenset({b"d", b"c", b"f"})
 
 
 @dataclass
@@ -159,32 +161,27 @@ class Proxy:
     async def _serve(self, session: Session, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter) -> None:
         max_size = self.config.server.max_message_size
+        extended = ExtendedProtocol(session)
         while True:
             kind, payload = await wire.read_message(reader, max_size)
             if kind == b"X":
                 return
-            if kind == b"Q":
+            if kind in EXTENDED_PROTOCOL:
+                await extended.handle(kind, payload)
+            elif extended.skipping or kind in COPY_MESSAGES:
+                pass  # skipped until Sync, or left over from a COPY that never started
+            elif kind == b"Q":
                 sql, _ = wire.cstring(payload)
+                await extended.settle()
                 await session.simple_query(sql)
-            elif kind[0] in EXTENDED_PROTOCOL:
-                await self._refuse_extended(session, kind, reader, writer)
-                continue
+            elif kind == b"F":
+                writer.write(wire.error_response(
+                    FEATURE_NOT_SUPPORTED, "the function call protocol is refused",
+                    hint="Call functions in a SELECT statement."))
+                writer.write(wire.ready_for_query(session.relay.status))
             else:
                 raise wire.ProtocolError(f"unexpected message type {kind!r}")
             await writer.drain()
-
-    async def _refuse_extended(self, session: Session, kind: bytes,
-                               reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        # Like PostgreSQL after an error: report once, then skip messages until Sync.
-        writer.write(wire.error_response(
-            FEATURE_NOT_SUPPORTED, "the extended query protocol is not supported yet",
-            hint="Use the simple query protocol (psql, or a driver's simple mode)."))
-        while kind != b"S":
-            kind, _ = await wire.read_message(reader, self.config.server.max_message_size)
-            if kind == b"X":
-                raise ConnectionError("client terminated")
-        writer.write(wire.ready_for_query(session.relay.status))
-        await writer.drain()
 
     async def _cancel(self, payload: bytes) -> None:
         if len(payload) != 8:

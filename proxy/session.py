@@ -24,6 +24,7 @@ from rewriter.errors import INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT, Refusal
 from rewriter.metrics import ColumnKey, MissingMetrics
 from rewriter.plan import (
     EmptyStatement,
+    Plan,
     PrivateAggregate,
     Relay,
     SetDpSetting,
@@ -31,7 +32,7 @@ from rewriter.plan import (
 )
 
 from . import wire
-from .backend import BackendConnection, BackendError, BackendPool
+from .backend import BackendConnection, BackendError, BackendPool, Described, Parameters
 from .config import Config
 from .knowledge import Knowledge
 from .plan_cache import PlanCache, calibrate_cached
@@ -39,6 +40,10 @@ from .release import Release, release, result_columns
 
 BUDGET_EXHAUSTED = "53400"
 DATA_EXCEPTION = "22000"
+# SHOW dp.budget
+BUDGET_COLUMNS = [(name, wire.FLOAT8_OID) for name in (
+    "epsilon_total", "epsilon_spent", "epsilon_left", "delta_total", "delta_spent")
+] + [("queries", wire.INT8_OID)]
 # Puts the backend's open transaction into the failed state after a refusal, so the
 # transaction behaves as PostgreSQL's would after any error.
 _FAIL_TRANSACTION = b"DO $$BEGIN RAISE EXCEPTION 'dpgate: statement failed'; END$$"
@@ -110,23 +115,23 @@ class Session:
     async def simple_query(self, sql: str) -> None:
         """Answer one Query message, ending with ReadyForQuery."""
         try:
-            statements = await self._classify(sql)
+            statements = await self.statements(sql)
         except Refusal as refusal:
             statements = [Statement(sql, 0, refusal)]
         except StatementError as error:
             self.send(error.response)
-            await self._fail_open_transaction()
+            await self.fail_open_transaction()
             statements = []
         for statement in statements:
             try:
                 await self._run(statement)
             except StatementError as error:
                 self.send(error.response)
-                await self._fail_open_transaction()
+                await self.fail_open_transaction()
                 break
         self.send(wire.ready_for_query(self.relay.status))
 
-    async def _classify(self, sql: str) -> list[Statement]:
+    async def statements(self, sql: str) -> list[Statement]:
         """Plans for a query string, from the cache or the rewriter.
 
         A join column met for the first time is measured (maxFreq) and the string is
@@ -161,7 +166,8 @@ class Session:
                 raise StatementError(error.sqlstate, error.fields.get("M", "error"),
                                      error.fields.get("H")) from None
 
-    async def _fail_open_transaction(self) -> None:
+    async def fail_open_transaction(self) -> None:
+        """After an error of the proxy's own, fail the backend's open transaction too."""
         if self.relay.status == b"T":
             await self.relay.relay(wire.message(b"Q", _FAIL_TRANSACTION + b"\0"), lambda _: None)
 
@@ -169,21 +175,37 @@ class Session:
         plan = statement.plan
         if isinstance(plan, Refusal):
             raise StatementError(plan.sqlstate, plan.message, plan.hint, plan.position)
-        if self.relay.status == b"E" and not isinstance(plan, Relay):
-            raise StatementError(
-                "25P02", "current transaction is aborted, commands ignored until end of "
-                "transaction block"
-            )
+        self.refuse_if_aborted(plan)
         if isinstance(plan, EmptyStatement):
             self.send(wire.empty_query_response())
         elif isinstance(plan, Relay):
             await self._relay(plan)
         elif isinstance(plan, SetDpSetting):
-            self._set(plan)
+            self.set_dp(plan)
         elif isinstance(plan, ShowDpSetting):
-            await self._show(plan)
+            self._send_answer(await self.show(plan))
         elif isinstance(plan, PrivateAggregate):
-            await self._private_aggregate(statement.text, plan)
+            self._send_answer(await self.private_answer(statement.text, plan))
+
+    def refuse_if_aborted(self, plan: Plan) -> None:
+        """Inside a failed transaction only relayed statements (ROLLBACK…) may run."""
+        if self.relay.status == b"E" and not isinstance(plan, Relay):
+            raise StatementError(
+                "25P02", "current transaction is aborted, commands ignored until end of "
+                "transaction block"
+            )
+
+    async def encode(self, answer: Answer, formats: tuple[int, ...]) -> list[bytes]:
+        """DataRow messages of an answer in the client's result formats."""
+        if not any(formats):
+            return [wire.data_row(row) for row in answer.rows]
+        async with self.pool.connection() as backend:
+            try:
+                return await backend.encode(answer.rows, [oid for _, oid in answer.columns],
+                                            list(formats))
+            except BackendError as error:
+                raise StatementError("XX000", f"dpgate could not encode its answer: {error}"
+                                     ) from None
 
     async def _relay(self, plan: Relay) -> None:
         self.running = self.relay
@@ -198,7 +220,8 @@ class Session:
         if plan.resets_dp:
             self.settings.clear()
 
-    def _set(self, plan: SetDpSetting) -> None:
+    def set_dp(self, plan: SetDpSetting) -> None:
+        """SET or RESET a dp.* setting of this session; sends CommandComplete."""
         if plan.name not in DP_SETTINGS:
             raise StatementError(UNDEFINED_OBJECT,
                                  f'unrecognized configuration parameter "{plan.name}"',
@@ -214,49 +237,67 @@ class Session:
                                      f"{plan.name} must be {what}, not {plan.value}") from None
         self.send(wire.command_complete("RESET" if plan.value is None else "SET"))
 
-    async def _show(self, plan: ShowDpSetting) -> None:
+    async def show(self, plan: ShowDpSetting) -> Answer:
+        """SHOW dp.epsilon / dp.delta / dp.mechanism / dp.budget."""
         if plan.name in DP_SETTINGS:
             value = {"dp.epsilon": repr(self.epsilon), "dp.delta": repr(self.delta),
                      "dp.mechanism": self.mechanism}[plan.name]
-            self._send_rows([(plan.name, wire.TEXT_OID)], [[value]], "SHOW")
-        elif plan.name == "dp.budget":
+            return Answer([(plan.name, wire.TEXT_OID)], [[value]], "SHOW")
+        if plan.name == "dp.budget":
             budget = await asyncio.to_thread(self.ledger.budget, self.analyst.name)
-            columns = [(name, wire.FLOAT8_OID) for name in (
-                "epsilon_total", "epsilon_spent", "epsilon_left", "delta_total", "delta_spent")]
-            columns.append(("queries", wire.INT8_OID))
             values = [budget.epsilon_total, budget.epsilon_spent, budget.epsilon_left,
                       budget.delta_total, budget.delta_spent, budget.queries]
-            self._send_rows(columns, [[repr(v) for v in values]], "SHOW")
-        else:
-            raise StatementError(UNDEFINED_OBJECT,
-                                 f'unrecognized configuration parameter "{plan.name}"',
-                                 hint=f"dpgate knows {', '.join(DP_SETTINGS)} and dp.budget.")
+            return Answer(BUDGET_COLUMNS, [[repr(v) for v in values]], "SHOW")
+        raise StatementError(UNDEFINED_OBJECT,
+                             f'unrecognized configuration parameter "{plan.name}"',
+                             hint=f"dpgate knows {', '.join(DP_SETTINGS)} and dp.budget.")
 
-    def _send_rows(self, columns: list[tuple[str, int]], rows: list[list[str]], tag: str) -> None:
-        self.send(wire.row_description(columns))
-        for row in rows:
+    def show_columns(self, plan: ShowDpSetting) -> list[tuple[str, int]]:
+        """The columns `show` answers with, for Describe (which must not run anything)."""
+        return BUDGET_COLUMNS if plan.name == "dp.budget" else [(plan.name, wire.TEXT_OID)]
+
+    def _send_answer(self, answer: Answer) -> None:
+        self.send(wire.row_description(answer.columns))
+        for row in answer.rows:
             self.send(wire.data_row(row))
-        self.send(wire.command_complete(tag if tag == "SHOW" else f"{tag} {len(rows)}"))
+        self.send(wire.command_complete(answer.tag))
+        if answer.notice:
+            self.send(wire.notice_response(answer.notice))
 
-    async def _private_aggregate(self, text: str, plan: PrivateAggregate) -> None:
+    async def describe_private(self, plan: PrivateAggregate, types: tuple[int, ...] = ()
+                               ) -> Described:
+        """Parse the rewritten SQL on the backend without running it (no charge).
+
+        Schema errors (a misspelt column) surface here and cannot depend on the rows.
+        """
+        async with self.pool.connection() as backend:
+            return await self._describe(backend, plan, types)
+
+    @staticmethod
+    async def _describe(backend: BackendConnection, plan: PrivateAggregate,
+                        types: tuple[int, ...]) -> Described:
+        try:
+            return await backend.describe(plan.sql, types)
+        except BackendError as error:
+            raise StatementError(error.sqlstate, error.fields.get("M", "error"),
+                                 error.fields.get("H")) from None
+
+    async def private_answer(self, text: str, plan: PrivateAggregate,
+                             parameters: Parameters | None = None) -> Answer:
+        """Charge, run and noise one private aggregate (or return its stored answer)."""
         epsilon, delta, mechanism = self.epsilon, self.delta, self.mechanism
         try:
             calibration = calibrate_cached(plan, epsilon, delta, mechanism)
         except Refusal as refusal:
             raise StatementError(refusal.sqlstate, refusal.message, refusal.hint) from None
+        question = plan.fingerprint_text + _parameters_text(parameters)
         async with self.pool.connection() as backend:
-            # Parse and describe only: schema errors (a misspelt column) surface here,
-            # before any charge, and cannot depend on the rows.
-            try:
-                described = await backend.describe(plan.sql)
-            except BackendError as error:
-                raise StatementError(error.sqlstate, error.fields.get("M", "error"),
-                                     error.fields.get("H")) from None
-            key_types = [type_oid for _, type_oid in described[:plan.keys]]
+            described = await self._describe(backend, plan, () if parameters is None
+                                             else parameters.types)
+            key_types = [type_oid for _, type_oid in described.columns[:plan.keys]]
             request = ChargeRequest(
-                analyst=self.analyst.name, statement=text,
-                fingerprint=fingerprint(plan.fingerprint_text, epsilon, calibration.delta,
-                                        mechanism),
+                analyst=self.analyst.name, statement=text + _parameters_text(parameters),
+                fingerprint=fingerprint(question, epsilon, calibration.delta, mechanism),
                 epsilon=epsilon, delta=calibration.delta, mechanism=mechanism,
                 sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
             )
@@ -273,16 +314,15 @@ class Session:
                           f"of {outcome.budget.epsilon_total:g})")
             else:
                 rows, notice = await self._answer(backend, plan, calibration, key_types,
-                                                  outcome)
-        self._send_rows(result_columns(plan, key_types), rows, "SELECT")
-        self.send(wire.notice_response(notice))
+                                                  outcome, parameters)
+        return Answer(result_columns(plan, key_types), rows, f"SELECT {len(rows)}", notice)
 
     async def _answer(self, backend: BackendConnection, plan: PrivateAggregate,
-                      calibration: Calibration, key_types: list[int], charged: Charged
-                      ) -> tuple[list[list[str | None]], str]:
+                      calibration: Calibration, key_types: list[int], charged: Charged,
+                      parameters: Parameters | None) -> tuple[list[list[str | None]], str]:
         self.running = backend
         try:
-            result = await backend.fetch(plan.sql)
+            result = await backend.fetch(plan.sql, parameters)
         except (BackendError, OSError, asyncio.IncompleteReadError):
             await asyncio.to_thread(self.ledger.record_failure, charged.charge_id, "failed")
             # The failure may depend on the rows, so neither its detail nor a refund.
@@ -322,6 +362,39 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
     if any(o.hidden for o in plan.outputs):
         lines.append("HAVING and ORDER BY used noisy aggregates")
     return "; ".join(lines)
+
+
+def _parameters_text(parameters: Parameters | None) -> str:
+    """How bound values enter the ledger's statement text and the question's fingerprint."""
+    if parameters is None or not parameters.values:
+        return ""
+    shown = []
+    for value, fmt in zip(parameters.values, _each(parameters.formats, parameters.values),
+                          strict=True):
+        if value is None:
+            shown.append("NULL")
+        elif fmt == 0:
+            shown.append("'" + value.decode("utf-8", "replace").replace("'", "''") + "'")
+        else:
+            shown.append("'\\x" + value.hex() + "'")
+    return " -- parameters: " + ", ".join(shown)
+
+
+def _each(formats: tuple[int, ...], values: tuple) -> tuple[int, ...]:
+    """Bind's format codes for each value: none means text, one applies to all."""
+    if len(formats) == 1:
+        return formats * len(values)
+    return formats or (0,) * len(values)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Rows the proxy itself answers with (text format), their tag and a NOTICE."""
+
+    columns: list[tuple[str, int]]
+    rows: list[list[str | None]]
+    tag: str
+    notice: str | None = None
 
 
 class _AlreadyReported(StatementError):

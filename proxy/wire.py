@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 PROTOCOL_3_0 = 196608
 SSL_REQUEST = 80877103
@@ -87,22 +88,23 @@ def ready_for_query(status: bytes) -> bytes:
     return message(b"Z", status)
 
 
-def row_description(columns: Sequence[tuple[str, int]]) -> bytes:
-    """Columns as (name, type OID), text format, no source table."""
+def row_description(columns: Sequence[tuple[str, int]], formats: Sequence[int] = ()) -> bytes:
+    """Columns as (name, type OID), no source table; text format unless `formats` says."""
     body = struct.pack("!h", len(columns))
-    for name, oid in columns:
+    for index, (name, oid) in enumerate(columns):
         size = 8 if oid in (INT8_OID, FLOAT8_OID) else -1
-        body += _cstr(name) + struct.pack("!ihihih", 0, 0, oid, size, -1, 0)
+        fmt = formats[index] if index < len(formats) else 0
+        body += _cstr(name) + struct.pack("!ihihih", 0, 0, oid, size, -1, fmt)
     return message(b"T", body)
 
 
-def data_row(values: Sequence[str | None]) -> bytes:
+def data_row(values: Sequence[str | bytes | None]) -> bytes:
     body = struct.pack("!h", len(values))
     for value in values:
         if value is None:
             body += struct.pack("!i", -1)
         else:
-            encoded = value.encode()
+            encoded = value.encode() if isinstance(value, str) else value
             body += struct.pack("!i", len(encoded)) + encoded
     return message(b"D", body)
 
@@ -173,3 +175,163 @@ def parse_data_row(payload: bytes) -> list[bytes | None]:
             values.append(payload[offset:offset + length])
             offset += length
     return values
+
+
+# Extended query protocol: what clients send, decoded; what the proxy answers or forwards.
+
+@dataclass(frozen=True)
+class ParseMessage:
+    statement: str
+    query: str
+    parameter_types: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class BindMessage:
+    portal: str
+    statement: str
+    parameter_formats: tuple[int, ...]
+    values: tuple[bytes | None, ...]
+    result_formats: tuple[int, ...]
+
+
+class _Payload:
+    """Reads the fields of one message; running off its end is a protocol error."""
+
+    def __init__(self, payload: bytes):
+        self.data = payload
+        self.offset = 0
+
+    def _unpack(self, fmt: str) -> tuple:
+        try:
+            values = struct.unpack_from(fmt, self.data, self.offset)
+        except struct.error:
+            raise ProtocolError("message too short for its contents") from None
+        self.offset += struct.calcsize(fmt)
+        return values
+
+    def int16(self) -> int:
+        return self._unpack("!h")[0]
+
+    def int32(self) -> int:
+        return self._unpack("!i")[0]
+
+    def int16s(self) -> tuple[int, ...]:
+        count = self.int16()
+        if count < 0:
+            raise ProtocolError("negative count in message")
+        return self._unpack(f"!{count}h") if count else ()
+
+    def string(self) -> str:
+        value, self.offset = cstring(self.data, self.offset)
+        return value
+
+    def byte(self) -> bytes:
+        if self.offset >= len(self.data):
+            raise ProtocolError("message too short for its contents")
+        self.offset += 1
+        return self.data[self.offset - 1:self.offset]
+
+    def value(self) -> bytes | None:
+        length = self.int32()
+        if length < -1 or self.offset + max(length, 0) > len(self.data):
+            raise ProtocolError("invalid parameter length in message")
+        if length == -1:
+            return None
+        self.offset += length
+        return self.data[self.offset - length:self.offset]
+
+    def end(self) -> None:
+        if self.offset != len(self.data):
+            raise ProtocolError("unexpected bytes at the end of a message")
+
+
+def read_parse(payload: bytes) -> ParseMessage:
+    fields = _Payload(payload)
+    name, query = fields.string(), fields.string()
+    count = fields.int16()
+    if count < 0:
+        raise ProtocolError("negative count in message")
+    types = tuple(fields.int32() & 0xFFFFFFFF for _ in range(count))
+    fields.end()
+    return ParseMessage(name, query, types)
+
+
+def read_bind(payload: bytes) -> BindMessage:
+    fields = _Payload(payload)
+    portal, statement = fields.string(), fields.string()
+    formats = fields.int16s()
+    count = fields.int16()
+    if count < 0:
+        raise ProtocolError("negative count in message")
+    values = tuple(fields.value() for _ in range(count))
+    result_formats = fields.int16s()
+    fields.end()
+    return BindMessage(portal, statement, formats, values, result_formats)
+
+
+def read_target(payload: bytes) -> tuple[bytes, str]:
+    """Describe and Close: (b"S" statement or b"P" portal, name)."""
+    fields = _Payload(payload)
+    kind, name = fields.byte(), fields.string()
+    fields.end()
+    if kind not in (b"S", b"P"):
+        raise ProtocolError(f"invalid target type {kind!r}")
+    return kind, name
+
+
+def read_execute(payload: bytes) -> tuple[str, int]:
+    """Execute: (portal, row limit; 0 means no limit)."""
+    fields = _Payload(payload)
+    portal, limit = fields.string(), fields.int32()
+    fields.end()
+    return portal, max(limit, 0)
+
+
+def parse_message(statement: str, query: str, types: Sequence[int]) -> bytes:
+    body = _cstr(statement) + _cstr(query) + struct.pack(f"!h{len(types)}I", len(types), *types)
+    return message(b"P", body)
+
+
+def bind_message(portal: str, statement: str, formats: Sequence[int],
+                 values: Sequence[bytes | None], result_formats: Sequence[int]) -> bytes:
+    body = _cstr(portal) + _cstr(statement)
+    body += struct.pack(f"!h{len(formats)}h", len(formats), *formats)
+    body += struct.pack("!h", len(values))
+    for value in values:
+        body += struct.pack("!i", -1) if value is None else struct.pack("!i", len(value)) + value
+    body += struct.pack(f"!h{len(result_formats)}h", len(result_formats), *result_formats)
+    return message(b"B", body)
+
+
+def execute_message(portal: str, limit: int = 0) -> bytes:
+    return message(b"E", _cstr(portal) + struct.pack("!i", limit))
+
+
+def describe_message(kind: bytes, name: str) -> bytes:
+    return message(b"D", kind + _cstr(name))
+
+
+def parameter_description(types: Sequence[int]) -> bytes:
+    return message(b"t", struct.pack(f"!h{len(types)}I", len(types), *types))
+
+
+def parse_parameter_description(payload: bytes) -> list[int]:
+    (count,) = struct.unpack_from("!h", payload)
+    return list(struct.unpack_from(f"!{count}I", payload, 2))
+
+
+PARSE_COMPLETE = message(b"1")
+BIND_COMPLETE = message(b"2")
+CLOSE_COMPLETE = message(b"3")
+NO_DATA = message(b"n")
+PORTAL_SUSPENDED = message(b"s")
+SYNC = message(b"S")
+FLUSH = message(b"H")
+
+
+def negotiate_protocol_version(newest_minor: int, unrecognized: Sequence[str]) -> bytes:
+    """NegotiateProtocolVersion: the newest 3.x minor version the proxy speaks and the
+    `_pq_.*` startup options it does not know; the client then goes on in that version."""
+    body = struct.pack("!ii", newest_minor, len(unrecognized))
+    return message(b"v", body + b"".join(_cstr(name) for name in unrecognized))

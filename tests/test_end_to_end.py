@@ -234,13 +234,6 @@ def test_refusal_inside_a_transaction_aborts_it_like_postgres(proxy: RunningProx
         assert connection.execute("SELECT 1").fetchone() == (1,)
 
 
-def test_extended_protocol_is_refused_cleanly_and_the_session_survives(proxy: RunningProxy):
-    with connect(proxy.dsn("alice")) as connection:
-        with pytest.raises(errors.FeatureNotSupported):
-            connection.execute("SELECT count(*) FROM orders WHERE product_id = %s", (1,))
-        assert connection.execute("SELECT 1").fetchone() == (1,)
-
-
 def _raw(port: int) -> socket.socket:
     return socket.create_connection(("127.0.0.1", port), timeout=10)
 

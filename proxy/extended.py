@@ -1,0 +1,307 @@
+"""The extended query protocol (Parse, Bind, Describe, Execute, Close, Sync, Flush).
+
+Relayed statements (catalog, public tables, session commands) live on the relay backend
+under the client's own names: their messages are forwarded as they come and their
+answers read only when the proxy needs them (before it answers a message itself, or at
+Sync), so a pipelined client costs one round trip per Sync. Private aggregates and dp.*
+settings live here: analysed once per Parse, described without running anything, charged
+once per Execute. After an error every message up to Sync is skipped, as PostgreSQL does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rewriter.errors import SYNTAX_ERROR, Refusal
+from rewriter.plan import (
+    EmptyStatement,
+    Plan,
+    PrivateAggregate,
+    Relay,
+    SetDpSetting,
+    ShowDpSetting,
+)
+
+from . import wire
+from .backend import Parameters
+from .release import result_columns
+from .session import Session, StatementError
+
+PROTOCOL_VIOLATION = "08P01"
+DUPLICATE_STATEMENT = "42P05"
+DUPLICATE_CURSOR = "42P03"
+UNDEFINED_STATEMENT = "26000"
+UNDEFINED_CURSOR = "34000"
+# The backend message that completes each forwarded client message.
+COMPLETES = {b"P": b"1", b"B": b"2", b"C": b"3", b"D": b"Tn", b"E": b"CIs"}
+
+
+@dataclass
+class Prepared:
+    """A parsed statement. Relayed ones exist on the backend; the others only here."""
+
+    text: str
+    plan: Plan
+    parameter_types: tuple[int, ...] = ()
+    columns: tuple[tuple[str, int], ...] = ()  # result columns; none: NoData
+
+    @property
+    def relayed(self) -> bool:
+        return isinstance(self.plan, Relay)
+
+
+@dataclass
+class Portal:
+    """A bound statement; a private one keeps its encoded answer to resume after a limit."""
+
+    prepared: Prepared
+    parameters: Parameters | None = None
+    formats: tuple[int, ...] = ()  # result format of each column
+    rows: list[bytes] | None = None
+    sent: int = 0
+    tag: str = "SELECT"
+
+
+class ExtendedProtocol:
+    """One session's prepared statements and portals, and its place in the message flow."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.statements: dict[str, Prepared] = {}
+        self.portals: dict[str, Portal] = {}
+        self.pending: list[bytes] = []  # forwarded messages whose completion is unread
+        self.forwarded = False  # something went to the backend since the last Sync
+        self.skipping = False  # an error happened: skip until Sync
+        self.own_error = False  # the proxy (not the backend) raised it
+
+    async def handle(self, kind: bytes, payload: bytes) -> None:
+        if kind == b"S":
+            await self.sync()
+            return
+        if self.skipping:
+            return
+        handler = {b"P": self._parse, b"B": self._bind, b"D": self._describe,
+                   b"E": self._execute, b"C": self._close, b"H": self._flush}[kind]
+        try:
+            await handler(payload)
+        except StatementError as error:
+            await self.settle()
+            self.session.send(error.response)
+            self.skipping = self.own_error = True
+
+    async def sync(self) -> None:
+        """End of a batch: sync the backend if it took part, then ReadyForQuery."""
+        relay = self.session.relay
+        if self.forwarded:
+            self.pending.clear()
+            relay.send(wire.SYNC)
+            await self._read_relay(until=b"Z")
+            self.forwarded = False
+        if self.own_error:
+            await self.session.fail_open_transaction()
+        if relay.status == b"I":  # the transaction ended, and its portals with it
+            self.portals = {name: p for name, p in self.portals.items() if p.prepared.relayed}
+        self.skipping = self.own_error = False
+        self.session.send(wire.ready_for_query(relay.status))
+
+    async def settle(self) -> None:
+        """Read the answers of forwarded messages, so the proxy's own come after them."""
+        if self.pending:
+            self.session.relay.send(wire.FLUSH)
+            await self._read_relay(until=b"")
+
+    async def _read_relay(self, until: bytes) -> None:
+        """Pass the backend's answers to the client until every pending message has
+        completed (until=b"") or until a message of kind `until`."""
+        session = self.session
+        relay = session.relay
+        session.running = relay
+        try:
+            await relay.writer.drain()
+            while until or self.pending:
+                kind, payload = await relay.read()
+                if kind == b"Z":
+                    relay.status = payload[:1]
+                    return
+                if kind == b"S":
+                    name, offset = wire.cstring(payload)
+                    relay.parameters[name] = wire.cstring(payload, offset)[0]
+                session.send(wire.message(kind, payload))
+                if kind == b"E":
+                    self.pending.clear()
+                    self.skipping = True
+                elif self.pending and kind in COMPLETES[self.pending[0]]:
+                    self.pending.pop(0)
+        finally:
+            session.running = None
+
+    def _forward(self, kind: bytes, payload: bytes) -> None:
+        self.session.relay.send(wire.message(kind, payload))
+        self.pending.append(kind)
+        self.forwarded = True
+
+    async def _parse(self, payload: bytes) -> None:
+        parse = wire.read_parse(payload)
+        if parse.statement and parse.statement in self.statements:
+            raise StatementError(DUPLICATE_STATEMENT,
+                                 f'prepared statement "{parse.statement}" already exists')
+        statements = await self.session.statements(parse.query)
+        if len(statements) > 1:
+            raise StatementError(SYNTAX_ERROR,
+                                 "cannot insert multiple commands into a prepared statement")
+        plan = statements[0].plan
+        if isinstance(plan, Refusal):
+            raise StatementError(plan.sqlstate, plan.message, plan.hint, plan.position)
+        if isinstance(plan, Relay):
+            self._forward(b"P", _parse_payload(parse.statement, plan.text,
+                                               parse.parameter_types))
+            self.statements[parse.statement] = Prepared(parse.query, plan)
+            return
+        await self.settle()
+        self.statements[parse.statement] = await self._prepare(parse.query, plan,
+                                                               parse.parameter_types)
+        self.session.send(wire.PARSE_COMPLETE)
+
+    async def _prepare(self, text: str, plan: Plan, types: tuple[int, ...]) -> Prepared:
+        if isinstance(plan, PrivateAggregate):
+            described = await self.session.describe_private(plan, types)
+            key_types = [oid for _, oid in described.columns[:plan.keys]]
+            return Prepared(text, plan, tuple(described.parameters),
+                            tuple(result_columns(plan, key_types)))
+        if isinstance(plan, ShowDpSetting):
+            return Prepared(text, plan, columns=tuple(self.session.show_columns(plan)))
+        return Prepared(text, plan)
+
+    async def _bind(self, payload: bytes) -> None:
+        bind = wire.read_bind(payload)
+        prepared = self._statement(bind.statement)
+        if bind.portal and bind.portal in self.portals:
+            raise StatementError(DUPLICATE_CURSOR, f'portal "{bind.portal}" already exists')
+        if prepared.relayed:
+            self._forward(b"B", payload)
+            self.portals[bind.portal] = Portal(prepared)
+            return
+        await self.settle()
+        expected = len(prepared.parameter_types)
+        if len(bind.values) != expected:
+            raise StatementError(PROTOCOL_VIOLATION,
+                                 f"bind message supplies {len(bind.values)} parameters, but "
+                                 f'prepared statement "{bind.statement}" requires {expected}')
+        parameters = Parameters(prepared.parameter_types,
+                                _formats(bind.parameter_formats, expected, "parameter"),
+                                bind.values)
+        formats = _formats(bind.result_formats, len(prepared.columns), "result")
+        tag = "SHOW" if isinstance(prepared.plan, ShowDpSetting) else "SELECT"
+        self.portals[bind.portal] = Portal(prepared, parameters, formats, tag=tag)
+        self.session.send(wire.BIND_COMPLETE)
+
+    async def _describe(self, payload: bytes) -> None:
+        kind, name = wire.read_target(payload)
+        if kind == b"S":
+            prepared = self._statement(name)
+            if prepared.relayed:
+                self._forward(b"D", payload)
+                return
+            await self.settle()
+            self.session.send(wire.parameter_description(prepared.parameter_types))
+            self._send_columns(prepared, ())
+            return
+        portal = self._portal(name)
+        if portal.prepared.relayed:
+            self._forward(b"D", payload)
+            return
+        await self.settle()
+        self._send_columns(portal.prepared, portal.formats)
+
+    def _send_columns(self, prepared: Prepared, formats: tuple[int, ...]) -> None:
+        if prepared.columns:
+            self.session.send(wire.row_description(prepared.columns, formats))
+        else:
+            self.session.send(wire.NO_DATA)
+
+    async def _execute(self, payload: bytes) -> None:
+        name, limit = wire.read_execute(payload)
+        portal = self._portal(name)
+        if portal.prepared.relayed:
+            self._forward(b"E", payload)
+            return
+        await self.settle()
+        session, plan = self.session, portal.prepared.plan
+        session.refuse_if_aborted(plan)
+        if isinstance(plan, EmptyStatement):
+            session.send(wire.empty_query_response())
+        elif isinstance(plan, SetDpSetting):
+            session.set_dp(plan)
+        elif portal.rows is None:
+            if isinstance(plan, PrivateAggregate):
+                answer = await session.private_answer(portal.prepared.text, plan,
+                                                      portal.parameters)
+            else:
+                assert isinstance(plan, ShowDpSetting)
+                answer = await session.show(plan)
+            portal.rows = await session.encode(answer, portal.formats)
+            self._send_rows(portal, limit)
+            if answer.notice:
+                session.send(wire.notice_response(answer.notice))
+        else:
+            self._send_rows(portal, limit)
+
+    def _send_rows(self, portal: Portal, limit: int) -> None:
+        rows = portal.rows or []
+        end = len(rows) if not limit else min(len(rows), portal.sent + limit)
+        for row in rows[portal.sent:end]:
+            self.session.send(row)
+        count, portal.sent = end - portal.sent, end
+        if limit and end < len(rows):
+            self.session.send(wire.PORTAL_SUSPENDED)
+        else:
+            tag = "SHOW" if portal.tag == "SHOW" else f"{portal.tag} {count}"
+            self.session.send(wire.command_complete(tag))
+
+    async def _close(self, payload: bytes) -> None:
+        kind, name = wire.read_target(payload)
+        table: dict = self.statements if kind == b"S" else self.portals
+        closed = table.pop(name, None)
+        relayed = closed is not None and (closed.relayed if kind == b"S"
+                                          else closed.prepared.relayed)
+        if relayed:
+            self._forward(b"C", payload)
+            return
+        await self.settle()
+        self.session.send(wire.CLOSE_COMPLETE)
+
+    async def _flush(self, _: bytes) -> None:
+        await self.settle()
+
+    def _statement(self, name: str) -> Prepared:
+        prepared = self.statements.get(name)
+        if prepared is None:
+            raise StatementError(UNDEFINED_STATEMENT,
+                                 f'prepared statement "{name}" does not exist')
+        return prepared
+
+    def _portal(self, name: str) -> Portal:
+        portal = self.portals.get(name)
+        if portal is None:
+            raise StatementError(UNDEFINED_CURSOR, f'portal "{name}" does not exist')
+        return portal
+
+
+def _parse_payload(statement: str, query: str, types: tuple[int, ...]) -> bytes:
+    return wire.parse_message(statement, query, types)[5:]
+
+
+def _formats(codes: tuple[int, ...], count: int, what: str) -> tuple[int, ...]:
+    """Bind's format codes expanded to one per value: none is text, one applies to all."""
+    if any(code not in (0, 1) for code in codes):
+        raise StatementError(PROTOCOL_VIOLATION, f"unsupported format code in {what} formats")
+    if not codes:
+        return (0,) * count
+    if len(codes) == 1:
+        return codes * count
+    if len(codes) != count:
+        raise StatementError(PROTOCOL_VIOLATION,
+                             f"bind message has {len(codes)} {what} formats but {count} "
+                             f"{what}s")
+    return codes
+

@@ -1,0 +1,235 @@
+"""The extended query protocol through dpgate: drivers' prepared statements, binary
+results, pipelines, row limits and errors, against a real PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+
+import asyncpg
+import psycopg
+import pytest
+import scramp
+from psycopg import errors
+
+from proxy import wire
+from tests.conftest import ANALYSTS, RunningProxy
+
+COUNT_BY_PRODUCT = "SELECT count(*) FROM orders WHERE product_id = %s"
+
+
+def charges(proxy: RunningProxy, user: str) -> int:
+    shown = proxy.cli("user", "show", user, "--json")
+    assert shown.returncode == 0, shown.stderr
+    return len(json.loads(shown.stdout)["charges"])
+
+
+def test_parameterised_private_count_is_noisy_and_charged_once_per_execute(
+        proxy: RunningProxy):
+    before = charges(proxy, "bob")
+    with psycopg.connect(proxy.dsn("bob"), autocommit=True) as connection:
+        first = connection.execute(COUNT_BY_PRODUCT, (11,)).fetchone()[0]
+        other = connection.execute(COUNT_BY_PRODUCT, (12,)).fetchone()[0]
+        again = connection.execute(COUNT_BY_PRODUCT, (11,)).fetchone()[0]
+    assert isinstance(first, int) and isinstance(other, int)
+    assert again == first  # same statement, same value: the stored answer
+    assert charges(proxy, "bob") == before + 2
+
+
+def test_binary_results_and_server_side_prepared_statements(proxy: RunningProxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True, prepare_threshold=0
+                         ) as connection:
+        cursor = connection.cursor(binary=True)
+        for product in (21, 22, 21):
+            row = cursor.execute(
+                "SELECT count(*), avg(order_cost) FROM orders WHERE product_id = %s",
+                (product,)).fetchone()
+            assert isinstance(row[0], int)
+            assert row[1] is None or float(row[1]) == float(row[1])
+        names = cursor.execute("SELECT name FROM pg_prepared_statements").fetchall()
+        assert names  # the relayed statement was prepared on the backend
+        public = cursor.execute("SELECT product_id FROM products WHERE product_id = %s",
+                                (7,)).fetchone()
+        assert public == (7,)
+
+
+def test_pipeline_mixes_relayed_and_private_statements(proxy: RunningProxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        with connection.pipeline():
+            public = connection.execute("SELECT count(*) FROM products WHERE product_id < %s",
+                                        (11,))
+            private = connection.execute(COUNT_BY_PRODUCT, (31,))
+            setting = connection.execute("SHOW dp.epsilon")
+        assert public.fetchone() == (10,)
+        assert isinstance(private.fetchone()[0], int)
+        assert setting.fetchone() == ("0.1",)
+
+
+def test_a_refused_statement_raises_and_the_connection_keeps_working(proxy: RunningProxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        with pytest.raises(errors.InsufficientPrivilege):
+            connection.execute("SELECT * FROM orders WHERE product_id = %s", (1,))
+        assert connection.execute("SELECT %s::int + 1", (1,)).fetchone() == (2,)
+
+
+def test_errors_inside_a_transaction_abort_it_like_postgres(proxy: RunningProxy):
+    with psycopg.connect(proxy.dsn("alice")) as connection:
+        connection.execute("SELECT %s::int", (1,))
+        with pytest.raises(errors.InsufficientPrivilege):
+            connection.execute("SELECT order_id FROM orders WHERE product_id = %s", (1,))
+        with pytest.raises(errors.InFailedSqlTransaction):
+            connection.execute("SELECT %s::int", (1,))
+        connection.rollback()
+        assert connection.execute("SELECT %s::int", (3,)).fetchone() == (3,)
+
+
+def test_asyncpg_prepared_statements_and_type_introspection(proxy: RunningProxy):
+    async def run() -> tuple:
+        connection = await asyncpg.connect(proxy.dsn("alice"))
+        try:
+            statement = await connection.prepare(
+                "SELECT quantity, count(*) FROM orders WHERE product_id = $1 GROUP BY 1")
+            types = [attribute.type.name for attribute in statement.get_attributes()]
+            rows = await statement.fetch(41)
+            value = await connection.fetchval(
+                "SELECT count(*) FROM orders WHERE product_id = $1", 42)
+            public = await connection.fetchval(
+                "SELECT product_id FROM products WHERE product_id = $1", 5)
+            return types, rows, value, public
+        finally:
+            await connection.close()
+
+    types, rows, value, public = asyncio.run(run())
+    assert types == ["int4", "int8"]
+    assert [row[0] for row in rows] == list(range(1, 11))  # the whole declared domain
+    assert isinstance(value, int)
+    assert public == 5
+
+
+class RawClient:
+    """A client speaking the protocol by hand, for what drivers do not expose."""
+
+    def __init__(self, proxy: RunningProxy, user: str = "alice"):
+        self.sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
+        self.proxy, self.user = proxy, user
+        self._login()
+
+    def _login(self) -> None:
+        params = f"user\0{self.user}\0database\0dpgate_e2e\0\0".encode()
+        body = struct.pack("!i", wire.PROTOCOL_3_0) + params
+        self.sock.sendall(struct.pack("!i", len(body) + 4) + body)
+        client = scramp.ScramClient(["SCRAM-SHA-256"], self.user, ANALYSTS[self.user][0])
+        while True:
+            kind, payload = self.read()
+            if kind == b"R":
+                (code,) = struct.unpack_from("!i", payload)
+                if code == 10:
+                    first = client.get_client_first().encode()
+                    self.send(b"p", b"SCRAM-SHA-256\0" + struct.pack("!i", len(first)) + first)
+                elif code == 11:
+                    client.set_server_first(payload[4:].decode())
+                    self.send(b"p", client.get_client_final().encode())
+            elif kind == b"Z":
+                return
+            elif kind == b"E":
+                raise AssertionError(payload)
+
+    def send(self, kind: bytes, payload: bytes = b"") -> None:
+        self.sock.sendall(wire.message(kind, payload))
+
+    def raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def read(self) -> tuple[bytes, bytes]:
+        header = self._exactly(5)
+        (length,) = struct.unpack("!i", header[1:])
+        return header[:1], self._exactly(length - 4)
+
+    def until_ready(self) -> list[tuple[bytes, bytes]]:
+        messages = []
+        while True:
+            kind, payload = self.read()
+            messages.append((kind, payload))
+            if kind == b"Z":
+                return messages
+
+    def _exactly(self, size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = self.sock.recv(size - len(data))
+            if not chunk:
+                raise ConnectionError("closed")
+            data += chunk
+        return data
+
+    def close(self) -> None:
+        self.send(b"X")
+        self.sock.close()
+
+
+def kinds(messages: list[tuple[bytes, bytes]]) -> bytes:
+    return b"".join(kind for kind, _ in messages)
+
+
+def test_row_limits_suspend_a_private_portal_and_resume_it_without_a_new_charge(
+        proxy: RunningProxy):
+    before = charges(proxy, "alice")
+    client = RawClient(proxy)
+    try:
+        client.raw(wire.parse_message("h", "SELECT quantity, count(*) FROM orders "
+                                           "WHERE product_id = $1 GROUP BY 1", ())
+                   + wire.bind_message("p", "h", (), (b"51",), ())
+                   + wire.execute_message("p", 4) + wire.execute_message("p", 4)
+                   + wire.execute_message("p", 4) + wire.SYNC)
+        messages = client.until_ready()
+    finally:
+        client.close()
+    assert kinds(messages) == b"12" + b"D" * 4 + b"sN" + b"D" * 4 + b"s" + b"DDCZ"
+    assert wire.cstring(messages[-2][1])[0] == "SELECT 2"
+    assert charges(proxy, "alice") == before + 1
+
+
+def test_describe_answers_without_running_or_charging(proxy: RunningProxy):
+    before = charges(proxy, "alice")
+    client = RawClient(proxy)
+    try:
+        client.raw(wire.parse_message("d", "SELECT count(*) FROM orders WHERE "
+                                           "product_id = $1", ())
+                   + wire.describe_message(b"S", "d") + wire.SYNC)
+        messages = client.until_ready()
+    finally:
+        client.close()
+    assert kinds(messages) == b"1tTZ"
+    assert wire.parse_parameter_description(messages[1][1]) == [23]  # int4
+    assert wire.parse_row_description(messages[2][1]) == [("count", wire.INT8_OID)]
+    assert charges(proxy, "alice") == before
+
+
+def test_after_an_error_messages_are_skipped_until_sync(proxy: RunningProxy):
+    client = RawClient(proxy)
+    try:
+        client.raw(wire.parse_message("", "SELECT * FROM orders", ())
+                   + wire.bind_message("", "", (), (), ()) + wire.execute_message("")
+                   + wire.SYNC
+                   + wire.parse_message("", "SELECT 1", ()) + wire.bind_message("", "", (), (), ())
+                   + wire.execute_message("") + wire.SYNC)
+        failed, ok = client.until_ready(), client.until_ready()
+    finally:
+        client.close()
+    assert kinds(failed) == b"EZ"
+    assert wire.parse_error_fields(failed[0][1])["C"] == "42501"
+    assert kinds(ok) == b"12DCZ"
+
+
+def test_unknown_statement_and_portal_names_are_errors(proxy: RunningProxy):
+    client = RawClient(proxy)
+    try:
+        client.raw(wire.bind_message("", "missing", (), (), ()) + wire.SYNC
+                   + wire.execute_message("nope") + wire.SYNC)
+        statement, portal = client.until_ready(), client.until_ready()
+    finally:
+        client.close()
+    assert wire.parse_error_fields(statement[0][1])["C"] == "26000"
+    assert wire.parse_error_fields(portal[0][1])["C"] == "34000"
