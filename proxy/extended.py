@@ -10,6 +10,7 @@ once per Execute. After an error every message up to Sync is skipped, as Postgre
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rewriter.errors import SYNTAX_ERROR, Refusal
@@ -69,10 +70,13 @@ class ExtendedProtocol:
         self.session = session
         self.statements: dict[str, Prepared] = {}
         self.portals: dict[str, Portal] = {}
-        self.pending: list[bytes] = []  # forwarded messages whose completion is unread
+        # Forwarded messages whose completion is unread, each with what undoes its entry
+        # here if the backend refuses it (or skips it after refusing an earlier one).
+        self.pending: list[tuple[bytes, Callable[[], None]]] = []
         self.forwarded = False  # something went to the backend since the last Sync
         self.skipping = False  # an error happened: skip until Sync
         self.own_error = False  # the proxy (not the backend) raised it
+        session.forget_prepared = self.forget
 
     async def handle(self, kind: bytes, payload: bytes) -> None:
         if kind == b"S":
@@ -93,14 +97,14 @@ class ExtendedProtocol:
         """End of a batch: sync the backend if it took part, then ReadyForQuery."""
         relay = self.session.relay
         if self.forwarded:
-            self.pending.clear()
             relay.send(wire.SYNC)
             await self._read_relay(until=b"Z")
+            self.pending.clear()
             self.forwarded = False
         if self.own_error:
             await self.session.fail_open_transaction()
-        if relay.status == b"I":  # the transaction ended, and its portals with it
-            self.portals = {name: p for name, p in self.portals.items() if p.prepared.relayed}
+        if relay.status == b"I":  # the transaction ended, and every portal with it
+            self.portals.clear()
         self.skipping = self.own_error = False
         self.session.send(wire.ready_for_query(relay.status))
 
@@ -128,17 +132,28 @@ class ExtendedProtocol:
                     relay.parameters[name] = wire.cstring(payload, offset)[0]
                 session.send(wire.message(kind, payload))
                 if kind == b"E":
+                    for _, undo in self.pending:
+                        undo()
                     self.pending.clear()
                     self.skipping = True
-                elif self.pending and kind in COMPLETES[self.pending[0]]:
+                elif self.pending and kind in COMPLETES[self.pending[0][0]]:
                     self.pending.pop(0)
         finally:
             session.running = None
 
-    def _forward(self, kind: bytes, payload: bytes) -> None:
+    def _forward(self, kind: bytes, payload: bytes,
+                 undo: Callable[[], None] = lambda: None) -> None:
         self.session.relay.send(wire.message(kind, payload))
-        self.pending.append(kind)
+        self.pending.append((kind, undo))
         self.forwarded = True
+
+    def forget(self, statement: str | None) -> None:
+        """DEALLOCATE or DISCARD ran: drop one statement (None: all, and every portal)."""
+        if statement is None:
+            self.statements.clear()
+            self.portals.clear()
+        else:
+            self.statements.pop(statement, None)
 
     async def _parse(self, payload: bytes) -> None:
         parse = wire.read_parse(payload)
@@ -153,9 +168,10 @@ class ExtendedProtocol:
         if isinstance(plan, Refusal):
             raise StatementError(plan.sqlstate, plan.message, plan.hint, plan.position)
         if isinstance(plan, Relay):
+            prepared = self.statements[parse.statement] = Prepared(parse.query, plan)
             self._forward(b"P", _parse_payload(parse.statement, plan.text,
-                                               parse.parameter_types))
-            self.statements[parse.statement] = Prepared(parse.query, plan)
+                                               parse.parameter_types),
+                          undo=lambda: _drop(self.statements, parse.statement, prepared))
             return
         await self.settle()
         self.statements[parse.statement] = await self._prepare(parse.query, plan,
@@ -178,8 +194,9 @@ class ExtendedProtocol:
         if bind.portal and bind.portal in self.portals:
             raise StatementError(DUPLICATE_CURSOR, f'portal "{bind.portal}" already exists')
         if prepared.relayed:
-            self._forward(b"B", payload)
-            self.portals[bind.portal] = Portal(prepared)
+            portal = self.portals[bind.portal] = Portal(prepared)
+            self._forward(b"B", payload,
+                          undo=lambda: _drop(self.portals, bind.portal, portal))
             return
         await self.settle()
         expected = len(prepared.parameter_types)
@@ -285,6 +302,11 @@ class ExtendedProtocol:
         if portal is None:
             raise StatementError(UNDEFINED_CURSOR, f'portal "{name}" does not exist')
         return portal
+
+
+def _drop(table: dict, name: str, entry: object) -> None:
+    if table.get(name) is entry:
+        del table[name]
 
 
 def _parse_payload(statement: str, query: str, types: tuple[int, ...]) -> bytes:

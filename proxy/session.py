@@ -99,6 +99,8 @@ class Session:
     plans: PlanCache
     settings: dict[str, str] = field(default_factory=dict)
     running: BackendConnection | None = None
+    # Told when DEALLOCATE (a name, or None for all) or DISCARD ALL ran on the backend.
+    forget_prepared: Callable[[str | None], None] = lambda _: None
 
     @property
     def epsilon(self) -> float:
@@ -219,6 +221,9 @@ class Session:
             raise _AlreadyReported()
         if plan.resets_dp:
             self.settings.clear()
+        deallocated = _deallocated(plan.text)
+        if deallocated is not False:
+            self.forget_prepared(deallocated)
 
     def set_dp(self, plan: SetDpSetting) -> None:
         """SET or RESET a dp.* setting of this session; sends CommandComplete."""
@@ -362,6 +367,17 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
     if any(o.hidden for o in plan.outputs):
         lines.append("HAVING and ORDER BY used noisy aggregates")
     return "; ".join(lines)
+
+
+def _deallocated(text: str) -> str | None | bool:
+    """The prepared statement a relayed DEALLOCATE drops, None for all, False for none."""
+    words = text.replace('"', " ").split()
+    first = words[0].upper() if words else ""
+    if first == "DISCARD" and words[-1].upper() == "ALL":
+        return None
+    if first != "DEALLOCATE":
+        return False
+    return None if words[-1].upper() == "ALL" else words[-1]
 
 
 def _parameters_text(parameters: Parameters | None) -> str:

@@ -233,3 +233,32 @@ def test_unknown_statement_and_portal_names_are_errors(proxy: RunningProxy):
         client.close()
     assert wire.parse_error_fields(statement[0][1])["C"] == "26000"
     assert wire.parse_error_fields(portal[0][1])["C"] == "34000"
+
+
+def test_statement_names_are_free_again_after_a_backend_error_or_deallocate(
+        proxy: RunningProxy):
+    client = RawClient(proxy)
+    try:
+        client.raw(wire.parse_message("s1", "SELECT no_such_column FROM products", ())
+                   + wire.SYNC)
+        failed = client.until_ready()
+        client.raw(wire.parse_message("s1", "SELECT 1", ()) + wire.SYNC)
+        reparsed = client.until_ready()
+        client.raw(wire.message(b"Q", b"DEALLOCATE s1\0"))
+        client.until_ready()
+        client.raw(wire.parse_message("s1", "SELECT 2", ()) + wire.SYNC)
+        after_deallocate = client.until_ready()
+    finally:
+        client.close()
+    assert wire.parse_error_fields(failed[0][1])["C"] == "42703"
+    assert kinds(reparsed) == b"1Z"
+    assert kinds(after_deallocate) == b"1Z"
+
+
+def test_psycopg_keeps_working_after_discard_all(proxy: RunningProxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True, prepare_threshold=0
+                         ) as connection:
+        assert connection.execute("SELECT %s::int", (1,)).fetchone() == (1,)
+        connection.execute("DISCARD ALL")
+        assert connection.execute("SELECT %s::int", (2,)).fetchone() == (2,)
+        assert isinstance(connection.execute(COUNT_BY_PRODUCT, (61,)).fetchone()[0], int)
