@@ -2,7 +2,8 @@
 
 Every part gets noise at the scale the calibration fixed, shifted by the analyst's secret
 location (seed 000); key selection drops groups whose noisy count misses the threshold;
-then HAVING, ORDER BY and LIMIT run on the noisy rows, never on true values.
+then HAVING, ORDER BY and LIMIT run on the noisy rows, never on true values. A plan of
+choices (mode, quantiles) instead gets one row chosen by the exponential mechanism.
 """
 
 from __future__ import annotations
@@ -31,16 +32,17 @@ from rewriter.calibrate import Calibration, PartCalibration
 from rewriter.plan import Comparison, Condition, OutputColumn, PrivateAggregate
 
 from . import wire
+from .choices import NUMERIC_OID, choice_bound, choice_type, choose
 from .config import PrivacySettings
-
-NUMERIC_OID = 1700
 
 
 @dataclass(frozen=True)
 class Release:
     columns: list[tuple[str, int]]  # (name, type OID)
     rows: list[list[str | None]]
-    bounds: dict[str, int]  # visible noisy column -> accuracy bound (pure path only)
+    # visible noisy column -> accuracy bound (pure path only); for a choice, the bound
+    # with its unit and the mechanism that answered
+    bounds: dict[str, int | str]
 
 
 def shift_for(draw: float, scale: float, settings: PrivacySettings) -> float:
@@ -52,6 +54,11 @@ def release(plan: PrivateAggregate, calibration: Calibration,
             key_types: list[int], true_rows: list[list[bytes | None]], shift_draw: float,
             settings: PrivacySettings, rng: RandomSource) -> Release:
     """Noise every part of every row, select groups, then apply HAVING/ORDER BY/LIMIT."""
+    if plan.parts and all(part.choice for part in plan.parts):
+        chosen = choose(plan, calibration, key_types, true_rows, rng)
+        rows = _post_process(plan, [[_output_value(o, [], chosen) for o in plan.outputs]])
+        return _released(plan, key_types, rows, _choice_bounds(
+            plan, calibration, len(true_rows), 1 - settings.confidence))
     noisers = _noisers(plan, calibration, shift_draw, settings, rng)
     rows = []
     for true_row in true_rows:
@@ -66,11 +73,15 @@ def release(plan: PrivateAggregate, calibration: Calibration,
             if unshifted[plan.grouping.selection_part] <= calibration.threshold:
                 continue
         rows.append([_output_value(o, keys, noisy) for o in plan.outputs])
-    rows = _post_process(plan, rows)
+    return _released(plan, key_types, _post_process(plan, rows),
+                     _bounds(plan, calibration, settings))
+
+
+def _released(plan: PrivateAggregate, key_types: list[int], rows: list[list],
+              bounds: dict[str, int | str]) -> Release:
     visible = [i for i, o in enumerate(plan.outputs) if not o.hidden]
     text_rows = [[_text(row[i]) for i in visible] for row in rows]
-    return Release(result_columns(plan, key_types), text_rows,
-                   _bounds(plan, calibration, settings))
+    return Release(result_columns(plan, key_types), text_rows, bounds)
 
 
 def result_columns(plan: PrivateAggregate, key_types: list[int]) -> list[tuple[str, int]]:
@@ -193,6 +204,8 @@ def _comparable(left: object, right: object) -> tuple:
 def _type_oid(output: OutputColumn, key_types: list[int]) -> int:
     if output.kind == "key":
         return key_types[output.parts[0]]
+    if output.kind == "choice":
+        return choice_type(output, key_types)
     return wire.INT8_OID if output.aggregate in ("count", "count_distinct") else NUMERIC_OID
 
 
@@ -204,8 +217,19 @@ def _text(value: object) -> str | None:
     return str(value)
 
 
+def _choice_bounds(plan: PrivateAggregate, calibration: Calibration, candidates: int,
+                   beta: float) -> dict[str, int | str]:
+    """The exponential mechanism's bounds: in count for a mode, in rank for a quantile."""
+    bounds: dict[str, int | str] = {}
+    for output in plan.visible:
+        bound = choice_bound(plan, calibration, output, candidates, beta)
+        if bound is not None:
+            bounds[output.name] = bound
+    return bounds
+
+
 def _bounds(plan: PrivateAggregate, calibration: Calibration,
-            settings: PrivacySettings) -> dict[str, int]:
+            settings: PrivacySettings) -> dict[str, int | str]:
     """Accuracy bounds at the configured confidence, for counts and sums on the pure path.
 
     On the smooth path the scale depends on the data, so it is not shown. The bound uses
@@ -216,7 +240,7 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
     shifted = calibration.mechanism == "shifted_laplace"
     widest_draw = max(abs(x) for x in settings.shift_interval) if shifted else 0.0
     beta = 1 - settings.confidence
-    bounds = {}
+    bounds: dict[str, int | str] = {}
     for output in plan.visible:
         if output.kind != "noisy" or output.aggregate == "avg":
             continue

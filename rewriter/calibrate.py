@@ -4,7 +4,9 @@
 ES(k) depends on k, ES is a global sensitivity: scale ES/ε, δ = 0. Otherwise the smooth
 sensitivity S* gives the scale 2S*/ε and the part costs δ. Key selection (τ-thresholding)
 costs δ too. The Gaussian mechanism (pure path only) calibrates σ to the L2 sensitivity
-with the exact discrete Gaussian condition, and every part costs δ.
+with the exact discrete Gaussian condition, and every part costs δ. A choice (mode,
+quantile) takes its share of ε like a noisy part; the exponential mechanism is ε-DP with
+Δu = ES whatever dp.mechanism says, so it costs no δ.
 """
 
 from __future__ import annotations
@@ -13,15 +15,17 @@ import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from mechanisms.exponential import exponential_base
 from mechanisms.gaussian_sigma import (
     GaussianParameterError,
     analytic_gaussian_sigma,
     discrete_gaussian_variance,
 )
+from mechanisms.numbers import parameter
 
 from .elastic import smooth_sensitivity
 from .errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, Refusal
-from .plan import PrivateAggregate
+from .plan import NoisyPart, PrivateAggregate
 
 MECHANISMS = ("shifted_laplace", "laplace", "gaussian")
 
@@ -60,7 +64,8 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
                       "the Gaussian mechanism is available only for queries without joins of "
                       "private tables and without key selection",
                       hint="SET dp.mechanism = 'shifted_laplace' (the default) for this one.")
-    delta_users = (0 if pure and not gaussian else len(plan.parts)) + (1 if selecting else 0)
+    additive = [part for part in plan.parts if not part.choice]
+    delta_users = (0 if pure and not gaussian else len(additive)) + (1 if selecting else 0)
     if delta_users and not 0 < delta < 1:
         raise Refusal(INVALID_PARAMETER_VALUE,
                       "this query needs a delta between 0 and 1 (joins of private tables and "
@@ -70,6 +75,9 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
     part_delta = delta / delta_users if delta_users else 0.0
     parts = []
     for part in plan.parts:
+        if part.choice:
+            parts.append(_choice(part, part_epsilon, k))
+            continue
         # For a pure part the smooth bound is only reported, so any valid δ will do.
         reported_delta = part_delta if part_delta else (delta if 0 < delta < 1 else 1e-9)
         smooth = smooth_sensitivity(part.elastic, part_epsilon, reported_delta,
@@ -94,6 +102,32 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
                                             part_delta)
     return Calibration(epsilon, delta if delta_users else 0.0, pure, tuple(parts), threshold,
                        mechanism)
+
+
+def _choice(part: NoisyPart, epsilon: float, k: int) -> PartCalibration:
+    """The exponential mechanism's share: Δu = ES (the planner refuses joins of private
+    tables, so ES is a global sensitivity); `scale` reports 2Δu/ε, the utility gap that
+    costs a factor e in probability."""
+    sensitivity = part.elastic.at(0)
+    try:  # refused before any charge, not after: the base must exist for ε/Δu
+        exponential_base(choice_epsilon(epsilon, part),
+                         part.level.denominator if part.level is not None else 1)
+    except ValueError:
+        raise Refusal(INVALID_PARAMETER_VALUE,
+                      f"epsilon {epsilon:g} is too small for the exponential mechanism "
+                      f"(utility sensitivity {sensitivity})",
+                      hint="Raise dp.epsilon or ask fewer columns.") from None
+    scale = 2 * sensitivity / epsilon
+    return PartCalibration(epsilon=epsilon, delta=0.0,
+                           elastic_sensitivity=float(part.elastic.at(k)),
+                           smooth_sensitivity=float(sensitivity), k_star=0, scale=scale,
+                           flex_scale=scale)
+
+
+def choice_epsilon(epsilon: float, part: NoisyPart) -> Fraction:
+    """ε/Δu exactly: the exponential mechanism at ε with utility sensitivity Δu is the one
+    at ε/Δu with Δu = 1, which is what mechanisms/exponential.py samples."""
+    return parameter(epsilon, "epsilon") / part.elastic.at(0)
 
 
 def _gaussian(part: PartCalibration, elastic: int, magnitude: float, integer: bool,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .calibrate import Calibration, calibrate
+from .calibrate import Calibration, PartCalibration, calibrate
 from .classify import classify, parse_query
 from .errors import Refusal
 from .metrics import Metrics, MissingMetrics
-from .plan import PrivateAggregate, Relay
+from .plan import NoisyPart, OutputColumn, PrivateAggregate, Relay
 from .policy import Policy
 from .private import plan_private_aggregate
 
@@ -57,6 +57,9 @@ def _report(plan: PrivateAggregate, calibration: Calibration, epsilon: float) ->
             continue
         parts = [calibration.parts[i] for i in output.parts]
         first = parts[0]
+        if output.kind == "choice":
+            columns.append(_choice_report(output, plan.parts[output.parts[0]], first))
+            continue
         columns.append({
             "name": output.name, "kind": "noisy", "aggregate": output.aggregate,
             "elastic_sensitivity": first.elastic_sensitivity,
@@ -77,4 +80,19 @@ def _report(plan: PrivateAggregate, calibration: Calibration, epsilon: float) ->
     hidden = [o.name for o in plan.outputs if o.hidden]
     if hidden:
         report["hidden_aggregates"] = hidden  # noised for HAVING / ORDER BY, not sent
+    return report
+
+
+def _choice_report(output: OutputColumn, part: NoisyPart, calibrated: PartCalibration
+                   ) -> dict[str, Any]:
+    """A column chosen by the exponential mechanism: Δu, ε and the candidates."""
+    report: dict[str, Any] = {
+        "name": output.name, "kind": "choice", "aggregate": output.aggregate,
+        "mechanism": "exponential", "utility_sensitivity": calibrated.smooth_sensitivity,
+        "elastic_sensitivity": calibrated.elastic_sensitivity,
+        "epsilon": calibrated.epsilon, "utility_scale": calibrated.scale,
+    }
+    if part.grid is not None and part.level is not None:
+        report.update(level=float(part.level), grid_low=float(part.grid.lo),
+                      grid_step=float(part.grid.step), grid_points=part.grid.points)
     return report

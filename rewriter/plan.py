@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
+
+from mechanisms.exponential import QuantileGrid
 
 from .elastic import Elastic
+
+# Aggregates answered by the exponential mechanism rather than by noise.
+CHOICES = ("mode", "quantile")
 
 
 @dataclass(frozen=True)
@@ -33,32 +39,42 @@ class ShowDpSetting:
 
 @dataclass(frozen=True)
 class NoisyPart:
-    """One aggregate the backend computes and the proxy noises.
+    """One aggregate the backend computes and the proxy noises, or one choice.
 
     `elastic` is ES(k) for one unit of the aggregated value; `magnitude` is that unit
-    (max(|lo|, |hi|) for a clamped SUM, 1 for a count).
+    (max(|lo|, |hi|) for a clamped SUM, 1 for a count). A choice ("mode" or "quantile")
+    is made by the exponential mechanism from the backend's count per candidate, with
+    Δu = `elastic` (the ES of that count); a quantile has its level p and public grid.
     """
 
-    aggregate: str  # "count" or "sum"
+    aggregate: str  # "count", "sum", "mode" or "quantile"
     elastic: Elastic
     magnitude: float = 1.0
+    level: Fraction | None = None
+    grid: QuantileGrid | None = None
 
     @property
     def integer(self) -> bool:
         return self.aggregate == "count"
 
+    @property
+    def choice(self) -> bool:
+        return self.aggregate in CHOICES
+
 
 @dataclass(frozen=True)
 class OutputColumn:
-    """A column of the answer: a group key as it is, or a noisy aggregate.
+    """A column of the answer: a group key as it is, a noisy aggregate or a choice.
 
-    `parts` indexes NoisyPart for a noisy column (AVG has a sum and a count), or the group
-    key for a key. Hidden columns feed ORDER BY and HAVING but are not sent.
+    `parts` indexes NoisyPart for a noisy column (AVG has a sum and a count) or a choice,
+    or the group key for a key. Hidden columns feed ORDER BY and HAVING but are not sent.
     """
 
     name: str
-    kind: str  # "key" or "noisy"
-    aggregate: str | None  # count, count_distinct, sum, avg
+    kind: str  # "key", "noisy" or "choice"
+    # count, count_distinct, sum, avg; for a choice: mode, min, max, percentile_cont,
+    # percentile_disc (median is percentile_cont)
+    aggregate: str | None
     parts: tuple[int, ...]
     hidden: bool = False
     bounds: tuple[float, float] | None = None
@@ -111,6 +127,9 @@ class PrivateAggregate:
     """A query over private tables, rewritten to return true aggregates for noising.
 
     The rewritten `sql` returns the group keys first, then one column per NoisyPart.
+    A choice plan (every part a choice) returns instead one row per candidate: the
+    candidate as k0 (a domain key for a mode; for a quantile an always-NULL k0 carries
+    the column's type and k1 is the grid index), then its count c0.
     `fingerprint_text` is the normalized statement: equal texts mean the same question.
     `private_tables` is D, the degree bound of every part's ES(k).
     """

@@ -2,8 +2,9 @@
 
 The relations (FROM, joins, WHERE) are analysed in relations.py; this module handles the
 released columns: noisy aggregates (COUNT, COUNT(DISTINCT), SUM and AVG of bounded
-columns), group keys (released over a declared domain or by key selection) and HAVING,
-ORDER BY and LIMIT, which the proxy applies after noise.
+columns), choices of the exponential mechanism (mode, the most frequent group, MIN/MAX
+and percentiles, see choice.py), group keys (released over a declared domain or by key
+selection) and HAVING, ORDER BY and LIMIT, which the proxy applies after noise.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
+
+from .choice import ChoiceSpec, choice_spec
 from .elastic import constant, multiply
 from .errors import policy_refusal, unsupported
 from .metrics import Metrics
@@ -27,7 +31,7 @@ from .plan import (
 from .policy import ColumnDomain, Domain, Policy
 from .positions import position_of
 from .relations import Analyzer, Relation, Resolved, refuse_missing
-from .rewrite import KeySpec, PartSpec, rewrite
+from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite
 
 ONLY_AGGREGATES = "only aggregates of private tables are answered"
 _COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
@@ -63,6 +67,7 @@ class _Planner:
     keys: list[tuple[Resolved, exp.Column]] = field(default_factory=list)
     parts: list[PartSpec] = field(default_factory=list)
     outputs: list[OutputColumn] = field(default_factory=list)
+    choices: list[tuple[ChoiceSpec, Resolved]] = field(default_factory=list)
 
     @property
     def policy(self) -> Policy:
@@ -75,21 +80,16 @@ class _Planner:
             self.outputs.append(self._output(projection, index))
         post = self._post_process()
         refuse_missing(self.analyzer)
+        if self.choices:
+            return self._choice_plan(post)
+        if self._most_frequent_group(post):
+            return self._most_frequent_plan()
         grouping, domains = self._grouping()
         noisy_parts = tuple(self._noisy_part(part) for part in self.parts)
         key_specs = [KeySpec(column, domain) for (_, column), domain in
                      zip(self.keys, domains, strict=True)]
-        return PrivateAggregate(
-            sql=rewrite(self.tree, self.policy, key_specs, self.parts, grouping),
-            keys=len(self.keys),
-            parts=noisy_parts,
-            outputs=tuple(self.outputs),
-            grouping=grouping,
-            post=post,
-            private_tables=self.relation.private_tables,
-            fingerprint_text=self.tree.sql(dialect="postgres", normalize=True),
-            tables=tuple(sorted(self.relation.base_tables)),
-        )
+        return self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping),
+                             len(self.keys), noisy_parts, post, grouping)
 
     # -- group keys ------------------------------------------------------------------
 
@@ -151,10 +151,16 @@ class _Planner:
                               position=position)
         if isinstance(inner, (exp.Count, exp.Sum, exp.Avg)):
             return self._aggregate(inner, name, hidden, position)
+        spec = choice_spec(inner, self.offset)
+        if spec is not None:
+            self.choices.append((spec, self.analyzer.resolve(spec.column, self.relation)))
+            return OutputColumn(name, "choice", spec.aggregate, (len(self.choices) - 1,),
+                                hidden)
         if isinstance(inner, exp.AggFunc):
             raise unsupported(
                 f"{inner.sql_name()} is not supported: dpgate answers COUNT, "
-                "COUNT(DISTINCT), SUM and AVG", position=position)
+                "COUNT(DISTINCT), SUM, AVG, MIN, MAX, median, percentile_cont, "
+                "percentile_disc and mode", position=position)
         if inner.find(exp.AggFunc):
             raise unsupported(
                 "arithmetic on a released aggregate is not supported",
@@ -200,6 +206,10 @@ class _Planner:
         if not isinstance(argument, exp.Column):
             raise unsupported(f"{what} takes a plain column with declared bounds",
                               position=position)
+        return self._column_bounds(argument, what, position)
+
+    def _column_bounds(self, argument: exp.Column, what: str, position: int | None
+                       ) -> tuple[float, float]:
         origin = self.analyzer.resolve(argument, self.relation).origin
         bounds = self.policy.column(*origin).bounds if origin else None
         if bounds is None:
@@ -227,6 +237,110 @@ class _Planner:
             stability = multiply(constant(2), stability)
         return NoisyPart(part.aggregate, stability, part.magnitude)
 
+    # -- choices of the exponential mechanism ----------------------------------------
+
+    def _choice_plan(self, post: PostProcess) -> PrivateAggregate:
+        """MIN/MAX/percentiles or mode: every output a choice among one set of candidates."""
+        spec, resolved = self.choices[0]
+        position = position_of(spec.column, self.offset)
+        if self.parts or self.keys:
+            raise unsupported(
+                f"{spec.aggregate} is answered by the exponential mechanism and cannot be "
+                "combined with GROUP BY or with noisy aggregates in one query",
+                hint="Ask it in a statement of its own (filter with WHERE for one group).",
+                position=position)
+        for other, where in self.choices[1:]:
+            if other.kind != spec.kind or where.origin != resolved.origin or \
+                    where.source.alias != resolved.source.alias:
+                raise unsupported(
+                    "the choices of one query must all be quantiles (MIN, MAX, median, "
+                    "percentiles) of one column, or modes of one column",
+                    hint="Ask the others in separate statements.",
+                    position=position_of(other.column, self.offset))
+        self._refuse_private_joins(spec.aggregate, position)
+        if spec.kind == "mode":
+            domain = self._domain(resolved)
+            if domain is None:
+                raise policy_refusal(
+                    f"mode of {spec.column.sql(dialect='postgres')} needs a declared public "
+                    "domain: every value of the domain is a candidate, so the answer never "
+                    "reveals a value of the data", hint=self._domain_hint(resolved),
+                    position=position)
+            self._check_cells(domain.size, spec.column)
+            sql, keys, grid = mode_sql(self.tree, self.policy, KeySpec(spec.column, domain)), \
+                1, None
+        else:
+            bounds = self._column_bounds(spec.column, spec.aggregate, position)
+            if not bounds[0] < bounds[1]:
+                raise policy_refusal(f"{spec.aggregate} needs declared bounds with lo < hi",
+                                     position=position)
+            cells = 2**QUANTILE_GRID_BITS
+            grid = quantile_grid(*bounds)
+            sql, keys = quantile_sql(self.tree, self.policy, spec.column, bounds, cells), 2
+        parts = tuple(NoisyPart(s.kind, self.relation.stability, level=s.level, grid=grid)
+                      for s, _ in self.choices)
+        return self._plan_of(sql, keys, parts, post)
+
+    def _most_frequent_group(self, post: PostProcess) -> bool:
+        """`SELECT k … GROUP BY k ORDER BY count(*) DESC LIMIT 1` over a declared domain:
+        the exponential mechanism answers it better than a noisy histogram (issue 4)."""
+        if len(self.keys) != 1 or len(self.parts) != 1 or post.having is not None or \
+                post.limit != 1 or post.offset or len(post.order) != 1:
+            return False
+        visible = [o for o in self.outputs if not o.hidden]
+        index, descending = post.order[0]
+        ordered = self.outputs[index]
+        return (descending and len(visible) == 1 and visible[0].kind == "key" and
+                ordered.hidden and ordered.aggregate == "count" and
+                isinstance(self.parts[0].node.this, exp.Star) and
+                self._domain(self.keys[0][0]) is not None and
+                not self.relation.stability.depends_on_k)
+
+    def _most_frequent_plan(self) -> PrivateAggregate:
+        resolved, column = self.keys[0]
+        domain = self._domain(resolved)
+        self._check_cells(domain.size if domain else None, column)
+        key = next(o for o in self.outputs if not o.hidden)
+        return self._plan_of(mode_sql(self.tree, self.policy, KeySpec(column, domain)), 1,
+                             (NoisyPart("mode", self.relation.stability),), PostProcess(),
+                             outputs=(OutputColumn(key.name, "choice", "mode", (0,)),))
+
+    def _plan_of(self, sql: str, keys: int, parts: tuple[NoisyPart, ...], post: PostProcess,
+                 grouping: Grouping | None = None,
+                 outputs: tuple[OutputColumn, ...] | None = None) -> PrivateAggregate:
+        return PrivateAggregate(
+            sql=sql, keys=keys, parts=parts,
+            outputs=tuple(self.outputs) if outputs is None else outputs, grouping=grouping,
+            post=post, private_tables=self.relation.private_tables,
+            fingerprint_text=self.tree.sql(dialect="postgres", normalize=True),
+            tables=tuple(sorted(self.relation.base_tables)))
+
+    def _refuse_private_joins(self, what: str, position: int | None) -> None:
+        # The smooth sensitivity calibrates additive noise; for the exponential mechanism a
+        # data-dependent Δu would need propose-test-release, which is not implemented.
+        if self.relation.stability.depends_on_k:
+            raise unsupported(
+                f"{what} over a join of private tables is not supported: the exponential "
+                "mechanism needs a global sensitivity, and a join of private tables has "
+                "only a data-dependent (smooth) one",
+                hint="Join with public tables only, or ask counts (a histogram) instead.",
+                position=position)
+
+    def _domain_hint(self, resolved: Resolved) -> str:
+        if resolved.origin is None:
+            return "Use a column of a table, not a computed one."
+        table, column = resolved.origin
+        return (f"Declare one: [policy.tables.{table.split('.', 1)[1]}.columns.{column}] "
+                "domain = […].")
+
+    def _check_cells(self, size: int | None, node: exp.Expression) -> None:
+        if size is not None and size > self.policy.max_cells:
+            raise policy_refusal(
+                f"the histogram would have {size} cells, more than the {self.policy.max_cells}"
+                " the policy allows", hint="Group by fewer columns, filter on a narrower "
+                "domain in the policy, or raise [policy] max_cells.",
+                position=position_of(node, self.offset))
+
     # -- which groups are released ---------------------------------------------------
 
     def _grouping(self) -> tuple[Grouping | None, list[Domain | None]]:
@@ -237,12 +351,7 @@ class _Planner:
             size = 1
             for domain in domains:
                 size = None if size is None or domain.size is None else size * domain.size
-            if size is not None and size > self.policy.max_cells:
-                raise policy_refusal(
-                    f"the histogram would have {size} cells, more than the {self.policy.max_cells}"
-                    " the policy allows", hint="Group by fewer columns, filter on a narrower "
-                    "domain in the policy, or raise [policy] max_cells.",
-                    position=position_of(self.tree.args["group"], self.offset))
+            self._check_cells(size, self.tree.args["group"])
             return Grouping(len(self.keys), key_selection=False, domain_size=size), domains
         for (resolved, column), domain in zip(self.keys, domains, strict=True):
             origin = resolved.origin
@@ -375,6 +484,8 @@ def _same_name(a: exp.Column, b: exp.Column) -> bool:
 
 def _default_name(node: exp.Expression) -> str:
     """The column name PostgreSQL gives an unaliased output."""
+    if isinstance(node, exp.WithinGroup):  # mode() WITHIN GROUP (…) is named "mode"
+        node = node.this
     if isinstance(node, exp.Column):
         return node.name
     if isinstance(node, exp.Func):

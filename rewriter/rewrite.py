@@ -3,7 +3,10 @@
 It returns the group keys as k0…, then one true aggregate per noisy part as c0…, and never
 sorts, limits or filters on aggregate values: those are applied by the proxy after noise.
 A histogram over declared domains is computed as domain LEFT JOIN data, so every key of
-the domain comes back, with 0 where the data has none (SPEC.md §4).
+the domain comes back, with 0 where the data has none (SPEC.md §4). The candidates of the
+exponential mechanism come back the same way: every key of a mode's domain with its
+count, and for a quantile the count of each grid cell, the values snapped in SQL so that
+no value itself leaves the database.
 """
 
 from __future__ import annotations
@@ -48,6 +51,28 @@ def rewrite(tree: exp.Select, policy: Policy, keys: list[KeySpec], parts: list[P
         ).group_by(*(k.column.copy() for k in keys))
         return query.sql(dialect="postgres")
     return _filled_histogram(base, keys, parts)
+
+
+def mode_sql(tree: exp.Select, policy: Policy, key: KeySpec) -> str:
+    """k0, c0: every key of the declared domain and how many rows hold it (0 included)."""
+    count = PartSpec("count", exp.Count(this=exp.Star()), 1.0, None)
+    return _filled_histogram(_base(tree, policy), [key], [count])
+
+
+def quantile_sql(tree: exp.Select, policy: Policy, column: exp.Column,
+                 bounds: tuple[float, float], cells: int) -> str:
+    """k0, k1, c0: per occupied grid cell, its index k1 and its count c0.
+
+    A value x is clamped and snapped to the nearest of the cells + 1 points
+    lo + i·(hi − lo)/cells in exact NUMERIC (what QuantileGrid.index does). k0 is always
+    NULL; it is `min(x)` over no row, so that its described type is the column's.
+    """
+    inner = _base(tree, policy).select(_alias(column.copy(), "v"), append=False)
+    lo, hi = (repr(b) for b in bounds)
+    index = (f"CAST(LEAST(GREATEST(ROUND((q.v::numeric - {lo}) * {cells} / ({hi} - {lo})), "
+             f"0), {cells}) AS int8)")
+    return (f"SELECT min(q.v) FILTER (WHERE FALSE) AS k0, {index} AS k1, count(*) AS c0 "
+            f"FROM ({inner.sql(dialect='postgres')}) AS q WHERE q.v IS NOT NULL GROUP BY 2")
 
 
 def _base(tree: exp.Select, policy: Policy) -> exp.Select:

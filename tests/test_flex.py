@@ -231,10 +231,11 @@ def test_key_selection_threshold_and_delta():
 
 
 def test_order_by_a_count_not_selected_adds_a_hidden_noisy_column():
+    # (LIMIT 1 would be the most frequent group, answered by the exponential mechanism.)
     plan = plan_of("SELECT quantity FROM orders GROUP BY quantity ORDER BY count(*) DESC "
-                   "LIMIT 1")
+                   "LIMIT 2")
     assert [o.hidden for o in plan.outputs] == [False, True]
-    assert plan.post.order == ((1, True),) and plan.post.limit == 1
+    assert plan.post.order == ((1, True),) and plan.post.limit == 2
     assert "ORDER BY d0" in plan.sql and "LIMIT" not in plan.sql.upper().split("ORDER BY")[-1]
 
 
@@ -267,7 +268,7 @@ def test_having_is_kept_for_the_proxy():
     ("SELECT sum(customer_id) FROM orders", "42501", "bounds"),
     ("SELECT address, count(*) FROM customers GROUP BY address", "42501", "key_selection"),
     ("SELECT count(*) FROM orders GROUP BY quantity + 1", "0A000", "computed"),
-    ("SELECT min(quantity) FROM orders", "0A000", "MIN"),
+    ("SELECT min(order_id) FROM orders", "42501", "bounds"),
     ("SELECT count(*) FROM orders WHERE pg_sleep(1) IS NULL", "42501", "pg_sleep"),
     ("SELECT count(*) FROM orders WHERE quantity::text = '1'", "0A000", "CAST"),
     ("SELECT count(*) FROM orders WHERE 1 / quantity > 0", "0A000", "DIV"),
