@@ -289,7 +289,9 @@ class SqliteLedger:
                 " delta_spent = delta_spent + ?, queries = queries + 1 WHERE name = ?",
                 (request.epsilon, request.delta, request.analyst),
             )
-            return Charged(int(cursor.lastrowid), _budget(connection, request.analyst))
+            (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
+                                          (request.analyst,)).fetchone()
+            return Charged(int(cursor.lastrowid), _budget(connection, request.analyst), shift)
 
     def record_answer(self, charge_id: int, rows: list[list[object]]) -> None:
         """Store the released answer so a repeat of the question gets it back for free.

@@ -88,10 +88,12 @@ class ChargeRecord:
 
 @dataclass(frozen=True)
 class Charged:
-    """The charge is durable; `budget` is the analyst's budget after it."""
+    """The charge is durable; `budget` is the analyst's budget after it, `shift` their
+    secret location as it is now (a rotation applies to sessions already open)."""
 
     charge_id: int
     budget: Budget
+    shift: float
 
 
 @dataclass(frozen=True)

@@ -338,7 +338,7 @@ class Session:
             ) from None
         finally:
             self.running = None
-        answer = release(plan, calibration, key_types, result.rows, self.analyst.shift,
+        answer = release(plan, calibration, key_types, result.rows, charged.shift,
                          self.config.privacy, self.rng)
         await asyncio.to_thread(self.ledger.record_answer, charged.charge_id, answer.rows)
         return answer.rows, answer_notice(plan, calibration, answer, charged.budget,

@@ -167,7 +167,9 @@ def test_rotating_the_shift_forgets_the_analysts_answers(tmp_path):
     ledger.record_answer(ledger.charge_or_repeat(bo).charge_id, [[8]])
     ledger.rotate_shift("ann", 0.9)
     assert ledger.analyst("ann").shift == 0.9 and ledger.analyst("bo").shift == -0.5
-    assert isinstance(ledger.charge_or_repeat(request(1)), Charged)  # charged again
+    charged = ledger.charge_or_repeat(request(1))
+    assert isinstance(charged, Charged)  # charged again
+    assert charged.shift == 0.9  # what an open session releases with from now on
     assert isinstance(ledger.charge_or_repeat(bo), Repeated)  # bo's answers stay
     assert ledger.budget("ann").epsilon_spent == pytest.approx(0.2)
     with pytest.raises(UnknownAnalyst):
