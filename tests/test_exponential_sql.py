@@ -25,6 +25,7 @@ from rewriter.metrics import Metrics
 from rewriter.plan import PrivateAggregate
 from rewriter.private import plan_private_aggregate
 from tests.conftest import RunningProxy
+from tests.test_queries_end_to_end import ask, truth
 
 POLICY = load_policy_file(Path(__file__).parent / "data" / "reference_policy.toml")
 NO_SHIFT = PrivacySettings(shift_interval=(0.0, 0.0))
@@ -192,20 +193,6 @@ def chooser(proxy: RunningProxy) -> str:
                       stdin=PASSWORD + "\n")
     assert added.returncode == 0, added.stderr
     return proxy.dsn("chooser", PASSWORD)
-
-
-def truth(proxy: RunningProxy, query: str) -> list[tuple]:
-    with psycopg.connect(proxy.database.admin_dsn) as connection:
-        return connection.execute(query).fetchall()
-
-
-def ask(dsn: str, query: str, epsilon: float) -> tuple[list[tuple], list, list[str]]:
-    with psycopg.connect(dsn, autocommit=True) as connection:
-        notices: list[str] = []
-        connection.add_notice_handler(lambda d: notices.append(d.message_primary))
-        connection.execute(f"SET dp.epsilon = {epsilon}")
-        cursor = connection.execute(query)
-        return cursor.fetchall(), list(cursor.description), notices
 
 
 def test_most_frequent_product_is_chosen_among_the_whole_public_domain(
