@@ -4,6 +4,8 @@ results, pipelines, row limits and errors, against a real PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import datetime
+import decimal
 import json
 import socket
 import struct
@@ -262,3 +264,16 @@ def test_psycopg_keeps_working_after_discard_all(proxy: RunningProxy):
         connection.execute("DISCARD ALL")
         assert connection.execute("SELECT %s::int", (2,)).fetchone() == (2,)
         assert isinstance(connection.execute(COUNT_BY_PRODUCT, (61,)).fetchone()[0], int)
+
+
+def test_binary_histogram_keeps_the_key_type(proxy: RunningProxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        rows = connection.cursor(binary=True).execute(
+            "SELECT order_date, count(*), sum(quantity) FROM orders "
+            "WHERE product_id = %s AND order_date < '2024-01-08' GROUP BY 1 ORDER BY 1",
+            (81,)).fetchall()
+    # The whole declared domain is released, whatever the WHERE keeps.
+    assert len(rows) == 731
+    assert [row[0] for row in rows[:3]] == [datetime.date(2024, 1, day) for day in (1, 2, 3)]
+    assert all(isinstance(row[1], int) and isinstance(row[2], decimal.Decimal)
+               for row in rows)
