@@ -88,10 +88,13 @@ class ExtendedProtocol:
                    b"E": self._execute, b"C": self._close, b"H": self._flush}[kind]
         try:
             await handler(payload)
+        except _Skipped:
+            pass
         except StatementError as error:
-            await self.settle()
-            self.session.send(error.response)
-            self.skipping = self.own_error = True
+            await self.settle()  # forwarded answers come first; their error would stand
+            if not self.skipping:
+                self.session.send(error.response)
+                self.skipping = self.own_error = True
 
     async def sync(self) -> None:
         """End of a batch: sync the backend if it took part, then ReadyForQuery."""
@@ -113,6 +116,13 @@ class ExtendedProtocol:
         if self.pending:
             self.session.relay.send(wire.FLUSH)
             await self._read_relay(until=b"")
+
+    async def _own_turn(self) -> None:
+        """Before the proxy answers a message itself: earlier answers first, and none of
+        its own if one of them was an error."""
+        await self.settle()
+        if self.skipping:
+            raise _Skipped()
 
     async def _read_relay(self, until: bytes) -> None:
         """Pass the backend's answers to the client until every pending message has
@@ -173,7 +183,7 @@ class ExtendedProtocol:
                                                parse.parameter_types),
                           undo=lambda: _drop(self.statements, parse.statement, prepared))
             return
-        await self.settle()
+        await self._own_turn()
         self.statements[parse.statement] = await self._prepare(parse.query, plan,
                                                                parse.parameter_types)
         self.session.send(wire.PARSE_COMPLETE)
@@ -198,7 +208,7 @@ class ExtendedProtocol:
             self._forward(b"B", payload,
                           undo=lambda: _drop(self.portals, bind.portal, portal))
             return
-        await self.settle()
+        await self._own_turn()
         expected = len(prepared.parameter_types)
         if len(bind.values) != expected:
             raise StatementError(PROTOCOL_VIOLATION,
@@ -219,7 +229,7 @@ class ExtendedProtocol:
             if prepared.relayed:
                 self._forward(b"D", payload)
                 return
-            await self.settle()
+            await self._own_turn()
             self.session.send(wire.parameter_description(prepared.parameter_types))
             self._send_columns(prepared, ())
             return
@@ -227,7 +237,7 @@ class ExtendedProtocol:
         if portal.prepared.relayed:
             self._forward(b"D", payload)
             return
-        await self.settle()
+        await self._own_turn()
         self._send_columns(portal.prepared, portal.formats)
 
     def _send_columns(self, prepared: Prepared, formats: tuple[int, ...]) -> None:
@@ -242,7 +252,7 @@ class ExtendedProtocol:
         if portal.prepared.relayed:
             self._forward(b"E", payload)
             return
-        await self.settle()
+        await self._own_turn()
         session, plan = self.session, portal.prepared.plan
         session.refuse_if_aborted(plan)
         if isinstance(plan, EmptyStatement):
@@ -284,7 +294,7 @@ class ExtendedProtocol:
         if relayed:
             self._forward(b"C", payload)
             return
-        await self.settle()
+        await self._own_turn()
         self.session.send(wire.CLOSE_COMPLETE)
 
     async def _flush(self, _: bytes) -> None:
@@ -302,6 +312,10 @@ class ExtendedProtocol:
         if portal is None:
             raise StatementError(UNDEFINED_CURSOR, f'portal "{name}" does not exist')
         return portal
+
+
+class _Skipped(Exception):
+    """A forwarded message failed: this one is skipped, as everything up to Sync."""
 
 
 def _drop(table: dict, name: str, entry: object) -> None:

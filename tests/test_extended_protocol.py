@@ -277,3 +277,21 @@ def test_binary_histogram_keeps_the_key_type(proxy: RunningProxy):
     assert [row[0] for row in rows[:3]] == [datetime.date(2024, 1, day) for day in (1, 2, 3)]
     assert all(isinstance(row[1], int) and isinstance(row[2], decimal.Decimal)
                for row in rows)
+
+
+def test_a_relayed_error_skips_the_private_messages_that_follow(proxy: RunningProxy):
+    before = charges(proxy, "alice")
+    client = RawClient(proxy)
+    try:
+        failing = "SELECT 1 / (product_id - product_id) FROM products"
+        client.raw(wire.parse_message("", failing, ()) + wire.bind_message("", "", (), (), ())
+                   + wire.execute_message("")
+                   + wire.parse_message("c", "SELECT count(*) FROM orders", ())
+                   + wire.bind_message("", "c", (), (), ()) + wire.execute_message("")
+                   + wire.SYNC)
+        messages = client.until_ready()
+    finally:
+        client.close()
+    assert kinds(messages) == b"12EZ"
+    assert wire.parse_error_fields(messages[2][1])["C"] == "22012"
+    assert charges(proxy, "alice") == before
