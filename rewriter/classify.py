@@ -15,7 +15,7 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from .catalog import check_catalog_query
+from .catalog import check_catalog_query, refuse_catalogs_with_private
 from .errors import SYNTAX_ERROR, Refusal, policy_refusal
 from .functions import function_name, is_denied
 from .metrics import Metrics
@@ -32,7 +32,19 @@ QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "TABLE", "("})
 RELAYED_UTILITY = frozenset({
     "BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE",
     "DEALLOCATE",
+    # Cursors of the relay session: DECLARE is relayed only over catalog or public rows.
+    "FETCH", "MOVE", "CLOSE",
 })
+_UNCHECKED = "dpgate cannot check the SQL it would run"
+# Statements refused whatever they name, and why.
+REFUSED_STATEMENTS = {
+    "EXPLAIN": "EXPLAIN is refused: its plans and row estimates would reveal private data",
+    "COPY": "COPY is refused: it moves raw rows in or out (psql's \\copy sends COPY too)",
+    "DO": f"DO is refused: {_UNCHECKED}",
+    "CALL": f"CALL is refused: {_UNCHECKED}",
+    "PREPARE": "PREPARE is refused: a prepared statement would run without dpgate's checks",
+    "EXECUTE": "EXECUTE is refused: a prepared statement would run without dpgate's checks",
+}
 # Settings that would change who the relay connection acts as.
 IDENTITY_SETTINGS = frozenset({"role", "authorization", "session_authorization"})
 WRITES = frozenset({
@@ -114,11 +126,12 @@ def _classify_one(text: str, tokens: list[Token], policy: Policy, metrics: Metri
         return Relay(text, resets_dp=len(tokens) > 1 and tokens[1].text.upper() == "ALL")
     if first in RELAYED_UTILITY:
         return Relay(text)
-    if first == "EXPLAIN":
-        raise policy_refusal(
-            "EXPLAIN is refused: its row estimates would reveal private data",
-            position=offset + 1,
-        )
+    if first == "DECLARE":
+        return _classify_cursor(text, tokens, policy, offset)
+    if first in REFUSED_STATEMENTS:
+        raise policy_refusal(REFUSED_STATEMENTS[first],
+                             hint="Ask SELECT queries of aggregates, or catalog queries.",
+                             position=offset + 1)
     if first in WRITES:
         raise policy_refusal(
             f"{first} is refused: dpgate is read-only and {ONLY_AGGREGATES}",
@@ -151,13 +164,53 @@ def _classify_set(text: str, tokens: list[Token]) -> Plan:
 
 
 def _classify_query(text: str, policy: Policy, metrics: Metrics, offset: int) -> Plan:
+    tree, tables, private = _read_query(text, policy, offset)
+    if private:
+        refuse_catalogs_with_private(tables, policy, offset)
+        return plan_private_aggregate(tree, policy, offset, metrics)
+    return _relay(text, tree, tables, offset)
+
+
+def _read_query(text: str, policy: Policy, offset: int
+                ) -> tuple[exp.Expression, list[exp.Table], bool]:
+    """A query's tree and real tables, and whether it reads private ones."""
     tree = parse_query(text, offset)
     _refuse_writes_and_side_effects(tree, offset)
     tables = _real_tables(tree)
-    if any(policy.is_private(table.db, table.name) for table in tables):
-        return plan_private_aggregate(tree, policy, offset, metrics)
-    check_catalog_query(tree, tables, offset)
+    return tree, tables, any(policy.is_private(table.db, table.name) for table in tables)
+
+
+def _relay(text: str, tree: exp.Expression, tables: list[exp.Table], offset: int) -> Relay:
+    """A catalog or public query, its row counts neutralised; untouched text stays exact."""
+    if check_catalog_query(tree, tables, offset):
+        return Relay(tree.sql(dialect="postgres"))
     return Relay(text)
+
+
+def _classify_cursor(text: str, tokens: list[Token], policy: Policy, offset: int) -> Relay:
+    """DECLARE … CURSOR FOR query: relayed when the query would be, refused over private rows.
+
+    A cursor's rows are fetched later, one FETCH at a time, while noise and charges are
+    per answer: private aggregates are asked directly instead.
+    """
+    head = tokens[0].end + 1 - offset
+    # sqlglot keeps the words after DECLARE as one string token: read them again.
+    words = _split(text[head:])[0] if text[head:].strip() else []
+    upper = [word.upper() for word in _words(words)]
+    cursor = upper.index("CURSOR") if "CURSOR" in upper else len(upper)
+    query_at = upper.index("FOR", cursor) + 1 if "FOR" in upper[cursor:] else len(upper)
+    if query_at >= len(words):
+        raise policy_refusal("DECLARE is refused unless it reads CURSOR … FOR a query",
+                             position=offset + 1)
+    start = head + words[query_at].start
+    query = text[start:]
+    tree, tables, private = _read_query(query, policy, offset + start)
+    if private:
+        raise policy_refusal(
+            "a cursor over private tables is refused: noise and charges are per answer",
+            hint="Ask the aggregate directly, without DECLARE (psql: unset FETCH_COUNT).",
+            position=offset + 1)
+    return Relay(text[:start] + _relay(query, tree, tables, offset + start).text)
 
 
 def parse_query(text: str, offset: int = 0) -> exp.Expression:
@@ -190,9 +243,10 @@ def _refuse_writes_and_side_effects(tree: exp.Expression, offset: int) -> None:
         name = function_name(node)
         if name and is_denied(name):
             raise policy_refusal(f"function {name} is refused", position=position_of(node, offset))
-    if tree.args.get("into"):
+    into = tree.find(exp.Into)  # also in the first branch of a UNION
+    if into:
         raise policy_refusal("SELECT INTO is refused: dpgate is read-only",
-                             position=position_of(tree, offset))
+                             position=position_of(into, offset))
     if tree.args.get("locks"):
         raise policy_refusal("SELECT … FOR UPDATE/SHARE is refused: dpgate is read-only",
                              position=position_of(tree, offset))

@@ -5,20 +5,39 @@ from __future__ import annotations
 from sqlglot import exp
 
 # Functions that run SQL text, read files or server state, sleep, change settings or
-# reveal table sizes. Matched on the lower-case name, as exact names or prefixes.
+# reveal the size or contents of tables below SQL (pages, tuples, buffers, free space,
+# visibility maps, WAL). Matched on the lower-case name, as exact names or prefixes.
+# Extension functions are listed too: an operator may install pageinspect and friends.
 DENIED_PREFIXES = (
     "pg_read_", "pg_ls_", "pg_stat_", "pg_file_", "pg_logdir_", "lo_", "dblink",
     "query_to_", "table_to_", "cursor_to_", "schema_to_", "database_to_",
     "pg_advisory", "pg_try_advisory", "pg_create_", "pg_drop_", "pg_logical_",
-    "pg_replication_", "pg_switch_", "pg_backup_", "pg_wal_", "pg_log_",
+    "pg_replication_", "pg_switch_", "pg_backup_", "pg_wal_", "pg_log_", "pg_copy_",
+    # pgstattuple, pg_visibility, pg_buffercache, pg_freespacemap, pg_walinspect,
+    # pageinspect, amcheck, pg_prewarm
+    "pgstat", "pg_visibility", "pg_check_", "pg_buffercache", "pg_freespace",
+    "pg_get_wal_", "bt_", "brin_", "gin_", "gist_page_", "hash_page_", "heap_page_",
+    "heap_tuple_", "verify_heapam", "pg_prewarm", "autoprewarm",
 )
 DENIED_NAMES = frozenset({
+    # sizes (pg_size_pretty of them is refused with them)
     "pg_relation_size", "pg_total_relation_size", "pg_table_size", "pg_indexes_size",
-    "pg_database_size", "pg_tablespace_size", "pg_column_size", "pg_sleep",
-    "pg_sleep_for", "pg_sleep_until", "set_config", "pg_terminate_backend",
+    "pg_database_size", "pg_tablespace_size", "pg_column_size", "pg_relpages",
+    # statistics and sequence positions (a serial's last value counts inserted rows)
+    "pg_mcv_list_items", "pg_get_statisticsobjdef_expressions", "pg_sequence_last_value",
+    # large objects whose names lack the lo_ prefix
+    "loread", "lowrite",
+    # page inspection without a common prefix
+    "get_raw_page", "page_header", "page_checksum", "tuple_data_split",
+    "fsm_page_contents", "hash_bitmap_info", "hash_metapage_info",
+    "pg_truncate_visibility_map",
+    # run SQL text given as an argument
+    "ts_stat", "ts_rewrite",
+    # sleep, change settings or sequences, signal or notify other sessions
+    "pg_sleep", "pg_sleep_for", "pg_sleep_until", "set_config", "pg_terminate_backend",
     "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile", "pg_current_logfile",
     "pg_notify", "pg_promote", "pg_export_snapshot", "pg_import_system_collations",
-    "ts_stat", "nextval", "setval", "xmlparse", "pg_get_object_address",
+    "nextval", "setval", "xmlparse", "pg_get_object_address",
 })
 
 # Expression nodes allowed when evaluated on private rows. Every one of them is total
@@ -41,11 +60,13 @@ ROW_SAFE_NODES: tuple[type[exp.Expression], ...] = (
 def function_name(node: exp.Expression) -> str | None:
     """The lower-case SQL name of a function call node, or None if it is not a call."""
     if isinstance(node, exp.Anonymous):
-        return str(node.this).lower()
+        # `name`, not `this`: a quoted name ("pg_relation_size") must match like a bare one.
+        return node.name.lower()
     if isinstance(node, exp.Func) and not isinstance(node, exp.Connector):
         return node.sql_name().lower()
     return None
 
 
 def is_denied(name: str) -> bool:
+    """Whether a function (lower-case name) must never run through dpgate."""
     return name in DENIED_NAMES or name.startswith(DENIED_PREFIXES)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+import sqlglot
+from sqlglot import exp
 
 from rewriter.classify import classify
 from rewriter.errors import Refusal
@@ -56,11 +58,27 @@ def test_unknown_tables_are_private_by_default():
      "0A000", "OUTER JOIN"),
     ("DELETE FROM orders", "42501", "read-only"),
     ("DROP TABLE orders", "42501", "read-only"),
-    ("COPY orders TO STDOUT", "42501", "read-only"),
+    ("COPY orders TO STDOUT", "42501", "COPY is refused"),
     ("EXPLAIN SELECT count(*) FROM orders", "42501", "EXPLAIN"),
     ("SELECT * FROM pg_stats", "42501", "statistics"),
-    ("SELECT reltuples FROM pg_class", "42501", "reltuples"),
-    ("SELECT c FROM pg_class c", "42501", "whole pg_class row"),
+    ("SELECT * FROM pg_stats_ext", "42501", "most common values"),
+    ("SELECT * FROM pg_stat_io", "42501", "statistics"),
+    ("SELECT data FROM pg_largeobject", "42501", "large objects"),
+    ("SELECT \"pg_relation_size\"('orders')", "42501", "pg_relation_size"),
+    ("SELECT pg_size_pretty(pg_catalog.pg_total_relation_size('orders'))", "42501",
+     "pg_total_relation_size"),
+    ("SELECT * FROM pgstattuple('orders')", "42501", "pgstattuple"),
+    ("SELECT loread(0, 1)", "42501", "loread"),
+    ("SELECT relname FROM pg_class UNION ALL SELECT name FROM customers", "42501",
+     "cannot read catalogs"),
+    ("SELECT relname, (SELECT count(*) FROM orders) FROM pg_class", "42501",
+     "cannot read catalogs"),
+    ("SELECT relname INTO t FROM pg_class UNION SELECT 'x'", "42501", "SELECT INTO"),
+    ("PREPARE q AS SELECT count(*) FROM orders", "42501", "PREPARE"),
+    ("EXECUTE q", "42501", "EXECUTE"),
+    ("CALL p()", "42501", "CALL"),
+    ("DECLARE c CURSOR FOR SELECT count(*) FROM orders", "42501", "cursor"),
+    ("DECLARE c CURSOR FOR SELECT pg_relation_size('orders')", "42501", "pg_relation_size"),
     ("SELECT pg_catalog.pg_read_file('/etc/passwd')", "42501", "pg_read_file"),
     ("SELECT 1 INTO t", "42501", "SELECT INTO"),
     ("SET ROLE postgres", "42501", "identity"),
@@ -85,7 +103,9 @@ def test_refusals_point_at_the_offending_construct():
     "SELECT 1", "SELECT version()", "SELECT * FROM products",
     "SELECT relname FROM pg_catalog.pg_class", "BEGIN", "START TRANSACTION", "COMMIT",
     "ROLLBACK", "SET search_path TO public", "SHOW server_version", "SAVEPOINT a",
-    "SELECT table_name FROM information_schema.tables",
+    "SELECT table_name FROM information_schema.tables", "FETCH 10 FROM c", "CLOSE c",
+    "DECLARE c CURSOR FOR SELECT relname FROM pg_class",
+    "SELECT pid, state FROM pg_stat_activity",
 ])
 def test_harmless_statements_are_relayed_verbatim(sql):
     assert plan_of(sql) == Relay(sql)
@@ -117,3 +137,39 @@ def test_a_cte_does_not_hide_a_private_table_of_the_same_name_elsewhere():
     assert isinstance(plan_of(shadowed), Refusal)
     assert plan_of("WITH orders AS (SELECT 1) SELECT * FROM orders") == Relay(
         "WITH orders AS (SELECT 1) SELECT * FROM orders")
+
+
+@pytest.mark.parametrize("sql, relayed", [
+    ("SELECT relname, reltuples FROM pg_class WHERE relpages > 0",
+     "SELECT relname, CAST(-1 AS REAL) AS reltuples FROM pg_class WHERE CAST(0 AS INT) > 0"),
+    ("SELECT c.reltuples::bigint, (c.relallvisible) FROM pg_catalog.pg_class c",
+     "SELECT CAST(CAST(-1 AS REAL) AS BIGINT) AS reltuples, (CAST(0 AS INT)) AS relallvisible "
+     "FROM pg_catalog.pg_class AS c"),
+    ("SELECT x FROM (SELECT reltuples AS x FROM pg_class) s",
+     "SELECT x FROM (SELECT CAST(-1 AS REAL) AS x FROM pg_class) AS s"),
+    ("DECLARE c CURSOR FOR SELECT relname, relpages FROM pg_class",
+     "DECLARE c CURSOR FOR SELECT relname, CAST(0 AS INT) AS relpages FROM pg_class"),
+])
+def test_row_estimates_of_pg_class_are_replaced_where_named(sql, relayed):
+    assert plan_of(sql) == Relay(relayed)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM pg_class", "SELECT c.* FROM pg_class c", "SELECT to_json(c) FROM pg_class c",
+    "SELECT a.relname FROM pg_class a JOIN pg_class b USING (relpages)",
+    "SELECT relname FROM pg_class NATURAL JOIN pg_class",
+    "SELECT n_live_tup FROM pg_stat_user_tables",
+    "SELECT * FROM pg_catalog.pg_statio_all_tables t",
+    "SELECT s.seq_tup_read FROM pg_stat_xact_user_tables s",
+])
+def test_whole_rows_and_statistics_views_read_a_neutralised_derived_table(sql):
+    relayed = sqlglot.parse_one(plan_of(sql).text, dialect="postgres")
+    catalogs = [t for t in relayed.find_all(exp.Table) if t.name.startswith("pg_")]
+    assert catalogs and all(t.find_ancestor(exp.Subquery) for t in catalogs)
+    counted = {"reltuples", "relpages", "relallvisible", "n_live_tup", "heap_blks_read",
+               "seq_tup_read"}
+    for derived in relayed.find_all(exp.Subquery):
+        items = {item.alias_or_name: item for item in derived.this.expressions}
+        assert counted & items.keys()
+        for name in counted & items.keys():
+            assert isinstance(items[name], exp.Alias) and not items[name].find(exp.Column)
