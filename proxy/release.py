@@ -35,6 +35,9 @@ from . import wire
 from .choices import NUMERIC_OID, choice_bound, choice_type, choose
 from .config import PrivacySettings
 
+# int2, int4, int8, float4, float8, numeric, oid
+NUMERIC_TYPES = frozenset({21, 23, 20, 700, 701, NUMERIC_OID, 26})
+
 
 @dataclass(frozen=True)
 class Release:
@@ -56,7 +59,8 @@ def release(plan: PrivateAggregate, calibration: Calibration,
     """Noise every part of every row, select groups, then apply HAVING/ORDER BY/LIMIT."""
     if plan.parts and all(part.choice for part in plan.parts):
         chosen = choose(plan, calibration, key_types, true_rows, rng)
-        rows = _post_process(plan, [[_output_value(o, [], chosen) for o in plan.outputs]])
+        rows = _post_process(plan, key_types,
+                             [[_output_value(o, [], chosen) for o in plan.outputs]])
         return _released(plan, key_types, rows, _choice_bounds(
             plan, calibration, len(true_rows), 1 - settings.confidence))
     noisers = _noisers(plan, calibration, shift_draw, settings, rng)
@@ -73,7 +77,7 @@ def release(plan: PrivateAggregate, calibration: Calibration,
             if unshifted[plan.grouping.selection_part] <= calibration.threshold:
                 continue
         rows.append([_output_value(o, keys, noisy) for o in plan.outputs])
-    return _released(plan, key_types, _post_process(plan, rows),
+    return _released(plan, key_types, _post_process(plan, key_types, rows),
                      _bounds(plan, calibration, settings))
 
 
@@ -165,16 +169,26 @@ def _output_value(output: OutputColumn, keys: list[str | None], noisy: list[int 
     return noisy[output.parts[0]]
 
 
-def _post_process(plan: PrivateAggregate, rows: list[list]) -> list[list]:
+def _post_process(plan: PrivateAggregate, key_types: list[int], rows: list[list]
+                  ) -> list[list]:
     post = plan.post
     if post.having is not None:
         rows = [row for row in rows if _holds(post.having, row)]
     for index, descending in reversed(post.order):
+        output = plan.outputs[index]
+        # Keys arrive as text: numeric ones must sort as numbers (2 before 10).
+        numeric = output.kind == "key" and key_types[output.parts[0]] in NUMERIC_TYPES
         # NULLs sort last ascending and first descending, as in PostgreSQL.
-        rows.sort(key=lambda row, i=index: (row[i] is None, row[i] if row[i] is not None
-                                            else 0), reverse=descending)
+        rows.sort(key=lambda row, i=index, n=numeric: _sort_key(row[i], n),
+                  reverse=descending)
     end = None if post.limit is None else post.offset + post.limit
     return rows[post.offset:end]
+
+
+def _sort_key(value: object, numeric: bool) -> tuple:
+    if value is None:
+        return (True, 0)
+    return (False, Decimal(value) if numeric else value)  # type: ignore[arg-type]
 
 
 def _holds(condition: Condition | Comparison, row: list) -> bool:
