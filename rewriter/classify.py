@@ -166,6 +166,7 @@ def _classify_set(text: str, tokens: list[Token]) -> Plan:
 def _classify_query(text: str, policy: Policy, metrics: Metrics, offset: int) -> Plan:
     tree, tables, private = _read_query(text, policy, offset)
     if private:
+        _refuse_writes_and_side_effects(tree, offset)
         refuse_catalogs_with_private(tables, policy, offset)
         return plan_private_aggregate(tree, policy, offset, metrics)
     return _relay(text, tree, tables, offset)
@@ -175,16 +176,19 @@ def _read_query(text: str, policy: Policy, offset: int
                 ) -> tuple[exp.Expression, list[exp.Table], bool]:
     """A query's tree and real tables, and whether it reads private ones."""
     tree = parse_query(text, offset)
-    _refuse_writes_and_side_effects(tree, offset)
     tables = _real_tables(tree)
     return tree, tables, any(policy.is_private(table.db, table.name) for table in tables)
 
 
 def _relay(text: str, tree: exp.Expression, tables: list[exp.Table], offset: int) -> Relay:
-    """A catalog or public query, its row counts neutralised; untouched text stays exact."""
-    if check_catalog_query(tree, tables, offset):
-        return Relay(tree.sql(dialect="postgres"))
-    return Relay(text)
+    """A catalog or public query, its row counts neutralised; untouched text stays exact.
+
+    Neutralising comes first so that the size functions it replaces are not refused; the
+    same functions run as the reader (over private tables) would measure for real.
+    """
+    changed = check_catalog_query(tree, tables, offset)
+    _refuse_writes_and_side_effects(tree, offset)
+    return Relay(tree.sql(dialect="postgres") if changed else text)
 
 
 def _classify_cursor(text: str, tokens: list[Token], policy: Policy, offset: int) -> Relay:

@@ -20,7 +20,7 @@ DENIED_PREFIXES = (
     "heap_tuple_", "verify_heapam", "pg_prewarm", "autoprewarm",
 )
 DENIED_NAMES = frozenset({
-    # sizes (pg_size_pretty of them is refused with them)
+    # sizes; in relayed SQL the core ones are neutralised first (neutralise.py)
     "pg_relation_size", "pg_total_relation_size", "pg_table_size", "pg_indexes_size",
     "pg_database_size", "pg_tablespace_size", "pg_column_size", "pg_relpages",
     # statistics and sequence positions (a serial's last value counts inserted rows)

@@ -88,6 +88,21 @@ STATISTICS_VIEWS: dict[str, Columns] = {
 }
 _CLASS = tuple((name, CLASS_ESTIMATES.get(name)) for name in _CLASS_COLUMNS)
 
+# Functions that measure relations or count their rows, read by psql (\dt+, \l+), DBeaver
+# and pgAdmin: NULL sizes (PostgreSQL's answer for a relation it cannot measure) and reset
+# counters. Other pg_stat_* functions stay refused (functions.py).
+_NULL_SIZE = "CAST(NULL AS BIGINT)"
+SIZE_AND_COUNT_FUNCTIONS = {
+    **dict.fromkeys(("pg_relation_size", "pg_total_relation_size", "pg_table_size",
+                     "pg_indexes_size", "pg_database_size", "pg_tablespace_size"), _NULL_SIZE),
+    "pg_column_size": "CAST(NULL AS INT)",
+    **dict.fromkeys(("pg_stat_get_numscans", "pg_stat_get_tuples_returned",
+                     "pg_stat_get_tuples_fetched", "pg_stat_get_tuples_inserted",
+                     "pg_stat_get_tuples_updated", "pg_stat_get_tuples_deleted",
+                     "pg_stat_get_live_tuples", "pg_stat_get_dead_tuples",
+                     "pg_stat_get_blocks_fetched", "pg_stat_get_blocks_hit"), _COUNT),
+}
+
 
 def neutralise(tree: exp.Expression, tables: list[exp.Table]) -> bool:
     """Rewrite `tree` in place so that row counts come back as constants.
@@ -96,6 +111,13 @@ def neutralise(tree: exp.Expression, tables: list[exp.Table]) -> bool:
     whether anything changed, so that unchanged statements keep their exact text.
     """
     changed = False
+    for call in list(tree.find_all(exp.Anonymous)):
+        name = call.name.lower()
+        if name in SIZE_AND_COUNT_FUNCTIONS:
+            # pg_catalog.f(x) is a Dot around the call: replace the whole reference.
+            qualified = isinstance(call.parent, exp.Dot) and call.arg_key == "expression"
+            _replace(call.parent if qualified else call, SIZE_AND_COUNT_FUNCTIONS[name], name)
+            changed = True
     classes: set[str] = set()
     for table in tables:
         name = table.name.lower()
@@ -114,7 +136,7 @@ def neutralise(tree: exp.Expression, tables: list[exp.Table]) -> bool:
         # An unqualified estimate name is taken for pg_class's: neutralising a same-named
         # column of another relation costs nothing, missing pg_class's would leak.
         if constant and (not column.table or column.table.lower() in classes):
-            _replace_column(column, constant)
+            _replace(column, constant, column.this.copy())
             changed = True
     return changed
 
@@ -152,14 +174,14 @@ def _whole_row_used(tree: exp.Expression, table: exp.Table) -> bool:
     return False
 
 
-def _replace_column(column: exp.Column, constant: str) -> None:
-    """Replace a column by a constant, keeping the output name PostgreSQL would give it."""
-    outermost = column
+def _replace(node: exp.Expression, constant: str, name: str | exp.Identifier) -> None:
+    """Replace a column or call by a constant, keeping the output name PostgreSQL gave it."""
+    outermost = node
     while isinstance(outermost.parent, (exp.Cast, exp.Paren)):  # x::int is still named x
         outermost = outermost.parent
     named = isinstance(outermost.parent, exp.Select) and outermost.arg_key == "expressions"
     replacement = sqlglot.parse_one(constant, dialect="postgres")
-    column.replace(replacement)
+    node.replace(replacement)
     if named:
-        outermost = replacement if outermost is column else outermost
-        outermost.replace(exp.alias_(outermost.copy(), column.this.copy()))
+        outermost = replacement if outermost is node else outermost
+        outermost.replace(exp.alias_(outermost.copy(), name))

@@ -64,9 +64,10 @@ def test_unknown_tables_are_private_by_default():
     ("SELECT * FROM pg_stats_ext", "42501", "most common values"),
     ("SELECT * FROM pg_stat_io", "42501", "statistics"),
     ("SELECT data FROM pg_largeobject", "42501", "large objects"),
-    ("SELECT \"pg_relation_size\"('orders')", "42501", "pg_relation_size"),
-    ("SELECT pg_size_pretty(pg_catalog.pg_total_relation_size('orders'))", "42501",
-     "pg_total_relation_size"),
+    ("SELECT count(*) FROM orders WHERE \"pg_relation_size\"('orders') > 1", "42501",
+     "pg_relation_size"),
+    ("SELECT count(*) FROM orders WHERE pg_catalog.pg_table_size('orders') > 1", "42501",
+     "pg_table_size"),
     ("SELECT * FROM pgstattuple('orders')", "42501", "pgstattuple"),
     ("SELECT loread(0, 1)", "42501", "loread"),
     ("SELECT relname FROM pg_class UNION ALL SELECT name FROM customers", "42501",
@@ -78,7 +79,7 @@ def test_unknown_tables_are_private_by_default():
     ("EXECUTE q", "42501", "EXECUTE"),
     ("CALL p()", "42501", "CALL"),
     ("DECLARE c CURSOR FOR SELECT count(*) FROM orders", "42501", "cursor"),
-    ("DECLARE c CURSOR FOR SELECT pg_relation_size('orders')", "42501", "pg_relation_size"),
+    ("DECLARE c CURSOR FOR SELECT pg_read_file('x')", "42501", "pg_read_file"),
     ("SELECT pg_catalog.pg_read_file('/etc/passwd')", "42501", "pg_read_file"),
     ("SELECT 1 INTO t", "42501", "SELECT INTO"),
     ("SET ROLE postgres", "42501", "identity"),
@@ -149,8 +150,13 @@ def test_a_cte_does_not_hide_a_private_table_of_the_same_name_elsewhere():
      "SELECT x FROM (SELECT CAST(-1 AS REAL) AS x FROM pg_class) AS s"),
     ("DECLARE c CURSOR FOR SELECT relname, relpages FROM pg_class",
      "DECLARE c CURSOR FOR SELECT relname, CAST(0 AS INT) AS relpages FROM pg_class"),
+    ("SELECT \"pg_relation_size\"('orders'), pg_catalog.pg_size_pretty("
+     "pg_catalog.pg_total_relation_size('orders')), pg_stat_get_live_tuples(1)::text",
+     "SELECT CAST(NULL AS BIGINT) AS pg_relation_size, "
+     "pg_catalog.pg_size_pretty(CAST(NULL AS BIGINT)), "
+     "CAST(CAST(0 AS BIGINT) AS TEXT) AS pg_stat_get_live_tuples"),
 ])
-def test_row_estimates_of_pg_class_are_replaced_where_named(sql, relayed):
+def test_row_estimates_sizes_and_counters_are_replaced_where_named(sql, relayed):
     assert plan_of(sql) == Relay(relayed)
 
 

@@ -163,13 +163,33 @@ def test_value_statistics_are_refused(proxy: RunningProxy, statement: str, words
     assert words in refused(proxy, statement)
 
 
+@pytest.mark.parametrize("function, unknown", [
+    ("pg_relation_size('orders')", None), ("pg_table_size('orders')", None),
+    ("pg_indexes_size('orders')", None), ("pg_total_relation_size('orders')", None),
+    ("pg_size_pretty(pg_total_relation_size('orders'))", None),
+    ("pg_catalog.pg_relation_size('orders', 'main')", None),
+    ("\"pg_table_size\"('orders')", None), ("pg_database_size(current_database())", None),
+    ("pg_column_size(1)", None), ("pg_stat_get_live_tuples('orders'::regclass)", 0),
+    ("pg_catalog.pg_stat_get_tuples_inserted('orders'::regclass)", 0),
+])
+def test_sizes_and_row_counters_come_back_unknown(analysed: RunningProxy, function: str,
+                                                  unknown: int | None):
+    assert admin_scalar(analysed, f"SELECT {function}") not in (None, 0, "0 bytes")
+    assert one_row(analysed, f"SELECT {function}")[0] == (unknown,)
+
+
+def test_psql_lists_tables_with_sizes_left_blank(analysed: RunningProxy):
+    r"""psql's \dt+ and \l+ call pg_table_size and pg_database_size."""
+    result = psql(analysed, "alice", r"\dt+ orders", r"\l+ dpgate_e2e")
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"\| orders\s*\| table", result.stdout)
+    assert not re.search(r"\d+ (bytes|kB|MB)", result.stdout)
+
+
 @pytest.mark.parametrize("function", [
-    "pg_relation_size('orders')", "pg_table_size('orders')", "pg_indexes_size('orders')",
-    "pg_total_relation_size('orders')", "pg_size_pretty(pg_total_relation_size('orders'))",
-    "pg_catalog.pg_relation_size('orders', 'main')", "\"pg_table_size\"('orders')",
-    "pg_database_size(current_database())", "pg_column_size(1)",
-    "pg_stat_get_live_tuples('orders'::regclass)", "pg_stat_get_tuples_inserted(1)",
-    "pgstattuple('orders')", "pg_relpages('orders')", "get_raw_page('orders', 0)",
+    "pg_stat_get_backend_activity(1)", "pg_stat_get_xact_tuples_inserted(1)",
+    "pg_relation_size('orders') FROM orders", "pgstattuple('orders')", "pg_relpages('orders')",
+    "get_raw_page('orders', 0)",
     "heap_page_items(get_raw_page('orders', 0))", "bt_metap('orders_pkey')",
     "pg_visibility_map('orders')", "pg_freespace('orders')", "verify_heapam('orders')",
     "pg_get_wal_records_info('0/0', '0/1')", "pg_sequence_last_value('s'::regclass)",
