@@ -8,10 +8,12 @@ constants of the same types: -1 for reltuples (PostgreSQL's own "never analysed"
 and what freshly reset statistics show (0 counters, NULL times).
 
 pg_class keeps its real columns and only the estimates are replaced where they are named;
-when its whole row is used (`*`, `c.*`, `c`, NATURAL JOIN, USING an estimate) the relation
-itself is replaced by a derived table listing PostgreSQL 12-17's columns. A statistics view
-is always replaced by a derived table made of its name columns and constants, so a counter
-dpgate does not know (a newer PostgreSQL's) does not exist for the client rather than leak.
+when its whole row is used (`*`, `c.*`, `c`, NATURAL JOIN, USING an estimate) or its
+columns are renamed (`pg_class AS c(a, b, …)`), pg_class itself is replaced by a derived
+table listing PostgreSQL 12-17's columns. A statistics view is always replaced by a derived
+table made of its name columns and constants, so a counter dpgate does not know (a newer
+PostgreSQL's) does not exist for the client rather than leak. Size functions and per-table
+counter functions (psql's \\dt+, DBeaver) become NULL and 0.
 """
 
 from __future__ import annotations
@@ -158,6 +160,8 @@ def _replace_relation(tree: exp.Expression, table: exp.Table, columns: Columns) 
 def _whole_row_used(tree: exp.Expression, table: exp.Table) -> bool:
     """Whether the statement reads pg_class's estimates without naming them."""
     alias = table.alias_or_name.lower()
+    if table.args.get("alias") and table.args["alias"].args.get("columns"):
+        return True  # pg_class AS c(a, b, …) renames the estimates by position
     select = table.find_ancestor(exp.Select)
     if select and any(isinstance(item, exp.Star) for item in select.expressions):
         return True

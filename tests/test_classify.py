@@ -164,6 +164,7 @@ def test_row_estimates_sizes_and_counters_are_replaced_where_named(sql, relayed)
     "SELECT * FROM pg_class", "SELECT c.* FROM pg_class c", "SELECT to_json(c) FROM pg_class c",
     "SELECT a.relname FROM pg_class a JOIN pg_class b USING (relpages)",
     "SELECT relname FROM pg_class NATURAL JOIN pg_class",
+    "SELECT k FROM pg_class AS c(a, b, c, d, e, f, g, h, i, j, k)",
     "SELECT n_live_tup FROM pg_stat_user_tables",
     "SELECT * FROM pg_catalog.pg_statio_all_tables t",
     "SELECT s.seq_tup_read FROM pg_stat_xact_user_tables s",

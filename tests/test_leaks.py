@@ -63,6 +63,7 @@ def test_the_relay_role_itself_sees_row_estimates(analysed: RunningProxy):
     "WHERE relname = 'orders'",
     "SELECT relname, reltuples, relpages, relallvisible FROM pg_class WHERE relname = 'orders' "
     "AND reltuples >= -1 ORDER BY reltuples",
+    "SELECT b, k, j, l FROM pg_class AS c(a, b, c, d, e, f, g, h, i, j, k, l) WHERE b = 'orders'",
 ])
 def test_pg_class_row_estimates_come_back_unknown(analysed: RunningProxy, query: str):
     row, columns = one_row(analysed, query)
