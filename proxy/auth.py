@@ -1,4 +1,5 @@
-"""SCRAM-SHA-256 authentication of analysts against verifiers stored in the ledger."""
+"""SCRAM-SHA-256 (and SCRAM-SHA-256-PLUS over TLS) authentication of analysts against
+verifiers stored in the ledger."""
 
 from __future__ import annotations
 
@@ -15,9 +16,13 @@ import scramp
 from accounting import Analyst, ScramVerifier
 
 from . import wire
+from .startup import INVALID_AUTHORIZATION, FatalError
 
 MECHANISM = "SCRAM-SHA-256"
+MECHANISM_PLUS = "SCRAM-SHA-256-PLUS"
+CHANNEL_BINDING = "tls-server-end-point"
 ITERATIONS = 4096
+PROTOCOL_VIOLATION = "08P01"
 _SCRAM = scramp.ScramMechanism(MECHANISM)
 
 
@@ -40,39 +45,69 @@ def _decoy_verifier() -> ScramVerifier:
 
 
 class ScramExchange:
-    """The server side of SCRAM-SHA-256 (RFC 5802, RFC 7677) against a stored verifier.
+    """The server side of SCRAM-SHA-256 and SCRAM-SHA-256-PLUS (RFC 5802, RFC 7677) against
+    a stored verifier.
 
     Written out rather than delegated because PostgreSQL clients send an empty SCRAM user
     name (the user comes from the startup packet), which scramp's server rejects.
+    `end_point` is the tls-server-end-point data when PLUS was offered (the client is on
+    TLS), None when it was not; `mechanism` is the one the client chose.
     """
 
-    def __init__(self, verifier: ScramVerifier):
+    def __init__(self, verifier: ScramVerifier, mechanism: str = MECHANISM,
+                 end_point: bytes | None = None):
         self.verifier = verifier
+        self.plus = mechanism == MECHANISM_PLUS
+        self.end_point = end_point
         self.nonce = ""
         self.auth_prefix = ""
-        self.gs2_header = ""
+        self.binding = b""  # what the client's c= attribute must carry, base64-decoded
 
     def server_first(self, client_first: str) -> str:
         flag, _, rest = client_first.partition(",")
         authzid, _, bare = rest.partition(",")
-        if flag not in ("n", "y") or not bare:
-            raise AuthenticationFailed("unsupported SCRAM channel binding")
+        self._check_binding_flag(flag)
         client_nonce = _attributes(bare).get("r", "")
         if not client_nonce:
-            raise AuthenticationFailed("SCRAM client nonce missing")
-        self.gs2_header = f"{flag},{authzid},"
+            raise _malformed("the client nonce is missing")
+        gs2_header = f"{flag},{authzid},".encode()
+        self.binding = gs2_header + (self.end_point or b"") if self.plus else gs2_header
         self.nonce = client_nonce + base64.b64encode(secrets.token_bytes(18)).decode()
         salt = base64.b64encode(self.verifier.salt).decode()
         first = f"r={self.nonce},s={salt},i={self.verifier.iterations}"
         self.auth_prefix = f"{bare},{first}"
         return first
 
+    def _check_binding_flag(self, flag: str) -> None:
+        # The checks of PostgreSQL's read_client_first_message, with its messages.
+        if flag.startswith("p="):
+            if not self.plus:
+                raise _malformed("The client selected SCRAM-SHA-256 without channel binding, "
+                                 "but the SCRAM message includes channel binding data.")
+            if flag != f"p={CHANNEL_BINDING}":
+                raise FatalError(PROTOCOL_VIOLATION,
+                                 f"unsupported SCRAM channel-binding type \"{flag[2:]}\"")
+        elif flag in ("n", "y"):
+            if self.plus:
+                raise _malformed("The client selected SCRAM-SHA-256-PLUS, but the SCRAM "
+                                 "message does not include channel binding data.")
+            # 'y': the client can bind but believes we cannot. We offered PLUS, so someone
+            # removed it from the offer on the way: refuse the downgrade (RFC 5802 §6).
+            if flag == "y" and self.end_point is not None:
+                raise FatalError(
+                    INVALID_AUTHORIZATION, "SCRAM channel binding negotiation error",
+                    hint="The client supports SCRAM channel binding but thinks the server "
+                         "does not.  However, this server does support channel binding.")
+        else:
+            raise _malformed(f"unexpected channel-binding flag \"{flag[:8]}\"")
+
     def server_final(self, client_final: str) -> str:
         without_proof, _, proof = client_final.rpartition(",p=")
         attributes = _attributes(without_proof)
-        binding = base64.b64encode(self.gs2_header.encode()).decode()
-        if attributes.get("c") != binding or attributes.get("r") != self.nonce:
-            raise AuthenticationFailed("SCRAM nonce or channel binding mismatch")
+        if attributes.get("c") != base64.b64encode(self.binding).decode():
+            raise FatalError(PROTOCOL_VIOLATION, "SCRAM channel binding check failed")
+        if attributes.get("r") != self.nonce:
+            raise AuthenticationFailed("SCRAM nonce mismatch")
         message = f"{self.auth_prefix},{without_proof}".encode()
         signature = hmac.digest(self.verifier.stored_key, message, "sha256")
         try:
@@ -88,6 +123,10 @@ class ScramExchange:
         return "v=" + base64.b64encode(server_signature).decode()
 
 
+def _malformed(detail: str) -> FatalError:
+    return FatalError(PROTOCOL_VIOLATION, "malformed SCRAM message", hint=detail)
+
+
 def _attributes(text: str) -> dict[str, str]:
     return {part[0]: part[2:] for part in text.split(",") if len(part) >= 2 and part[1] == "="}
 
@@ -98,21 +137,33 @@ async def authenticate(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     max_size: int,
+    end_point: bytes | None = None,
 ) -> Analyst:
-    """Run the SASL exchange; return the analyst or raise AuthenticationFailed."""
+    """Run the SASL exchange; return the analyst or raise AuthenticationFailed.
+
+    `end_point` is the tls-server-end-point data of a TLS connection: SCRAM-SHA-256-PLUS
+    is then offered too. Malformed or refused exchanges raise FatalError.
+    """
     analyst = await asyncio.to_thread(lookup, user)
-    exchange = ScramExchange(analyst.verifier if analyst else _decoy_verifier())
-    writer.write(wire.authentication_sasl([MECHANISM]))
+    verifier = analyst.verifier if analyst else _decoy_verifier()
+    offered = [MECHANISM_PLUS, MECHANISM] if end_point is not None else [MECHANISM]
+    writer.write(wire.authentication_sasl(offered))
     await writer.drain()
 
     kind, payload = await wire.read_message(reader, max_size)
     if kind != b"p":
         raise wire.ProtocolError("expected SASLInitialResponse")
     mechanism, offset = wire.cstring(payload)
-    if mechanism != MECHANISM:
-        raise AuthenticationFailed(f"unsupported SASL mechanism {mechanism}")
+    if mechanism not in offered:
+        raise FatalError(PROTOCOL_VIOLATION,
+                         "client selected an invalid SASL authentication mechanism")
+    if len(payload) < offset + 4:
+        raise wire.ProtocolError("invalid SASLInitialResponse")
     (length,) = struct.unpack_from("!i", payload, offset)
-    client_first = payload[offset + 4: offset + 4 + length].decode("utf-8", "replace")
+    if length != len(payload) - offset - 4:
+        raise wire.ProtocolError("invalid SASLInitialResponse")
+    exchange = ScramExchange(verifier, mechanism, end_point)
+    client_first = payload[offset + 4:].decode("utf-8", "replace")
     writer.write(wire.authentication(11, exchange.server_first(client_first).encode()))
     await writer.drain()
     kind, payload = await wire.read_message(reader, max_size)

@@ -34,8 +34,9 @@ async def _serve(config: Config, banner: str = "") -> None:
     if banner:
         print(banner, flush=True)
     await stop.wait()
-    print("dpgate shutting down", flush=True)
-    server.close()
+    server.close()  # before the message, so that whoever reads it finds the port closed
+    print(f"dpgate shutting down: running statements get up to "
+          f"{config.server.shutdown_grace:g} s", flush=True)
     await proxy.close()
     await server.wait_closed()
 

@@ -24,6 +24,18 @@ class ServerSettings:
     # Largest client message accepted; a bigger one closes that client's connection.
     max_message_size: int = 1 << 20
     auth_timeout: float = 30.0
+    # Seconds an authenticated client may wait outside a transaction before it is
+    # disconnected (57P05); 0 never disconnects, as PostgreSQL's idle_session_timeout.
+    idle_timeout: float = 0.0
+    # On SIGTERM/SIGINT: seconds running statements get to finish before every client is
+    # disconnected (57P01).
+    shutdown_grace: float = 10.0
+    # PEM certificate (chain) and private key: with both, SSLRequest is answered 'S'.
+    tls_cert: str = ""
+    tls_key: str = ""
+    # With a certificate configured, refuse password authentication over plain TCP (28000).
+    # Without one it has no effect: every connection is then plain TCP.
+    require_tls_for_password: bool = True
 
 
 @dataclass(frozen=True)
@@ -70,6 +82,12 @@ class Config:
     policy: Policy = field(default_factory=Policy)
 
     def validate(self) -> Config:
+        server = self.server
+        if bool(server.tls_cert) != bool(server.tls_key):
+            raise ValueError("server.tls_cert and server.tls_key must be set together")
+        if server.idle_timeout < 0 or server.shutdown_grace < 0 or server.auth_timeout <= 0:
+            raise ValueError("server.idle_timeout and server.shutdown_grace must be >= 0, "
+                             "server.auth_timeout > 0")
         privacy = self.privacy
         if privacy.shift_unit not in ("scale", "absolute"):
             raise ValueError("privacy.shift_unit must be 'scale' or 'absolute'")
@@ -130,12 +148,16 @@ def load_config(path: str | Path | None = None, environ: dict[str, str] | None =
             if name in given:
                 given[name] = _coerce(given[name], getattr(settings, name), f"{section}.{name}")
         sections[section] = replace(settings, **given)
+    base = Path(path).parent if path is not None else Path.cwd()
+    # Certificate paths, like policy.file, are relative to the configuration file.
+    sections["server"] = replace(sections["server"], **{
+        name: str(base / value) for name in ("tls_cert", "tls_key")
+        if (value := getattr(sections["server"], name))})
     policy_data = dict(data.get("policy", {}))
     policy_file = environ.get("DPGATE_POLICY_FILE", policy_data.pop("file", None))
     if policy_file:
         if policy_data.get("tables"):
             raise ValueError("[policy] names a file and lists tables: choose one")
-        base = Path(path).parent if path is not None else Path.cwd()
         policy = load_policy_file(base / policy_file)
     else:
         policy = Policy.from_dict(policy_data)

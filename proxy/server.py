@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import ssl
 import struct
 from dataclasses import dataclass, field
 
@@ -18,11 +19,14 @@ from mechanisms.random_source import RandomSource, SecureRandomSource
 from . import wire
 from .auth import AuthenticationFailed, authenticate
 from .backend import BackendConnection, BackendError, BackendPool, Endpoint
+from .client_stream import ClientReader, IdleTimeout, ShuttingDown
 from .config import Config
 from .extended import ExtendedProtocol
 from .knowledge import Knowledge
 from .plan_cache import PlanCache
 from .session import Session
+from .startup import INVALID_AUTHORIZATION, CancelRequest, FatalError, negotiate
+from .tls import ServerTls
 
 log = logging.getLogger("dpgate.server")
 
@@ -31,6 +35,9 @@ INVALID_PASSWORD = "28P01"
 INVALID_CATALOG = "3D000"
 CANNOT_CONNECT = "08006"
 FEATURE_NOT_SUPPORTED = "0A000"
+QUERY_CANCELED = "57014"
+ADMIN_SHUTDOWN = "57P01"
+IDLE_SESSION_TIMEOUT = "57P05"
 EXTENDED_PROTOCOL = frozenset({b"P", b"B", b"D", b"E", b"C", b"S", b"H"})
 # CopyData, CopyDone, CopyFail outside a COPY: ignored, as PostgreSQL does.
 COPY_MESSAGES = frozenset({b"d", b"c", b"f"})
@@ -53,27 +60,59 @@ class Proxy:
         self.pool = BackendPool(self.reader_endpoint, self.config.backend.pool_size)
         self.knowledge = Knowledge(self.ledger)
         self.plans = PlanCache()
-        self.tasks: set[asyncio.Task] = set()
+        server = self.config.server
+        self.tls = ServerTls.load(server.tls_cert, server.tls_key) if server.tls_cert else None
+        # Every client's task and the stream it reads from.
+        self.clients: dict[asyncio.Task, ClientReader] = {}
+        self.stopping = False
 
     async def start(self) -> asyncio.Server:
         server = self.config.server
-        return await asyncio.start_server(self._accept, server.listen_host, server.listen_port)
+        loop = asyncio.get_running_loop()
+        # asyncio.start_server, but with our reader, which knows when a client is idle.
+        return await loop.create_server(
+            lambda: asyncio.StreamReaderProtocol(ClientReader(), self._accept),
+            server.listen_host, server.listen_port)
 
     async def close(self) -> None:
-        """Close every client connection and the backend pool."""
-        for task in list(self.tasks):
+        """Stop every client, then the backend pool. Call it after the listening server
+        is closed. Statements running get server.shutdown_grace seconds to finish; every
+        client is then told FATAL 57P01 and disconnected."""
+        self.stopping = True
+        for task, reader in list(self.clients.items()):
+            reader.stopping = True  # a busy session ends when it next waits for its client
+            if reader.waiting:
+                task.cancel()  # nothing in flight: end it now
+        if self.clients:
+            await asyncio.wait(set(self.clients), timeout=self.config.server.shutdown_grace)
+        for task in list(self.clients):
             task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await asyncio.gather(*self.clients, return_exceptions=True)
         self.pool.close()
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(self, reader: ClientReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self.tasks.add(task)
+        self.clients[task] = reader
         try:
+            if self.stopping:
+                raise ShuttingDown
             await self._client(reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+        except (ShuttingDown, asyncio.CancelledError):
+            if self.stopping:
+                _try_write(writer, wire.error_response(
+                    ADMIN_SHUTDOWN, "terminating connection due to administrator command",
+                    severity="FATAL"))
+        except IdleTimeout:
+            _try_write(writer, wire.error_response(
+                IDLE_SESSION_TIMEOUT, "terminating connection due to idle-session timeout",
+                severity="FATAL"))
+        except FatalError as error:
+            _try_write(writer, error.response())
+        except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except ssl.SSLError as error:
+            log.info("TLS handshake with a client failed: %s", error)
         except wire.ProtocolError as error:
             _try_write(writer, wire.error_response(PROTOCOL_VIOLATION, str(error),
                                                    severity="FATAL"))
@@ -82,21 +121,22 @@ class Proxy:
             _try_write(writer, wire.error_response("XX000", "dpgate internal error",
                                                    severity="FATAL"))
         finally:
-            self.tasks.discard(task)
+            del self.clients[task]
             writer.close()
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _client(self, reader: ClientReader, writer: asyncio.StreamWriter) -> None:
         settings = self.config.server
         try:
             startup = await asyncio.wait_for(self._startup(reader, writer), settings.auth_timeout)
         except TimeoutError:
-            _try_write(writer, wire.error_response(PROTOCOL_VIOLATION,
-                                                   "authentication timed out", severity="FATAL"))
+            _try_write(writer, wire.error_response(
+                QUERY_CANCELED, "canceling authentication due to timeout", severity="FATAL"))
             return
         if startup is None:
             return
         session, key = startup
         self.sessions[key] = session
+        reader.watch(settings.idle_timeout, lambda: session.relay.status != b"I")
         try:
             await self._serve(session, reader, writer)
         finally:
@@ -104,24 +144,19 @@ class Proxy:
             session.relay.close()
 
     async def _startup(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, reader: ClientReader, writer: asyncio.StreamWriter
     ) -> tuple[Session, tuple[int, int]] | None:
-        max_size = self.config.server.max_message_size
-        while True:
-            code, payload = await wire.read_startup(reader, 10_000)
-            if code in (wire.SSL_REQUEST, wire.GSSENC_REQUEST):
-                writer.write(b"N")  # no TLS yet: the client decides whether to go on
-                await writer.drain()
-                continue
-            if code == wire.CANCEL_REQUEST:
-                await self._cancel(payload)
-                return None
-            if code >> 16 != 3:
-                version = f"{code >> 16}.{code & 0xFFFF}"
-                raise wire.ProtocolError(f"unsupported frontend protocol {version}")
-            break
-        params = wire.parse_startup_parameters(payload)
-        user = params.get("user", "")
+        settings = self.config.server
+        startup = await negotiate(reader, writer, self.tls)
+        if isinstance(startup, CancelRequest):
+            await self._cancel(startup.payload)
+            return None
+        if self.tls and settings.require_tls_for_password and not startup.tls:
+            raise FatalError(INVALID_AUTHORIZATION,
+                             "password authentication over an unencrypted connection is refused",
+                             hint="Connect with TLS, e.g. sslmode=verify-full (or require).")
+        params = startup.parameters
+        user = params["user"]
         database = params.get("database") or user
         if database != self.relay_endpoint.database:
             writer.write(wire.error_response(
@@ -130,7 +165,9 @@ class Proxy:
                 severity="FATAL"))
             return None
         try:
-            analyst = await authenticate(user, self.ledger.analyst, reader, writer, max_size)
+            analyst = await authenticate(user, self.ledger.analyst, reader, writer,
+                                         settings.max_message_size,
+                                         self.tls.end_point if startup.tls else None)
         except AuthenticationFailed:
             writer.write(wire.error_response(
                 INVALID_PASSWORD, f'password authentication failed for user "{user}"',

@@ -330,8 +330,9 @@ SYNC = message(b"S")
 FLUSH = message(b"H")
 
 
-def negotiate_protocol_version(newest_minor: int, unrecognized: Sequence[str]) -> bytes:
-    """NegotiateProtocolVersion: the newest 3.x minor version the proxy speaks and the
-    `_pq_.*` startup options it does not know; the client then goes on in that version."""
-    body = struct.pack("!ii", newest_minor, len(unrecognized))
+def negotiate_protocol_version(version: int, unrecognized: Sequence[str]) -> bytes:
+    """NegotiateProtocolVersion: the newest protocol version the proxy speaks for the major
+    version the client asked (PostgreSQL sends it whole, major << 16 | minor, and libpq 18
+    reads it so) and the `_pq_.*` startup options it does not know."""
+    body = struct.pack("!ii", version, len(unrecognized))
     return message(b"v", body + b"".join(_cstr(name) for name in unrecognized))
