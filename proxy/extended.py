@@ -170,7 +170,11 @@ class ExtendedProtocol:
         if parse.statement and parse.statement in self.statements:
             raise StatementError(DUPLICATE_STATEMENT,
                                  f'prepared statement "{parse.statement}" already exists')
-        statements = await self.session.statements(parse.query)
+        try:
+            statements = await self.session.statements(parse.query)
+        except Refusal as refusal:  # a syntax error
+            raise StatementError(refusal.sqlstate, refusal.message, refusal.hint,
+                                 refusal.position) from None
         if len(statements) > 1:
             raise StatementError(SYNTAX_ERROR,
                                  "cannot insert multiple commands into a prepared statement")

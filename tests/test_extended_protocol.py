@@ -295,3 +295,10 @@ def test_a_relayed_error_skips_the_private_messages_that_follow(proxy: RunningPr
     assert kinds(messages) == b"12EZ"
     assert wire.parse_error_fields(messages[2][1])["C"] == "22012"
     assert charges(proxy, "alice") == before
+
+
+def test_a_syntax_error_in_parse_is_reported_with_its_sqlstate(proxy: RunningProxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        with pytest.raises(errors.SyntaxError):
+            connection.execute("SELECT count(*) FROM orders WHERE product_id = %s AND", (1,))
+        assert connection.execute("SELECT %s::int", (5,)).fetchone() == (5,)
