@@ -187,8 +187,12 @@ def _post_process(plan: PrivateAggregate, key_types: list[int], rows: list[list]
 
 def _sort_key(value: object, numeric: bool) -> tuple:
     if value is None:
-        return (True, 0)
-    return (False, Decimal(value) if numeric else value)  # type: ignore[arg-type]
+        return (True, False, 0)
+    if not numeric:
+        return (False, False, value)
+    number = Decimal(value)  # type: ignore[arg-type]
+    # PostgreSQL sorts NaN above every number; comparing a Decimal NaN would raise.
+    return (False, number.is_nan(), 0 if number.is_nan() else number)
 
 
 def _holds(condition: Condition | Comparison, row: list) -> bool:

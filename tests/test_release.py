@@ -71,3 +71,11 @@ def test_average_is_clamped_to_the_declared_bounds():
     answer = release(plan, calibration, [], [[b"1000", b"2"]], 0.0, NO_SHIFT,
                      SeededRandomSource(5))
     assert float(answer.rows[0][0]) == pytest.approx(10)
+
+
+def test_numeric_keys_sort_as_numbers_with_nan_above_them():
+    from proxy.release import _sort_key
+
+    keys = ["10", "2", "NaN", "-Infinity", None, "1e3"]
+    assert sorted(keys, key=lambda key: _sort_key(key, True)) == [
+        "-Infinity", "2", "10", "1e3", "NaN", None]
