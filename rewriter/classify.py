@@ -7,7 +7,9 @@ their leading keywords because sqlglot does not model them faithfully (it reads
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from itertools import pairwise
 
 import sqlglot
 from sqlglot import exp
@@ -26,6 +28,7 @@ from .private import ONLY_AGGREGATES, plan_private_aggregate
 from .scopes import cte_reference_ids
 
 _DIALECT = Postgres()
+_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 
 QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "TABLE", "("})
 # Transaction control and session housekeeping: relayed, they touch no rows.
@@ -222,6 +225,12 @@ def parse_query(text: str, offset: int = 0) -> exp.Expression:
     try:
         return sqlglot.parse_one(text, dialect="postgres")
     except ParseError as error:
+        quoted = _quote_keyword_labels(text)
+        if quoted != text:
+            try:
+                return sqlglot.parse_one(quoted, dialect="postgres")
+            except ParseError:
+                pass
         detail = error.errors[0] if error.errors else {}
         column = detail.get("col")
         raise Refusal(
@@ -229,6 +238,24 @@ def parse_query(text: str, offset: int = 0) -> exp.Expression:
             f"syntax error: {detail.get('description', str(error))}",
             position=None if column is None else offset + int(column),
         ) from None
+
+
+def _quote_keyword_labels(text: str) -> str:
+    """`… AS select` → `… AS "select"`: PostgreSQL takes any keyword as a column label
+    after AS (Metabase names columns select, insert…), sqlglot does not. The quoted
+    label means the same, so the tree still describes what PostgreSQL will run."""
+    try:
+        tokens = _DIALECT.tokenize(text)
+    except TokenError:
+        return text
+    pieces, last = [], 0
+    for before, token in pairwise(tokens):
+        if (before.token_type == TokenType.ALIAS
+                and token.token_type not in (TokenType.VAR, TokenType.IDENTIFIER)
+                and _BARE_WORD.fullmatch(token.text)):
+            pieces += [text[last:token.start], f'"{token.text.lower()}"']
+            last = token.end + 1
+    return "".join(pieces) + text[last:]
 
 
 def _real_tables(tree: exp.Expression) -> list[exp.Table]:

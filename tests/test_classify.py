@@ -106,7 +106,7 @@ def test_refusals_point_at_the_offending_construct():
     "ROLLBACK", "SET search_path TO public", "SHOW server_version", "SAVEPOINT a",
     "SELECT table_name FROM information_schema.tables", "FETCH 10 FROM c", "CLOSE c",
     "DECLARE c CURSOR FOR SELECT relname FROM pg_class",
-    "SELECT pid, state FROM pg_stat_activity",
+    "SELECT pid, state FROM pg_stat_activity", "SELECT pg_advisory_unlock_all()",
 ])
 def test_harmless_statements_are_relayed_verbatim(sql):
     assert plan_of(sql) == Relay(sql)
@@ -180,3 +180,9 @@ def test_whole_rows_and_statistics_views_read_a_neutralised_derived_table(sql):
         assert counted & items.keys()
         for name in counted & items.keys():
             assert isinstance(items[name], exp.Alias) and not items[name].find(exp.Column)
+
+
+def test_keywords_as_column_labels_parse_as_postgres_reads_them():
+    plan = plan_of('SELECT relname AS select, relkind AS insert, relname AS "Q" FROM pg_class')
+    assert isinstance(plan, Relay)
+    assert plan.text.startswith("SELECT relname AS select,")  # sent as the client wrote it
