@@ -67,6 +67,12 @@ def function_name(node: exp.Expression) -> str | None:
     return None
 
 
+# Releases only the session's own advisory locks: asyncpg's pool runs it on every release.
+ALLOWED_NAMES = frozenset({"pg_advisory_unlock_all"})
+
+
 def is_denied(name: str) -> bool:
     """Whether a function (lower-case name) must never run through dpgate."""
+    if name in ALLOWED_NAMES:
+        return False
     return name in DENIED_NAMES or name.startswith(DENIED_PREFIXES)
