@@ -37,6 +37,8 @@ RELAYED_UTILITY = frozenset({
     "DEALLOCATE",
     # Cursors of the relay session: DECLARE is relayed only over catalog or public rows.
     "FETCH", "MOVE", "CLOSE",
+    # Drops the session's own listeners (asyncpg's pool reset sends UNLISTEN *).
+    "UNLISTEN",
 })
 _UNCHECKED = "dpgate cannot check the SQL it would run"
 # Statements refused whatever they name, and why.

@@ -93,6 +93,10 @@ _CLASS = tuple((name, CLASS_ESTIMATES.get(name)) for name in _CLASS_COLUMNS)
 # Functions that measure relations or count their rows, read by psql (\dt+, \l+), DBeaver
 # and pgAdmin: NULL sizes (PostgreSQL's answer for a relation it cannot measure) and reset
 # counters. Other pg_stat_* functions stay refused (functions.py).
+# Privilege checks answered for the analyst rather than for the relay role.
+PRIVILEGE_CHECKS = frozenset({
+    "has_table_privilege", "has_any_column_privilege", "has_column_privilege",
+})
 _NULL_SIZE = "CAST(NULL AS BIGINT)"
 SIZE_AND_COUNT_FUNCTIONS = {
     **dict.fromkeys(("pg_relation_size", "pg_total_relation_size", "pg_table_size",
@@ -115,7 +119,9 @@ def neutralise(tree: exp.Expression, tables: list[exp.Table]) -> bool:
     changed = False
     for call in list(tree.find_all(exp.Anonymous)):
         name = call.name.lower()
-        if name in SIZE_AND_COUNT_FUNCTIONS:
+        if name in PRIVILEGE_CHECKS:
+            changed |= _select_as_analysts_see_it(call)
+        elif name in SIZE_AND_COUNT_FUNCTIONS:
             # pg_catalog.f(x) is a Dot around the call: replace the whole reference.
             qualified = isinstance(call.parent, exp.Dot) and call.arg_key == "expression"
             _replace(call.parent if qualified else call, SIZE_AND_COUNT_FUNCTIONS[name], name)
@@ -141,6 +147,23 @@ def neutralise(tree: exp.Expression, tables: list[exp.Table]) -> bool:
             _replace(column, constant, column.this.copy())
             changed = True
     return changed
+
+
+def _select_as_analysts_see_it(call: exp.Anonymous) -> bool:
+    """has_table_privilege(…, 'SELECT') → (…, 'SELECT, REFERENCES').
+
+    The relay role holds only REFERENCES on private tables, which analysts can query
+    (through aggregates); tools such as Metabase list only tables that pass a SELECT
+    check. PostgreSQL answers true when any privilege of the list is held.
+    """
+    wanted = call.expressions[-1] if call.expressions else None
+    if not isinstance(wanted, exp.Literal) or not wanted.is_string:
+        return False
+    privileges = wanted.this.lower()
+    if "select" not in privileges or "references" in privileges or "grant" in privileges:
+        return False
+    wanted.replace(exp.Literal.string(f"{wanted.this}, REFERENCES"))
+    return True
 
 
 def _replace_relation(tree: exp.Expression, table: exp.Table, columns: Columns) -> None:

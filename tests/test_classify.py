@@ -186,3 +186,11 @@ def test_keywords_as_column_labels_parse_as_postgres_reads_them():
     plan = plan_of('SELECT relname AS select, relkind AS insert, relname AS "Q" FROM pg_class')
     assert isinstance(plan, Relay)
     assert plan.text.startswith("SELECT relname AS select,")  # sent as the client wrote it
+
+
+def test_select_privilege_checks_count_the_relay_roles_references_privilege():
+    plan = plan_of("SELECT has_table_privilege('public.orders', 'select'), "
+                   "has_table_privilege('public.orders', 'SELECT WITH GRANT OPTION')")
+    assert isinstance(plan, Relay)
+    assert "'select, REFERENCES'" in plan.text
+    assert "'SELECT WITH GRANT OPTION'" in plan.text
