@@ -91,6 +91,7 @@ class BackendConnection:
         self.secret = 0
         self.status = b"I"
         self.endpoint: Endpoint | None = None
+        self._outgoing: list[bytes] = []
 
     @classmethod
     async def connect(cls, endpoint: Endpoint, **options: str) -> BackendConnection:
@@ -153,11 +154,18 @@ class BackendConnection:
             scram.set_server_final(payload[4:].decode())
         else:
             raise BackendError({"C": "28000", "M": f"unsupported backend authentication {code}"})
-        await self.writer.drain()
+        await self.flush()
         return scram
 
     def send(self, data: bytes) -> None:
-        self.writer.write(data)
+        """Queue a message; `flush` writes the queue in one system call."""
+        self._outgoing.append(data)
+
+    async def flush(self) -> None:
+        if self._outgoing:
+            self.writer.write(b"".join(self._outgoing))
+            self._outgoing.clear()
+        await self.writer.drain()
 
     async def read(self) -> tuple[bytes, bytes]:
         return await wire.read_message(self.reader, MAX_BACKEND_MESSAGE)
@@ -166,7 +174,7 @@ class BackendConnection:
         """Send a simple query and pass every response message to `forward`, up to (not
         including) ReadyForQuery. Return False if the backend reported an error."""
         self.send(data)
-        await self.writer.drain()
+        await self.flush()
         ok = True
         while True:
             kind, payload = await self.read()
@@ -237,7 +245,7 @@ class BackendConnection:
 
     async def _until_ready(self) -> list[tuple[bytes, bytes]]:
         """Every message up to ReadyForQuery; raise the first ErrorResponse after it."""
-        await self.writer.drain()
+        await self.flush()
         messages: list[tuple[bytes, bytes]] = []
         error: BackendError | None = None
         while True:

@@ -131,7 +131,7 @@ class ExtendedProtocol:
         relay = session.relay
         session.running = relay
         try:
-            await relay.writer.drain()
+            await relay.flush()
             while until or self.pending:
                 kind, payload = await relay.read()
                 if kind == b"Z":

@@ -23,6 +23,7 @@ from .client_stream import ClientReader, IdleTimeout, ShuttingDown
 from .config import Config
 from .extended import ExtendedProtocol
 from .knowledge import Knowledge
+from .outbox import Outbox
 from .plan_cache import PlanCache
 from .session import Session
 from .startup import INVALID_AUTHORIZATION, CancelRequest, FatalError, negotiate
@@ -198,6 +199,8 @@ class Proxy:
     async def _serve(self, session: Session, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter) -> None:
         max_size = self.config.server.max_message_size
+        outbox = Outbox(writer)
+        session.send = outbox.send
         extended = ExtendedProtocol(session)
         while True:
             kind, payload = await wire.read_message(reader, max_size)
@@ -212,12 +215,13 @@ class Proxy:
                 await extended.settle()
                 await session.simple_query(sql)
             elif kind == b"F":
-                writer.write(wire.error_response(
+                session.send(wire.error_response(
                     FEATURE_NOT_SUPPORTED, "the function call protocol is refused",
                     hint="Call functions in a SELECT statement."))
-                writer.write(wire.ready_for_query(session.relay.status))
+                session.send(wire.ready_for_query(session.relay.status))
             else:
                 raise wire.ProtocolError(f"unexpected message type {kind!r}")
+            outbox.write()
             await writer.drain()
 
     async def _cancel(self, payload: bytes) -> None:
