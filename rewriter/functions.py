@@ -47,14 +47,50 @@ ROW_SAFE_NODES: tuple[type[exp.Expression], ...] = (
     exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Paren,
     exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
     exp.Is, exp.In, exp.Between, exp.Like, exp.ILike, exp.Case, exp.If, exp.Coalesce,
-    exp.Lower, exp.Upper, exp.Length, exp.Trim, exp.Abs, exp.Extract, exp.Var,
-    exp.Tuple, exp.Star, exp.Neg, exp.DPipe, exp.Concat, exp.Where, exp.Parameter,
+    exp.Lower, exp.Upper, exp.Length, exp.Trim, exp.Extract, exp.Var,
+    exp.Tuple, exp.Star, exp.DPipe, exp.Concat, exp.Where, exp.Parameter,
     exp.Placeholder, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DataType,
     exp.TimestampTrunc, exp.DateTrunc, exp.Greatest, exp.Least, exp.Nullif,
     exp.CurrentDate, exp.CurrentTimestamp, exp.Interval,
     # clauses of a derived table, checked item by item
     exp.Order, exp.Ordered, exp.Group, exp.Limit, exp.Offset,
 )
+
+
+# abs() and unary minus are missing above: they overflow on the smallest integer. The
+# nodes below are total only with some arguments, which `row_failure` checks.
+# Fields extract() takes from a date, a timestamp and a timestamptz alike (hour would fail
+# on a date, and only when a row reaches it).
+EXTRACT_UNITS = frozenset({
+    "century", "day", "decade", "dow", "doy", "epoch", "isodow", "isoyear", "julian",
+    "millennium", "month", "quarter", "week", "year",
+})
+TRUNC_UNITS = frozenset({
+    "microseconds", "milliseconds", "second", "minute", "hour", "day", "week", "month",
+    "quarter", "year", "decade", "century", "millennium",
+})
+
+
+def row_failure(node: exp.Expression) -> str | None:
+    """Why an allowed node could still fail on some rows only (its arguments), or None."""
+    if isinstance(node, (exp.Like, exp.ILike)):
+        pattern = node.expression
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            return "a LIKE pattern on private rows must be a string written in the statement"
+        if (len(pattern.this) - len(pattern.this.rstrip("\\"))) % 2:
+            return "a LIKE pattern ending in its escape character fails on every row it meets"
+    if isinstance(node, exp.Extract):
+        return _unit_failure("extract", node.this, EXTRACT_UNITS)
+    if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
+        return _unit_failure("date_trunc", node.args.get("unit"), TRUNC_UNITS)
+    return None
+
+
+def _unit_failure(function: str, unit: exp.Expression | None, units: frozenset[str]
+                  ) -> str | None:
+    if isinstance(unit, (exp.Var, exp.Literal)) and unit.name.lower() in units:
+        return None
+    return f"{function} on private rows takes one of: {', '.join(sorted(units))}"
 
 
 def function_name(node: exp.Expression) -> str | None:

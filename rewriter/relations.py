@@ -24,7 +24,7 @@ from .elastic import (
     unmeasured,
 )
 from .errors import AMBIGUOUS_COLUMN, UNDEFINED_COLUMN, Refusal, policy_refusal, unsupported
-from .functions import ROW_SAFE_NODES, function_name
+from .functions import ROW_SAFE_NODES, function_name, row_failure
 from .metrics import ColumnKey, Metrics, MissingMetrics
 from .policy import Policy
 from .positions import position_of
@@ -474,8 +474,10 @@ class Analyzer:
             raise unsupported(
                 f"{function_name(node) or node.key.upper()} is not allowed on private rows",
                 hint="Use comparisons, AND/OR/NOT, IN, BETWEEN, LIKE, IS NULL, CASE and "
-                "simple functions (lower, upper, length, trim, abs, extract, coalesce).",
+                "simple functions (lower, upper, length, trim, extract, coalesce).",
                 position=position_of(node, self.offset))
+        elif (failure := row_failure(node)) is not None:
+            raise unsupported(failure, position=position_of(node, self.offset))
         for child in node.iter_expressions():
             self.check_row_expression(child, relation, ctes, allow_aggregates)
 

@@ -194,3 +194,28 @@ def test_select_privilege_checks_count_the_relay_roles_references_privilege():
     assert isinstance(plan, Relay)
     assert "'select, REFERENCES'" in plan.text
     assert "'SELECT WITH GRANT OPTION'" in plan.text
+
+
+@pytest.mark.parametrize("condition", [
+    "abs(quantity) > 2",
+    "-quantity < 0",
+    "status LIKE '%\\'",
+    "status LIKE note",
+    "status LIKE $1",
+    "extract(hour FROM order_date) = 1",
+    "date_trunc('fortnight', order_date) = '2024-01-01'",
+])
+def test_expressions_that_fail_on_some_rows_only_are_refused(condition: str):
+    plan = plan_of(f"SELECT count(*) FROM orders WHERE {condition}")
+    assert isinstance(plan, Refusal) and plan.sqlstate == "0A000"
+
+
+@pytest.mark.parametrize("condition", [
+    "quantity > -2",
+    "lower(status) LIKE 'a\\\\%'",
+    "extract(year FROM order_date) = 2024",
+    "date_trunc('month', order_date) = '2024-01-01'",
+])
+def test_total_forms_of_the_same_expressions_are_answered(condition: str):
+    assert isinstance(plan_of(f"SELECT count(*) FROM orders WHERE {condition}"),
+                      PrivateAggregate)
