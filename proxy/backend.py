@@ -210,13 +210,18 @@ class BackendConnection:
                 rows.columns[:] = wire.parse_row_description(payload)
         return rows
 
-    async def describe(self, sql: str, types: tuple[int, ...] = ()) -> Described:
-        """Parse and describe a statement without running it.
+    async def describe(self, sql: str, types: tuple[int, ...] = (),
+                       parameters: Parameters | None = None) -> Described:
+        """Parse and describe a statement without running it; with `parameters`, also
+        bind them (their input conversion runs, the statement does not).
 
-        Raises BackendError for what PostgreSQL refuses at parse time (a misspelt column).
+        Raises BackendError for what PostgreSQL refuses at parse or bind time (a misspelt
+        column, a parameter that is not a number).
         """
-        self.send(wire.parse_message("", sql, types) + wire.describe_message(b"S", "")
-                  + wire.SYNC)
+        batch = wire.parse_message("", sql, types) + wire.describe_message(b"S", "")
+        if parameters is not None:
+            batch += wire.bind_message("", "", parameters.formats, parameters.values, ())
+        self.send(batch + wire.SYNC)
         described = Described([], [])
         for kind, payload in await self._until_ready():
             if kind == b"t":

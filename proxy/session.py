@@ -280,9 +280,10 @@ class Session:
 
     @staticmethod
     async def _describe(backend: BackendConnection, plan: PrivateAggregate,
-                        types: tuple[int, ...]) -> Described:
+                        types: tuple[int, ...], parameters: Parameters | None = None
+                        ) -> Described:
         try:
-            return await backend.describe(plan.sql, types)
+            return await backend.describe(plan.sql, types, parameters)
         except BackendError as error:
             raise StatementError(error.sqlstate, error.fields.get("M", "error"),
                                  error.fields.get("H")) from None
@@ -297,8 +298,9 @@ class Session:
             raise StatementError(refusal.sqlstate, refusal.message, refusal.hint) from None
         question = plan.fingerprint_text + _parameters_text(parameters)
         async with self.pool.connection() as backend:
+            # Bad parameter values fail here, at bind time, before the charge.
             described = await self._describe(backend, plan, () if parameters is None
-                                             else parameters.types)
+                                             else parameters.types, parameters)
             key_types = [type_oid for _, type_oid in described.columns[:plan.keys]]
             request = ChargeRequest(
                 analyst=self.analyst.name, statement=text + _parameters_text(parameters),

@@ -302,3 +302,19 @@ def test_a_syntax_error_in_parse_is_reported_with_its_sqlstate(proxy: RunningPro
         with pytest.raises(errors.SyntaxError):
             connection.execute("SELECT count(*) FROM orders WHERE product_id = %s AND", (1,))
         assert connection.execute("SELECT %s::int", (5,)).fetchone() == (5,)
+
+
+def test_a_bad_parameter_value_is_an_error_before_any_charge(proxy: RunningProxy):
+    before = charges(proxy, "bob")
+    client = RawClient(proxy, "bob")
+    try:
+        client.raw(wire.parse_message("", "SELECT count(*) FROM orders WHERE product_id = $1",
+                                      ())
+                   + wire.bind_message("", "", (), (b"not a number",), ())
+                   + wire.execute_message("") + wire.SYNC)
+        messages = client.until_ready()
+    finally:
+        client.close()
+    assert kinds(messages) == b"12EZ"
+    assert wire.parse_error_fields(messages[2][1])["C"] == "22P02"
+    assert charges(proxy, "bob") == before
