@@ -113,16 +113,16 @@ def test_asyncpg_prepared_statements_and_type_introspection(proxy: RunningProxy)
 class RawClient:
     """A client speaking the protocol by hand, for what drivers do not expose."""
 
-    def __init__(self, proxy: RunningProxy, user: str = "alice"):
+    def __init__(self, proxy: RunningProxy, user: str = "alice", password: str | None = None):
         self.sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
-        self.proxy, self.user = proxy, user
-        self._login()
+        self.user = user
+        self._login(password or ANALYSTS[user][0])
 
-    def _login(self) -> None:
+    def _login(self, password: str) -> None:
         params = f"user\0{self.user}\0database\0dpgate_e2e\0\0".encode()
         body = struct.pack("!i", wire.PROTOCOL_3_0) + params
         self.sock.sendall(struct.pack("!i", len(body) + 4) + body)
-        client = scramp.ScramClient(["SCRAM-SHA-256"], self.user, ANALYSTS[self.user][0])
+        client = scramp.ScramClient(["SCRAM-SHA-256"], self.user, password)
         while True:
             kind, payload = self.read()
             if kind == b"R":
