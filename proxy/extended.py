@@ -33,6 +33,8 @@ DUPLICATE_STATEMENT = "42P05"
 DUPLICATE_CURSOR = "42P03"
 UNDEFINED_STATEMENT = "26000"
 UNDEFINED_CURSOR = "34000"
+# Forwarded messages whose answers may wait unread; past this, they are read at once.
+MAX_PENDING = 256
 # The backend message that completes each forwarded client message.
 COMPLETES = {b"P": b"1", b"B": b"2", b"C": b"3", b"D": b"Tn", b"E": b"CIs"}
 
@@ -141,6 +143,7 @@ class ExtendedProtocol:
                     name, offset = wire.cstring(payload)
                     relay.parameters[name] = wire.cstring(payload, offset)[0]
                 session.send(wire.message(kind, payload))
+                await session.relieve()
                 if kind == b"E":
                     for _, undo in self.pending:
                         undo()
@@ -151,11 +154,13 @@ class ExtendedProtocol:
         finally:
             session.running = None
 
-    def _forward(self, kind: bytes, payload: bytes,
-                 undo: Callable[[], None] = lambda: None) -> None:
+    async def _forward(self, kind: bytes, payload: bytes,
+                       undo: Callable[[], None] = lambda: None) -> None:
         self.session.relay.send(wire.message(kind, payload))
         self.pending.append((kind, undo))
         self.forwarded = True
+        if len(self.pending) >= MAX_PENDING:  # a client that never syncs: read as we go
+            await self.settle()
 
     def forget(self, statement: str | None) -> None:
         """DEALLOCATE or DISCARD ran: drop one statement (None: all, and every portal)."""
@@ -183,7 +188,7 @@ class ExtendedProtocol:
             raise StatementError(plan.sqlstate, plan.message, plan.hint, plan.position)
         if isinstance(plan, Relay):
             prepared = self.statements[parse.statement] = Prepared(parse.query, plan)
-            self._forward(b"P", _parse_payload(parse.statement, plan.text,
+            await self._forward(b"P", _parse_payload(parse.statement, plan.text,
                                                parse.parameter_types),
                           undo=lambda: _drop(self.statements, parse.statement, prepared))
             return
@@ -209,7 +214,7 @@ class ExtendedProtocol:
             raise StatementError(DUPLICATE_CURSOR, f'portal "{bind.portal}" already exists')
         if prepared.relayed:
             portal = self.portals[bind.portal] = Portal(prepared)
-            self._forward(b"B", payload,
+            await self._forward(b"B", payload,
                           undo=lambda: _drop(self.portals, bind.portal, portal))
             return
         await self._own_turn()
@@ -231,7 +236,7 @@ class ExtendedProtocol:
         if kind == b"S":
             prepared = self._statement(name)
             if prepared.relayed:
-                self._forward(b"D", payload)
+                await self._forward(b"D", payload)
                 return
             await self._own_turn()
             self.session.send(wire.parameter_description(prepared.parameter_types))
@@ -239,7 +244,7 @@ class ExtendedProtocol:
             return
         portal = self._portal(name)
         if portal.prepared.relayed:
-            self._forward(b"D", payload)
+            await self._forward(b"D", payload)
             return
         await self._own_turn()
         self._send_columns(portal.prepared, portal.formats)
@@ -254,7 +259,7 @@ class ExtendedProtocol:
         name, limit = wire.read_execute(payload)
         portal = self._portal(name)
         if portal.prepared.relayed:
-            self._forward(b"E", payload)
+            await self._forward(b"E", payload)
             return
         await self._own_turn()
         session, plan = self.session, portal.prepared.plan
@@ -296,7 +301,7 @@ class ExtendedProtocol:
         relayed = closed is not None and (closed.relayed if kind == b"S"
                                           else closed.prepared.relayed)
         if relayed:
-            self._forward(b"C", payload)
+            await self._forward(b"C", payload)
             return
         await self._own_turn()
         self.session.send(wire.CLOSE_COMPLETE)

@@ -13,12 +13,21 @@ class Outbox:
         self.writer = writer
         self.parts: list[bytes] = []
         self.size = 0
+        self.wrote_piece = False
 
     def send(self, data: bytes) -> None:
         self.parts.append(data)
         self.size += len(data)
         if self.size >= PIECE:
             self.write()
+            self.wrote_piece = True
+
+    async def relieve(self) -> None:
+        """Wait while the client is slow to read, so that a long answer streams through
+        the proxy instead of piling up in its memory."""
+        if self.wrote_piece:
+            self.wrote_piece = False
+            await self.writer.drain()
 
     def write(self) -> None:
         """Hand what is queued to the transport (before a drain, or before closing)."""

@@ -200,7 +200,7 @@ class Proxy:
                      writer: asyncio.StreamWriter) -> None:
         max_size = self.config.server.max_message_size
         outbox = Outbox(writer)
-        session.send = outbox.send
+        session.send, session.relieve = outbox.send, outbox.relieve
         extended = ExtendedProtocol(session)
         while True:
             kind, payload = await wire.read_message(reader, max_size)

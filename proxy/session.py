@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from accounting import (
@@ -77,6 +77,10 @@ DP_SETTINGS: dict[str, tuple[Callable[[str], str], str]] = {
 }
 
 
+async def _nothing() -> None:
+    pass
+
+
 class StatementError(Exception):
     """An error to report for one statement; the rest of the query string is skipped."""
 
@@ -101,6 +105,8 @@ class Session:
     running: BackendConnection | None = None
     # Told when DEALLOCATE (a name, or None for all) or DISCARD ALL ran on the backend.
     forget_prepared: Callable[[str | None], None] = lambda _: None
+    # Waits while the client is slow to read what `send` queued (streams long answers).
+    relieve: Callable[[], Awaitable[None]] = _nothing
 
     @property
     def epsilon(self) -> float:
@@ -189,6 +195,10 @@ class Session:
         elif isinstance(plan, PrivateAggregate):
             self._send_answer(await self.private_answer(statement.text, plan))
 
+    async def _forward(self, data: bytes) -> None:
+        self.send(data)
+        await self.relieve()
+
     def refuse_if_aborted(self, plan: Plan) -> None:
         """Inside a failed transaction only relayed statements (ROLLBACK…) may run."""
         if self.relay.status == b"E" and not isinstance(plan, Relay):
@@ -213,7 +223,7 @@ class Session:
         self.running = self.relay
         try:
             ok = await self.relay.relay(
-                wire.message(b"Q", plan.text.encode() + b"\0"), self.send
+                wire.message(b"Q", plan.text.encode() + b"\0"), self._forward
             )
         finally:
             self.running = None

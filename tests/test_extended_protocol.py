@@ -9,6 +9,7 @@ import decimal
 import json
 import socket
 import struct
+import time
 
 import asyncpg
 import psycopg
@@ -318,3 +319,42 @@ def test_a_bad_parameter_value_is_an_error_before_any_charge(proxy: RunningProxy
     assert kinds(messages) == b"12EZ"
     assert wire.parse_error_fields(messages[2][1])["C"] == "22P02"
     assert charges(proxy, "bob") == before
+
+
+def _resident_megabytes(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+@pytest.mark.parametrize("extended", [False, True], ids=["simple", "extended"])
+def test_a_client_that_does_not_read_cannot_fill_the_proxys_memory(proxy: RunningProxy,
+                                                                   extended: bool):
+    query = "SELECT repeat('x', 1000) FROM generate_series(1, 300000)"  # about 300 MB
+    before = _resident_megabytes(proxy.process.pid)
+    client = RawClient(proxy)
+    if extended:
+        client.raw(wire.parse_message("", query, ()) + wire.bind_message("", "", (), (), ())
+                   + wire.execute_message("") + wire.SYNC)
+    else:
+        client.raw(wire.message(b"Q", query.encode() + b"\0"))
+    time.sleep(3)  # the backend could send it all by now; the client reads nothing
+    grown = _resident_megabytes(proxy.process.pid) - before
+    client.sock.close()
+    assert grown < 100, f"the proxy grew by {grown:.0f} MB"
+    with psycopg.connect(proxy.dsn("bob"), autocommit=True) as other:
+        assert other.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_long_pipeline_without_sync_is_answered_in_order(proxy: RunningProxy):
+    client = RawClient(proxy)
+    try:
+        statement = wire.parse_message("", "SELECT $1::int", ())
+        client.raw(b"".join(statement + wire.bind_message("", "", (), (str(i).encode(),), ())
+                            + wire.execute_message("") for i in range(1000)) + wire.SYNC)
+        messages = client.until_ready()
+    finally:
+        client.close()
+    assert kinds(messages) == b"12DC" * 1000 + b"Z"
+    values = [wire.parse_data_row(payload)[0] for kind, payload in messages if kind == b"D"]
+    assert values == [str(i).encode() for i in range(1000)]
