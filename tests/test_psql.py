@@ -24,6 +24,8 @@ def psql(proxy: RunningProxy, *commands: str) -> subprocess.CompletedProcess:
     (r"\dn", "public"),
     (r"\df now", "timestamp with time zone"),
     (r"\di", "orders_pkey"),
+    (r"\dt+", "customers"),  # sizes come back NULL: they would reveal row counts
+    (r"\l+", "dpgate_e2e"),
     (r"\dp orders", "dpgate_relay"),
     (r"\conninfo", 'database "dpgate_e2e" as user "alice"'),
 ])
