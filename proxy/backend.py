@@ -57,7 +57,8 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class Parameters:
-    """Values bound to $1…$n as a client sent them: type OIDs, formats, raw bytes."""
+    """Values bound to $1…$n as a client sent them: one type OID, one format code and
+    the raw bytes of each."""
 
     types: tuple[int, ...]
     formats: tuple[int, ...]
@@ -116,15 +117,11 @@ class BackendConnection:
             kind, payload = await self.read()
             if kind == b"R":
                 scram = await self._authenticate(endpoint, payload, scram)
-            elif kind == b"S":
-                name, offset = wire.cstring(payload)
-                self.parameters[name] = wire.cstring(payload, offset)[0]
             elif kind == b"K":
                 self.pid, self.secret = struct.unpack("!ii", payload)
             elif kind == b"E":
                 raise BackendError(wire.parse_error_fields(payload))
             elif kind == b"Z":
-                self.status = payload[:1]
                 return
 
     async def _authenticate(
@@ -168,7 +165,15 @@ class BackendConnection:
         await self.writer.drain()
 
     async def read(self) -> tuple[bytes, bytes]:
-        return await wire.read_message(self.reader, MAX_BACKEND_MESSAGE)
+        """One message. The transaction status (ReadyForQuery) and the server's settings
+        (ParameterStatus) are kept up to date whoever reads."""
+        kind, payload = await wire.read_message(self.reader, MAX_BACKEND_MESSAGE)
+        if kind == b"Z":
+            self.status = payload[:1]
+        elif kind == b"S":
+            name, offset = wire.cstring(payload)
+            self.parameters[name] = wire.cstring(payload, offset)[0]
+        return kind, payload
 
     async def relay(self, data: bytes, forward: Callable[[bytes], Awaitable[None] | None]) -> bool:
         """Send a simple query and pass every response message to `forward`, up to (not
@@ -179,13 +184,8 @@ class BackendConnection:
         while True:
             kind, payload = await self.read()
             if kind == b"Z":
-                self.status = payload[:1]
                 return ok
-            if kind == b"E":
-                ok = False
-            elif kind == b"S":
-                name, offset = wire.cstring(payload)
-                self.parameters[name] = wire.cstring(payload, offset)[0]
+            ok = ok and kind != b"E"
             result = forward(wire.message(kind, payload))
             if result is not None:
                 await result
@@ -256,7 +256,6 @@ class BackendConnection:
         while True:
             kind, payload = await self.read()
             if kind == b"Z":
-                self.status = payload[:1]
                 if error is not None:
                     raise error
                 return messages

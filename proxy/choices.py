@@ -14,10 +14,6 @@ from rewriter.plan import OutputColumn, PrivateAggregate
 
 from . import wire
 
-NUMERIC_OID = 1700
-INTEGER_OIDS = frozenset({20, 21, 23})  # int8, int2, int4
-# Types a MIN/MAX/percentile_disc answer keeps; others are released as NUMERIC.
-NUMBER_OIDS = INTEGER_OIDS | {700, wire.FLOAT8_OID, NUMERIC_OID}
 # Answers that are values of the column in PostgreSQL (percentile_cont interpolates).
 _VALUE_AGGREGATES = ("min", "max", "percentile_disc")
 
@@ -40,7 +36,7 @@ def choose(plan: PrivateAggregate, calibration: Calibration, key_types: list[int
         cells = {int(_text(row[1])): int(_text(row[2])) for row in true_rows}
         value = quantile_from_counts(cells, part.level, part.grid, epsilon, rng)
         # Rounding the released point of an integer column is post-processing.
-        integer = aggregates[index] in _VALUE_AGGREGATES and key_types[0] in INTEGER_OIDS
+        integer = aggregates[index] in _VALUE_AGGREGATES and key_types[0] in wire.INTEGER_OIDS
         values.append(round(value) if integer else value)
     return values
 
@@ -50,9 +46,10 @@ def choice_type(output: OutputColumn, key_types: list[int]) -> int:
     percentile_cont (and median), the column's numeric type otherwise."""
     if output.aggregate == "mode":
         return key_types[0]
-    if output.aggregate in _VALUE_AGGREGATES and key_types[0] in NUMBER_OIDS:
+    # A number type is kept; others (a date, say) are released as NUMERIC.
+    if output.aggregate in _VALUE_AGGREGATES and key_types[0] in wire.NUMBER_OIDS:
         return key_types[0]
-    return wire.FLOAT8_OID if output.aggregate == "percentile_cont" else NUMERIC_OID
+    return wire.FLOAT8_OID if output.aggregate == "percentile_cont" else wire.NUMERIC_OID
 
 
 def choice_bound(plan: PrivateAggregate, calibration: Calibration, output: OutputColumn,

@@ -62,7 +62,10 @@ class Portal:
     formats: tuple[int, ...] = ()  # result format of each column
     rows: list[bytes] | None = None
     sent: int = 0
-    tag: str = "SELECT"
+
+    @property
+    def relayed(self) -> bool:
+        return self.prepared.relayed
 
 
 class ExtendedProtocol:
@@ -79,6 +82,8 @@ class ExtendedProtocol:
         self.skipping = False  # an error happened: skip until Sync
         self.own_error = False  # the proxy (not the backend) raised it
         session.forget_prepared = self.forget
+        self._handlers = {b"P": self._parse, b"B": self._bind, b"D": self._describe,
+                          b"E": self._execute, b"C": self._close, b"H": self._flush}
 
     async def handle(self, kind: bytes, payload: bytes) -> None:
         if kind == b"S":
@@ -86,10 +91,8 @@ class ExtendedProtocol:
             return
         if self.skipping:
             return
-        handler = {b"P": self._parse, b"B": self._bind, b"D": self._describe,
-                   b"E": self._execute, b"C": self._close, b"H": self._flush}[kind]
         try:
-            await handler(payload)
+            await self._handlers[kind](payload)
         except _Skipped:
             pass
         except StatementError as error:
@@ -137,11 +140,7 @@ class ExtendedProtocol:
             while until or self.pending:
                 kind, payload = await relay.read()
                 if kind == b"Z":
-                    relay.status = payload[:1]
                     return
-                if kind == b"S":
-                    name, offset = wire.cstring(payload)
-                    relay.parameters[name] = wire.cstring(payload, offset)[0]
                 session.send(wire.message(kind, payload))
                 await session.relieve()
                 if kind == b"E":
@@ -154,10 +153,10 @@ class ExtendedProtocol:
         finally:
             session.running = None
 
-    async def _forward(self, kind: bytes, payload: bytes,
-                       undo: Callable[[], None] = lambda: None) -> None:
-        self.session.relay.send(wire.message(kind, payload))
-        self.pending.append((kind, undo))
+    async def _forward(self, message: bytes, undo: Callable[[], None] = lambda: None
+                       ) -> None:
+        self.session.relay.send(message)
+        self.pending.append((message[:1], undo))
         self.forwarded = True
         if len(self.pending) >= MAX_PENDING:  # a client that never syncs: read as we go
             await self.settle()
@@ -188,9 +187,10 @@ class ExtendedProtocol:
             raise StatementError(plan.sqlstate, plan.message, plan.hint, plan.position)
         if isinstance(plan, Relay):
             prepared = self.statements[parse.statement] = Prepared(parse.query, plan)
-            await self._forward(b"P", _parse_payload(parse.statement, plan.text,
-                                               parse.parameter_types),
-                          undo=lambda: _drop(self.statements, parse.statement, prepared))
+            # plan.text: the statement as classified (row counts neutralised, say).
+            await self._forward(
+                wire.parse_message(parse.statement, plan.text, parse.parameter_types),
+                undo=lambda: _drop(self.statements, parse.statement, prepared))
             return
         await self._own_turn()
         self.statements[parse.statement] = await self._prepare(parse.query, plan,
@@ -214,8 +214,8 @@ class ExtendedProtocol:
             raise StatementError(DUPLICATE_CURSOR, f'portal "{bind.portal}" already exists')
         if prepared.relayed:
             portal = self.portals[bind.portal] = Portal(prepared)
-            await self._forward(b"B", payload,
-                          undo=lambda: _drop(self.portals, bind.portal, portal))
+            await self._forward(wire.message(b"B", payload),
+                                undo=lambda: _drop(self.portals, bind.portal, portal))
             return
         await self._own_turn()
         expected = len(prepared.parameter_types)
@@ -227,39 +227,30 @@ class ExtendedProtocol:
                                 _formats(bind.parameter_formats, expected, "parameter"),
                                 bind.values)
         formats = _formats(bind.result_formats, len(prepared.columns), "result")
-        tag = "SHOW" if isinstance(prepared.plan, ShowDpSetting) else "SELECT"
-        self.portals[bind.portal] = Portal(prepared, parameters, formats, tag=tag)
+        self.portals[bind.portal] = Portal(prepared, parameters, formats)
         self.session.send(wire.BIND_COMPLETE)
 
     async def _describe(self, payload: bytes) -> None:
         kind, name = wire.read_target(payload)
         if kind == b"S":
-            prepared = self._statement(name)
-            if prepared.relayed:
-                await self._forward(b"D", payload)
-                return
-            await self._own_turn()
-            self.session.send(wire.parameter_description(prepared.parameter_types))
-            self._send_columns(prepared, ())
-            return
-        portal = self._portal(name)
-        if portal.prepared.relayed:
-            await self._forward(b"D", payload)
+            prepared, formats = self._statement(name), ()
+        else:
+            portal = self._portal(name)
+            prepared, formats = portal.prepared, portal.formats
+        if prepared.relayed:
+            await self._forward(wire.message(b"D", payload))
             return
         await self._own_turn()
-        self._send_columns(portal.prepared, portal.formats)
-
-    def _send_columns(self, prepared: Prepared, formats: tuple[int, ...]) -> None:
-        if prepared.columns:
-            self.session.send(wire.row_description(prepared.columns, formats))
-        else:
-            self.session.send(wire.NO_DATA)
+        if kind == b"S":
+            self.session.send(wire.parameter_description(prepared.parameter_types))
+        self.session.send(wire.row_description(prepared.columns, formats)
+                          if prepared.columns else wire.NO_DATA)
 
     async def _execute(self, payload: bytes) -> None:
         name, limit = wire.read_execute(payload)
         portal = self._portal(name)
-        if portal.prepared.relayed:
-            await self._forward(b"E", payload)
+        if portal.relayed:
+            await self._forward(wire.message(b"E", payload))
             return
         await self._own_turn()
         session, plan = self.session, portal.prepared.plan
@@ -291,17 +282,15 @@ class ExtendedProtocol:
         if limit and end < len(rows):
             self.session.send(wire.PORTAL_SUSPENDED)
         else:
-            tag = "SHOW" if portal.tag == "SHOW" else f"{portal.tag} {count}"
-            self.session.send(wire.command_complete(tag))
+            show = isinstance(portal.prepared.plan, ShowDpSetting)
+            self.session.send(wire.command_complete("SHOW" if show else f"SELECT {count}"))
 
     async def _close(self, payload: bytes) -> None:
         kind, name = wire.read_target(payload)
         table: dict = self.statements if kind == b"S" else self.portals
         closed = table.pop(name, None)
-        relayed = closed is not None and (closed.relayed if kind == b"S"
-                                          else closed.prepared.relayed)
-        if relayed:
-            await self._forward(b"C", payload)
+        if closed is not None and closed.relayed:
+            await self._forward(wire.message(b"C", payload))
             return
         await self._own_turn()
         self.session.send(wire.CLOSE_COMPLETE)
@@ -330,10 +319,6 @@ class _Skipped(Exception):
 def _drop(table: dict, name: str, entry: object) -> None:
     if table.get(name) is entry:
         del table[name]
-
-
-def _parse_payload(statement: str, query: str, types: tuple[int, ...]) -> bytes:
-    return wire.parse_message(statement, query, types)[5:]
 
 
 def _formats(codes: tuple[int, ...], count: int, what: str) -> tuple[int, ...]:

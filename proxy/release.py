@@ -32,11 +32,8 @@ from rewriter.calibrate import Calibration, PartCalibration
 from rewriter.plan import Comparison, Condition, OutputColumn, PrivateAggregate
 
 from . import wire
-from .choices import NUMERIC_OID, choice_bound, choice_type, choose
+from .choices import choice_bound, choice_type, choose
 from .config import PrivacySettings
-
-# int2, int4, int8, float4, float8, numeric, oid
-NUMERIC_TYPES = frozenset({21, 23, 20, 700, 701, NUMERIC_OID, 26})
 
 
 @dataclass(frozen=True)
@@ -177,7 +174,7 @@ def _post_process(plan: PrivateAggregate, key_types: list[int], rows: list[list]
     for index, descending in reversed(post.order):
         output = plan.outputs[index]
         # Keys arrive as text: numeric ones must sort as numbers (2 before 10).
-        numeric = output.kind == "key" and key_types[output.parts[0]] in NUMERIC_TYPES
+        numeric = output.kind == "key" and key_types[output.parts[0]] in wire.NUMBER_OIDS
         # NULLs sort last ascending and first descending, as in PostgreSQL.
         rows.sort(key=lambda row, i=index, n=numeric: _sort_key(row[i], n),
                   reverse=descending)
@@ -224,7 +221,7 @@ def _type_oid(output: OutputColumn, key_types: list[int]) -> int:
         return key_types[output.parts[0]]
     if output.kind == "choice":
         return choice_type(output, key_types)
-    return wire.INT8_OID if output.aggregate in ("count", "count_distinct") else NUMERIC_OID
+    return wire.INT8_OID if output.aggregate in ("count", "count_distinct") else wire.NUMERIC_OID
 
 
 def _text(value: object) -> str | None:

@@ -231,9 +231,8 @@ class Session:
             raise _AlreadyReported()
         if plan.resets_dp:
             self.settings.clear()
-        deallocated = _deallocated(plan.text)
-        if deallocated is not False:
-            self.forget_prepared(deallocated)
+        if plan.deallocates_all or plan.deallocates:
+            self.forget_prepared(None if plan.deallocates_all else plan.deallocates)
 
     def set_dp(self, plan: SetDpSetting) -> None:
         """SET or RESET a dp.* setting of this session; sends CommandComplete."""
@@ -306,15 +305,16 @@ class Session:
             calibration = calibrate_cached(plan, epsilon, delta, mechanism)
         except Refusal as refusal:
             raise StatementError(refusal.sqlstate, refusal.message, refusal.hint) from None
-        question = plan.fingerprint_text + _parameters_text(parameters)
+        bound = _parameters_text(parameters)
         async with self.pool.connection() as backend:
             # Bad parameter values fail here, at bind time, before the charge.
-            described = await self._describe(backend, plan, () if parameters is None
-                                             else parameters.types, parameters)
+            types = parameters.types if parameters else ()
+            described = await self._describe(backend, plan, types, parameters)
             key_types = [type_oid for _, type_oid in described.columns[:plan.keys]]
             request = ChargeRequest(
-                analyst=self.analyst.name, statement=text + _parameters_text(parameters),
-                fingerprint=fingerprint(question, epsilon, calibration.delta, mechanism),
+                analyst=self.analyst.name, statement=text + bound,
+                fingerprint=fingerprint(plan.fingerprint_text + bound, epsilon,
+                                        calibration.delta, mechanism),
                 epsilon=epsilon, delta=calibration.delta, mechanism=mechanism,
                 sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
             )
@@ -381,24 +381,12 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
     return "; ".join(lines)
 
 
-def _deallocated(text: str) -> str | None | bool:
-    """The prepared statement a relayed DEALLOCATE drops, None for all, False for none."""
-    words = text.replace('"', " ").split()
-    first = words[0].upper() if words else ""
-    if first == "DISCARD" and words[-1].upper() == "ALL":
-        return None
-    if first != "DEALLOCATE":
-        return False
-    return None if words[-1].upper() == "ALL" else words[-1]
-
-
 def _parameters_text(parameters: Parameters | None) -> str:
     """How bound values enter the ledger's statement text and the question's fingerprint."""
     if parameters is None or not parameters.values:
         return ""
     shown = []
-    for value, fmt in zip(parameters.values, _each(parameters.formats, parameters.values),
-                          strict=True):
+    for value, fmt in zip(parameters.values, parameters.formats, strict=True):
         if value is None:
             shown.append("NULL")
         elif fmt == 0:
@@ -406,13 +394,6 @@ def _parameters_text(parameters: Parameters | None) -> str:
         else:
             shown.append("'\\x" + value.hex() + "'")
     return " -- parameters: " + ", ".join(shown)
-
-
-def _each(formats: tuple[int, ...], values: tuple) -> tuple[int, ...]:
-    """Bind's format codes for each value: none means text, one applies to all."""
-    if len(formats) == 1:
-        return formats * len(values)
-    return formats or (0,) * len(values)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,9 @@ CANCEL_REQUEST = 80877102
 INT8_OID = 20
 TEXT_OID = 25
 FLOAT8_OID = 701
+NUMERIC_OID = 1700
+INTEGER_OIDS = frozenset({INT8_OID, 21, 23})  # int8, int2, int4
+NUMBER_OIDS = INTEGER_OIDS | {700, FLOAT8_OID, NUMERIC_OID}  # and float4
 
 
 class ProtocolError(Exception):

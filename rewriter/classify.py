@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from itertools import pairwise
 
 import sqlglot
 from sqlglot import exp
@@ -29,12 +28,14 @@ from .scopes import cte_reference_ids
 
 _DIALECT = Postgres()
 _BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+# Names and type names (CAST(x AS int)) after AS are left as they are.
+_NOT_KEYWORDS = frozenset({TokenType.VAR, TokenType.IDENTIFIER}) | Postgres.Parser.TYPE_TOKENS
+_AFTER_LABEL = frozenset({TokenType.COMMA, TokenType.FROM, TokenType.R_PAREN})
 
 QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "TABLE", "("})
 # Transaction control and session housekeeping: relayed, they touch no rows.
 RELAYED_UTILITY = frozenset({
     "BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE",
-    "DEALLOCATE",
     # Cursors of the relay session: DECLARE is relayed only over catalog or public rows.
     "FETCH", "MOVE", "CLOSE",
     # Drops the session's own listeners (asyncpg's pool reset sends UNLISTEN *).
@@ -128,7 +129,14 @@ def _classify_one(text: str, tokens: list[Token], policy: Policy, metrics: Metri
             return SetDpSetting(name, None)
         return Relay(text, resets_dp=name == "all")
     if first == "DISCARD":
-        return Relay(text, resets_dp=len(tokens) > 1 and tokens[1].text.upper() == "ALL")
+        everything = len(tokens) > 1 and tokens[1].text.upper() == "ALL"
+        return Relay(text, resets_dp=everything, deallocates_all=everything)
+    if first == "DEALLOCATE":  # DEALLOCATE [PREPARE] name | ALL
+        quoted = tokens[-1].token_type == TokenType.IDENTIFIER
+        name = tokens[-1].text if quoted else tokens[-1].text.lower()  # PostgreSQL folds
+        if len(tokens) > 1 and not quoted and name == "all":
+            return Relay(text, deallocates_all=True)
+        return Relay(text, deallocates=name if len(tokens) > 1 else None)
     if first in RELAYED_UTILITY:
         return Relay(text)
     if first == "DECLARE":
@@ -243,18 +251,21 @@ def parse_query(text: str, offset: int = 0) -> exp.Expression:
 
 
 def _quote_keyword_labels(text: str) -> str:
-    """`… AS select` → `… AS "select"`: PostgreSQL takes any keyword as a column label
-    after AS (Metabase names columns select, insert…), sqlglot does not. The quoted
-    label means the same, so the tree still describes what PostgreSQL will run."""
+    """`… AS select,` → `… AS "select",`: PostgreSQL takes any keyword as a column label
+    after AS (Metabase names columns select, insert…), sqlglot does not. Only a word in a
+    label's place (followed by a comma, FROM, a closing parenthesis or the end) is quoted,
+    never a type name: the quoted label means the same, so the tree still describes what
+    PostgreSQL will run."""
     try:
         tokens = _DIALECT.tokenize(text)
     except TokenError:
         return text
     pieces, last = [], 0
-    for before, token in pairwise(tokens):
+    for before, token, after in zip(tokens[:-1], tokens[1:], [*tokens[2:], None], strict=True):
         if (before.token_type == TokenType.ALIAS
-                and token.token_type not in (TokenType.VAR, TokenType.IDENTIFIER)
-                and _BARE_WORD.fullmatch(token.text)):
+                and token.token_type not in _NOT_KEYWORDS
+                and _BARE_WORD.fullmatch(token.text)
+                and (after is None or after.token_type in _AFTER_LABEL)):
             pieces += [text[last:token.start], f'"{token.text.lower()}"']
             last = token.end + 1
     return "".join(pieces) + text[last:]

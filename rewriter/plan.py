@@ -18,10 +18,14 @@ class Relay:
     """Harmless catalog or session statement: send the original text to the backend.
 
     `resets_dp` marks RESET ALL / DISCARD ALL, which also reset the session's dp.* settings.
+    `deallocates` names the prepared statement a DEALLOCATE drops; `deallocates_all` marks
+    DEALLOCATE ALL / DISCARD ALL, which drop every one (and every portal with DISCARD).
     """
 
     text: str
     resets_dp: bool = False
+    deallocates: str | None = None
+    deallocates_all: bool = False
 
 
 @dataclass(frozen=True)

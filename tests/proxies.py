@@ -102,9 +102,9 @@ def errors(messages: list[tuple[bytes, bytes]]) -> list[dict[str, str]]:
     return [wire.parse_error_fields(payload) for kind, payload in messages if kind == b"E"]
 
 
-def send_startup(sock: socket.socket) -> list[str]:
-    """Start up as carol; return the SASL mechanisms the proxy offers."""
-    sock.sendall(startup_message({"user": USER, "database": "dpgate_e2e"}))
+def send_startup(sock: socket.socket, user: str = USER) -> list[str]:
+    """Start up as `user` (carol); return the SASL mechanisms the proxy offers."""
+    sock.sendall(startup_message({"user": user, "database": "dpgate_e2e"}))
     kind, payload = read_message(sock)
     assert kind == b"R" and struct.unpack_from("!i", payload)[0] == 10, (kind, payload)
     return [name.decode() for name in payload[4:].split(b"\0") if name]
@@ -128,7 +128,8 @@ def scram(sock: socket.socket, client: scramp.ScramClient,
     return [*messages, message]
 
 
-def login(sock: socket.socket) -> list[tuple[bytes, bytes]]:
-    """Start up as carol with plain SCRAM-SHA-256, up to ReadyForQuery."""
-    send_startup(sock)
-    return scram(sock, scramp.ScramClient(["SCRAM-SHA-256"], USER, PASSWORD))
+def login(sock: socket.socket, user: str = USER, password: str = PASSWORD
+          ) -> list[tuple[bytes, bytes]]:
+    """Start up as `user` (carol) with plain SCRAM-SHA-256, up to ReadyForQuery."""
+    send_startup(sock, user)
+    return scram(sock, scramp.ScramClient(["SCRAM-SHA-256"], user, password))

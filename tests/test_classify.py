@@ -118,7 +118,7 @@ def test_dp_settings_are_handled_by_the_proxy():
     assert plan_of("RESET dp.epsilon") == SetDpSetting("dp.epsilon", None)
     assert plan_of("SHOW dp.budget") == ShowDpSetting("dp.budget")
     assert plan_of("RESET ALL") == Relay("RESET ALL", resets_dp=True)
-    assert plan_of("DISCARD ALL") == Relay("DISCARD ALL", resets_dp=True)
+    assert plan_of("DISCARD ALL") == Relay("DISCARD ALL", resets_dp=True, deallocates_all=True)
 
 
 def test_query_strings_split_on_semicolons_outside_quotes():
@@ -219,3 +219,16 @@ def test_expressions_that_fail_on_some_rows_only_are_refused(condition: str):
 def test_total_forms_of_the_same_expressions_are_answered(condition: str):
     assert isinstance(plan_of(f"SELECT count(*) FROM orders WHERE {condition}"),
                       PrivateAggregate)
+
+
+@pytest.mark.parametrize(("sql", "name", "everything"), [
+    ("DEALLOCATE S1", "s1", False),
+    ('DEALLOCATE PREPARE "All"', "All", False),
+    ("deallocate prepare all", None, True),
+    ("DISCARD ALL", None, True),
+    ("DISCARD PLANS", None, False),
+])
+def test_what_deallocate_and_discard_drop(sql: str, name: str | None, everything: bool):
+    plan = plan_of(sql)
+    assert isinstance(plan, Relay)
+    assert (plan.deallocates, plan.deallocates_all) == (name, everything)

@@ -7,18 +7,16 @@ import asyncio
 import datetime
 import decimal
 import json
-import socket
-import struct
 import time
 
 import asyncpg
 import psycopg
 import pytest
-import scramp
 from psycopg import errors
 
 from proxy import wire
 from tests.conftest import ANALYSTS, RunningProxy
+from tests.proxies import connect_raw, login, read_message
 
 COUNT_BY_PRODUCT = "SELECT count(*) FROM orders WHERE product_id = %s"
 
@@ -115,60 +113,25 @@ class RawClient:
     """A client speaking the protocol by hand, for what drivers do not expose."""
 
     def __init__(self, proxy: RunningProxy, user: str = "alice", password: str | None = None):
-        self.sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
-        self.user = user
-        self._login(password or ANALYSTS[user][0])
-
-    def _login(self, password: str) -> None:
-        params = f"user\0{self.user}\0database\0dpgate_e2e\0\0".encode()
-        body = struct.pack("!i", wire.PROTOCOL_3_0) + params
-        self.sock.sendall(struct.pack("!i", len(body) + 4) + body)
-        client = scramp.ScramClient(["SCRAM-SHA-256"], self.user, password)
-        while True:
-            kind, payload = self.read()
-            if kind == b"R":
-                (code,) = struct.unpack_from("!i", payload)
-                if code == 10:
-                    first = client.get_client_first().encode()
-                    self.send(b"p", b"SCRAM-SHA-256\0" + struct.pack("!i", len(first)) + first)
-                elif code == 11:
-                    client.set_server_first(payload[4:].decode())
-                    self.send(b"p", client.get_client_final().encode())
-            elif kind == b"Z":
-                return
-            elif kind == b"E":
-                raise AssertionError(payload)
-
-    def send(self, kind: bytes, payload: bytes = b"") -> None:
-        self.sock.sendall(wire.message(kind, payload))
+        self.sock = connect_raw(proxy.port, timeout=30)
+        ready = login(self.sock, user, password or ANALYSTS[user][0])
+        assert ready[-1][0] == b"Z", ready
 
     def raw(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def read(self) -> tuple[bytes, bytes]:
-        header = self._exactly(5)
-        (length,) = struct.unpack("!i", header[1:])
-        return header[:1], self._exactly(length - 4)
-
     def until_ready(self) -> list[tuple[bytes, bytes]]:
         messages = []
         while True:
-            kind, payload = self.read()
+            kind, payload = read_message(self.sock)
+            if not kind:
+                raise ConnectionError("the proxy closed the connection")
             messages.append((kind, payload))
             if kind == b"Z":
                 return messages
 
-    def _exactly(self, size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            chunk = self.sock.recv(size - len(data))
-            if not chunk:
-                raise ConnectionError("closed")
-            data += chunk
-        return data
-
     def close(self) -> None:
-        self.send(b"X")
+        self.sock.sendall(wire.message(b"X"))
         self.sock.close()
 
 
