@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -36,7 +37,10 @@ from .backend import BackendConnection, BackendError, BackendPool, Described, Pa
 from .config import Config
 from .knowledge import Knowledge
 from .plan_cache import PlanCache, calibrate_cached
+from .plan_check import PlanChecker
 from .release import Release, release, result_columns
+
+log = logging.getLogger("dpgate.session")
 
 BUDGET_EXHAUSTED = "53400"
 DATA_EXCEPTION = "22000"
@@ -101,6 +105,7 @@ class Session:
     send: Callable[[bytes], None]
     knowledge: Knowledge
     plans: PlanCache
+    checker: PlanChecker
     settings: dict[str, str] = field(default_factory=dict)
     running: BackendConnection | None = None
     # Told when DEALLOCATE (a name, or None for all) or DISCARD ALL ran on the backend.
@@ -245,11 +250,29 @@ class Session:
         else:
             parse, what = DP_SETTINGS[plan.name]
             try:
-                self.settings[plan.name] = parse(plan.value.strip("'"))
+                value = parse(plan.value.strip("'"))
             except ValueError:
                 raise StatementError(INVALID_PARAMETER_VALUE,
                                      f"{plan.name} must be {what}, not {plan.value}") from None
+            self._check_range(plan.name, value)
+            self.settings[plan.name] = value
         self.send(wire.command_complete("RESET" if plan.value is None else "SET"))
+
+    def _check_range(self, name: str, value: str) -> None:
+        """ε and δ within the data owner's floor and ceiling (a zero δ stays allowed: it
+        refuses every query that needs one)."""
+        privacy = self.config.privacy
+        ranges = {"dp.epsilon": (privacy.min_epsilon, privacy.max_epsilon, "epsilon"),
+                  "dp.delta": (privacy.min_delta, privacy.max_delta, "delta")}
+        if name not in ranges or (name == "dp.delta" and float(value) == 0):
+            return
+        low, high, setting = ranges[name]
+        if not low <= float(value) <= high:
+            raise StatementError(
+                INVALID_PARAMETER_VALUE,
+                f"{name} must be between {low:g} and {high:g}, not {float(value):g}",
+                hint=f"The data owner sets the range (privacy.min_{setting}, "
+                f"privacy.max_{setting}).")
 
     async def show(self, plan: ShowDpSetting) -> Answer:
         """SHOW dp.epsilon / dp.delta / dp.mechanism / dp.budget."""
@@ -285,14 +308,26 @@ class Session:
         Schema errors (a misspelt column) surface here and cannot depend on the rows.
         """
         async with self.pool.connection() as backend:
-            return await self._describe(backend, plan, types)
+            sql = await self._prepare(backend, plan, None, check=False)
+            return await self._describe(backend, sql, types)
+
+    async def _prepare(self, backend: BackendConnection, plan: PrivateAggregate,
+                       parameters: Parameters | None, check: bool = True) -> str:
+        """The SQL to run, its constants computed and its plan checked, before any charge."""
+        try:
+            return await self.checker.prepare(backend, plan, parameters, check)
+        except Refusal as refusal:
+            raise StatementError(refusal.sqlstate, refusal.message, refusal.hint) from None
+        except BackendError as error:
+            raise StatementError(error.sqlstate, error.fields.get("M", "error"),
+                                 error.fields.get("H")) from None
 
     @staticmethod
-    async def _describe(backend: BackendConnection, plan: PrivateAggregate,
+    async def _describe(backend: BackendConnection, sql: str,
                         types: tuple[int, ...], parameters: Parameters | None = None
                         ) -> Described:
         try:
-            return await backend.describe(plan.sql, types, parameters)
+            return await backend.describe(sql, types, parameters)
         except BackendError as error:
             raise StatementError(error.sqlstate, error.fields.get("M", "error"),
                                  error.fields.get("H")) from None
@@ -308,12 +343,15 @@ class Session:
         bound = _parameters_text(parameters)
         async with self.pool.connection() as backend:
             # Bad parameter values fail here, at bind time, before the charge.
+            sql = await self._prepare(backend, plan, parameters)
             types = parameters.types if parameters else ()
-            described = await self._describe(backend, plan, types, parameters)
+            described = await self._describe(backend, sql, types, parameters)
             key_types = [type_oid for _, type_oid in described.columns[:plan.keys]]
+            # Computed constants (current_date…) are part of the question asked.
+            asked = bound + (f" -- computed: {sql}" if plan.constants else "")
             request = ChargeRequest(
                 analyst=self.analyst.name, statement=text + bound,
-                fingerprint=fingerprint(plan.fingerprint_text + bound, epsilon,
+                fingerprint=fingerprint(plan.fingerprint_text + asked, epsilon,
                                         calibration.delta, mechanism),
                 epsilon=epsilon, delta=calibration.delta, mechanism=mechanism,
                 sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
@@ -330,17 +368,19 @@ class Session:
                           f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
                           f"of {outcome.budget.epsilon_total:g})")
             else:
-                rows, notice = await self._answer(backend, plan, calibration, key_types,
+                rows, notice = await self._answer(backend, sql, plan, calibration, key_types,
                                                   outcome, parameters)
         return Answer(result_columns(plan, key_types), rows, f"SELECT {len(rows)}", notice)
 
-    async def _answer(self, backend: BackendConnection, plan: PrivateAggregate,
+    async def _answer(self, backend: BackendConnection, sql: str, plan: PrivateAggregate,
                       calibration: Calibration, key_types: list[int], charged: Charged,
                       parameters: Parameters | None) -> tuple[list[list[str | None]], str]:
         self.running = backend
         try:
-            result = await backend.fetch(plan.sql, parameters)
-        except (BackendError, OSError, asyncio.IncompleteReadError):
+            result = await backend.fetch(sql, parameters)
+        except (BackendError, OSError, asyncio.IncompleteReadError) as error:
+            log.warning("private query failed after its charge (%s): %.200s",
+                        getattr(error, "sqlstate", type(error).__name__), sql)
             await asyncio.to_thread(self.ledger.record_failure, charged.charge_id, "failed")
             # The failure may depend on the rows, so neither its detail nor a refund.
             raise StatementError(

@@ -7,6 +7,7 @@ from fractions import Fraction
 
 from mechanisms.exponential import QuantileGrid
 
+from .constants import Constant
 from .elastic import Elastic
 
 # Aggregates answered by the exponential mechanism rather than by noise.
@@ -147,6 +148,10 @@ class PrivateAggregate:
     private_tables: int
     fingerprint_text: str
     tables: tuple[str, ...]
+    # Row-independent values the proxy has PostgreSQL compute first (constants.py).
+    constants: tuple[Constant, ...] = ()
+    # Private base tables the analysis saw, once per occurrence (plan_check.py).
+    scans: tuple[str, ...] = ()
 
     @property
     def visible(self) -> tuple[OutputColumn, ...]:

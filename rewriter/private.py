@@ -9,13 +9,15 @@ selection) and HAVING, ORDER BY and LIMIT, which the proxy applies after noise.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 
 from .choice import ChoiceSpec, choice_spec
+from .constants import extract_constants
 from .elastic import constant, multiply
 from .errors import policy_refusal, unsupported
 from .metrics import Metrics
@@ -32,6 +34,7 @@ from .policy import ColumnDomain, Domain, Policy
 from .positions import position_of
 from .relations import Analyzer, Relation, Resolved, refuse_missing
 from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite
+from .totality import refuse_unsafe_nodes
 
 ONLY_AGGREGATES = "only aggregates of private tables are answered"
 _COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
@@ -54,8 +57,13 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
         if tree.args.get(key):
             raise unsupported(f"{what} is not supported over private aggregates",
                               position=position_of(tree, offset))
-    planner = _Planner(Analyzer(policy, metrics or Metrics(), offset), tree, offset)
-    return planner.plan()
+    # Names as PostgreSQL reads them: unquoted folded to lower case, quoted kept.
+    normalize_identifiers(tree, dialect="postgres")
+    constants = extract_constants(tree, policy, offset)
+    analyzer = Analyzer(policy, metrics or Metrics(), offset)
+    plan = _Planner(analyzer, tree, offset).plan()
+    refuse_unsafe_nodes(tree, offset)  # the last net, after the analysis's own messages
+    return replace(plan, constants=constants, scans=tuple(sorted(analyzer.scans.elements())))
 
 
 @dataclass
