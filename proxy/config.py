@@ -46,6 +46,10 @@ class BackendSettings:
     # private tables. Empty: use `dsn` (weaker, the classifier is then the only guard).
     relay_dsn: str = ""
     pool_size: int = 4
+    # Seconds a private aggregate may run on the backend (PostgreSQL's statement_timeout
+    # on the reader connections): bounds how long a data-dependent plan can take, so
+    # timing differences stay within it. Expiry is the generic 22000, charged.
+    private_statement_timeout: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,8 @@ class Config:
         if server.idle_timeout < 0 or server.shutdown_grace < 0 or server.auth_timeout <= 0:
             raise ValueError("server.idle_timeout and server.shutdown_grace must be >= 0, "
                              "server.auth_timeout > 0")
+        if not self.backend.private_statement_timeout > 0:
+            raise ValueError("backend.private_statement_timeout must be positive")
         privacy = self.privacy
         if privacy.shift_unit not in ("scale", "absolute"):
             raise ValueError("privacy.shift_unit must be 'scale' or 'absolute'")

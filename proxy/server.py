@@ -59,7 +59,8 @@ class Proxy:
         self.relay_endpoint = Endpoint.from_dsn(
             self.config.backend.relay_dsn or self.config.backend.dsn
         )
-        self.pool = BackendPool(self.reader_endpoint, self.config.backend.pool_size)
+        self.pool = BackendPool(self.reader_endpoint, self.config.backend.pool_size,
+                                self.config.backend.private_statement_timeout)
         self.knowledge = Knowledge(self.ledger)
         self.plans = PlanCache()
         self.checker = PlanChecker(self.config.policy)
