@@ -47,7 +47,8 @@ class PlanChecker:
                 raise Refusal(CARDINALITY_VIOLATION, "a value dpgate computes before the query "
                               f"must be one value, and this one has {len(rows)} rows",
                               hint="Set-returning functions are not allowed in conditions.")
-            sql = substitute(sql, plan.constants, [str(value) for value in rows[0]])
+            literals = [bytes(value or b"").decode() for value in rows[0]]
+            sql = substitute(sql, plan.constants, literals)
         if not check:
             return sql
         scans = Counter(plan.scans)
