@@ -25,7 +25,6 @@ from rewriter.plan import (
 
 from . import wire
 from .backend import Parameters
-from .release import result_columns
 from .session import Session, StatementError
 
 PROTOCOL_VIOLATION = "08P01"
@@ -177,14 +176,14 @@ class ExtendedProtocol:
         try:
             statements = await self.session.statements(parse.query)
         except Refusal as refusal:  # a syntax error
-            raise StatementError(refusal.sqlstate, refusal.message, refusal.hint,
-                                 refusal.position) from None
+            raise await self.session.refused(parse.query, refusal,
+                                             types=parse.parameter_types) from None
         if len(statements) > 1:
             raise StatementError(SYNTAX_ERROR,
                                  "cannot insert multiple commands into a prepared statement")
         plan = statements[0].plan
         if isinstance(plan, Refusal):
-            raise StatementError(plan.sqlstate, plan.message, plan.hint, plan.position)
+            raise await self.session.refused(parse.query, plan, types=parse.parameter_types)
         if isinstance(plan, Relay):
             prepared = self.statements[parse.statement] = Prepared(parse.query, plan)
             # plan.text: the statement as classified (row counts neutralised, say).
@@ -199,10 +198,8 @@ class ExtendedProtocol:
 
     async def _prepare(self, text: str, plan: Plan, types: tuple[int, ...]) -> Prepared:
         if isinstance(plan, PrivateAggregate):
-            described = await self.session.describe_private(plan, types)
-            key_types = [oid for _, oid in described.columns[:plan.keys]]
-            return Prepared(text, plan, tuple(described.parameters),
-                            tuple(result_columns(plan, key_types)))
+            shape = await self.session.describe_private(text, plan, types)
+            return Prepared(text, plan, tuple(shape.parameters), tuple(shape.columns))
         if isinstance(plan, ShowDpSetting):
             return Prepared(text, plan, columns=tuple(self.session.show_columns(plan)))
         return Prepared(text, plan)

@@ -52,13 +52,19 @@ def shift_for(draw: float, scale: float, settings: PrivacySettings) -> float:
 
 def release(plan: PrivateAggregate, calibration: Calibration,
             key_types: list[int], true_rows: list[list[bytes | None]], shift_draw: float,
-            settings: PrivacySettings, rng: RandomSource) -> Release:
-    """Noise every part of every row, select groups, then apply HAVING/ORDER BY/LIMIT."""
+            settings: PrivacySettings, rng: RandomSource,
+            columns: list[tuple[str, int]] | None = None) -> Release:
+    """Noise every part of every row, select groups, then apply HAVING/ORDER BY/LIMIT.
+
+    `columns` are the names and types PostgreSQL gives the statement as written; the
+    released values are written in those types (an integer SUM as an integer).
+    """
+    columns = columns if columns is not None else result_columns(plan, key_types)
     if plan.parts and all(part.choice for part in plan.parts):
         chosen = choose(plan, calibration, key_types, true_rows, rng)
         rows = _post_process(plan, key_types,
                              [[_output_value(o, [], chosen) for o in plan.outputs]])
-        return _released(plan, key_types, rows, _choice_bounds(
+        return _released(plan, columns, rows, _choice_bounds(
             plan, calibration, len(true_rows), 1 - settings.confidence))
     noisers = _noisers(plan, calibration, shift_draw, settings, rng)
     rows = []
@@ -74,15 +80,17 @@ def release(plan: PrivateAggregate, calibration: Calibration,
             if unshifted[plan.grouping.selection_part] <= calibration.threshold:
                 continue
         rows.append([_output_value(o, keys, noisy) for o in plan.outputs])
-    return _released(plan, key_types, _post_process(plan, key_types, rows),
+    return _released(plan, columns, _post_process(plan, key_types, rows),
                      _bounds(plan, calibration, settings))
 
 
-def _released(plan: PrivateAggregate, key_types: list[int], rows: list[list],
+def _released(plan: PrivateAggregate, columns: list[tuple[str, int]], rows: list[list],
               bounds: dict[str, int | str]) -> Release:
     visible = [i for i, o in enumerate(plan.outputs) if not o.hidden]
-    text_rows = [[_text(row[i]) for i in visible] for row in rows]
-    return Release(result_columns(plan, key_types), text_rows, bounds)
+    types = [type_oid for _, type_oid in columns]
+    text_rows = [[_text(row[i], type_oid) for i, type_oid in zip(visible, types, strict=True)]
+                 for row in rows]
+    return Release(columns, text_rows, bounds)
 
 
 def result_columns(plan: PrivateAggregate, key_types: list[int]) -> list[tuple[str, int]]:
@@ -224,12 +232,15 @@ def _type_oid(output: OutputColumn, key_types: list[int]) -> int:
     return wire.INT8_OID if output.aggregate in ("count", "count_distinct") else wire.NUMERIC_OID
 
 
-def _text(value: object) -> str | None:
+def _text(value: object, type_oid: int) -> str | None:
+    """A released value in the text form of its column's type."""
     if value is None:
         return None
-    if isinstance(value, float):
+    if isinstance(value, (int, float)) and type_oid in wire.INTEGER_OIDS:
+        return str(round(value))
+    if isinstance(value, float) and type_oid not in wire.FLOAT_OIDS:
         return repr(round(value, 6))
-    return str(value)
+    return str(value) if not isinstance(value, float) else repr(value)
 
 
 def _choice_bounds(plan: PrivateAggregate, calibration: Calibration, candidates: int,

@@ -42,6 +42,9 @@ from .release import Release, release, result_columns
 
 log = logging.getLogger("dpgate.session")
 
+_MULTIPLE_COMMANDS = "cannot insert multiple commands into a prepared statement"
+UNDEFINED_FUNCTION = "42883"
+_DPGATE_FUNCTIONS = ("function median(",)
 BUDGET_EXHAUSTED = "53400"
 DATA_EXCEPTION = "22000"
 # SHOW dp.budget
@@ -187,7 +190,7 @@ class Session:
     async def _run(self, statement: Statement) -> None:
         plan = statement.plan
         if isinstance(plan, Refusal):
-            raise StatementError(plan.sqlstate, plan.message, plan.hint, plan.position)
+            raise await self.refused(statement.text, plan, statement.offset)
         self.refuse_if_aborted(plan)
         if isinstance(plan, EmptyStatement):
             self.send(wire.empty_query_response())
@@ -198,7 +201,8 @@ class Session:
         elif isinstance(plan, ShowDpSetting):
             self._send_answer(await self.show(plan))
         elif isinstance(plan, PrivateAggregate):
-            self._send_answer(await self.private_answer(statement.text, plan))
+            self._send_answer(await self.private_answer(statement.text, plan,
+                                                        offset=statement.offset))
 
     async def _forward(self, data: bytes) -> None:
         self.send(data)
@@ -301,15 +305,35 @@ class Session:
         if answer.notice:
             self.send(wire.notice_response(answer.notice))
 
-    async def describe_private(self, plan: PrivateAggregate, types: tuple[int, ...] = ()
-                               ) -> Described:
-        """Parse the rewritten SQL on the backend without running it (no charge).
+    async def refused(self, text: str, refusal: Refusal, offset: int = 0,
+                      types: tuple[int, ...] = ()) -> StatementError:
+        """The error for a query dpgate refuses: PostgreSQL's own where PostgreSQL would
+        fail too (a misspelt function, a syntax error, a type mismatch), else dpgate's.
+
+        Only Parse and Describe run, which read catalogs, never rows.
+        """
+        # What dpgate refuses by name (a function, a catalog) stays refused in its words,
+        # whatever extensions this PostgreSQL happens to have installed.
+        if " is refused" not in refusal.message:
+            async with self.pool.connection() as backend:
+                try:
+                    await backend.describe(text, types)
+                except BackendError as error:
+                    if not _ours(error):
+                        return _backend_error(error, offset)
+        return StatementError(refusal.sqlstate, refusal.message, refusal.hint,
+                              refusal.position)
+
+    async def describe_private(self, text: str, plan: PrivateAggregate,
+                               types: tuple[int, ...] = (), offset: int = 0) -> Shape:
+        """Parse the statement and its rewritten SQL on the backend without running them
+        (no charge).
 
         Schema errors (a misspelt column) surface here and cannot depend on the rows.
         """
         async with self.pool.connection() as backend:
             sql = await self._prepare(backend, plan, None, check=False)
-            return await self._describe(backend, sql, types)
+            return await self._shape(backend, text, sql, plan, types, None, offset)
 
     async def _prepare(self, backend: BackendConnection, plan: PrivateAggregate,
                        parameters: Parameters | None, check: bool = True) -> str:
@@ -322,6 +346,29 @@ class Session:
             raise StatementError(error.sqlstate, error.fields.get("M", "error"),
                                  error.fields.get("H")) from None
 
+    async def _shape(self, backend: BackendConnection, text: str, sql: str,
+                     plan: PrivateAggregate, types: tuple[int, ...],
+                     parameters: Parameters | None, offset: int) -> Shape:
+        """The statement as PostgreSQL reads it, then the rewritten SQL.
+
+        PostgreSQL's parse analysis of the text as written gives its own errors (names,
+        scopes, types) and the names and types of the columns it would return, which the
+        answer then has. A statement using dpgate's own aggregates (median) is not
+        PostgreSQL's, so its columns are dpgate's.
+        """
+        written = None
+        if plan.postgres_sql:
+            try:
+                written = await backend.describe(text, types)
+            except BackendError as error:
+                raise _backend_error(error, offset) from None
+        described = await self._describe(backend, sql, types, parameters)
+        key_types = [type_oid for _, type_oid in described.columns[:plan.keys]]
+        columns = result_columns(plan, key_types)
+        if written is not None and len(written.columns) == len(columns):
+            columns = written.columns
+        return Shape(described.parameters, key_types, columns)
+
     @staticmethod
     async def _describe(backend: BackendConnection, sql: str,
                         types: tuple[int, ...], parameters: Parameters | None = None
@@ -333,7 +380,8 @@ class Session:
                                  error.fields.get("H")) from None
 
     async def private_answer(self, text: str, plan: PrivateAggregate,
-                             parameters: Parameters | None = None) -> Answer:
+                             parameters: Parameters | None = None, offset: int = 0
+                             ) -> Answer:
         """Charge, run and noise one private aggregate (or return its stored answer)."""
         epsilon, delta, mechanism = self.epsilon, self.delta, self.mechanism
         try:
@@ -345,15 +393,14 @@ class Session:
             # Bad parameter values fail here, at bind time, before the charge.
             sql = await self._prepare(backend, plan, parameters)
             types = parameters.types if parameters else ()
-            described = await self._describe(backend, sql, types, parameters)
-            key_types = [type_oid for _, type_oid in described.columns[:plan.keys]]
+            shape = await self._shape(backend, text, sql, plan, types, parameters, offset)
             # Computed constants (current_date…) are part of the question asked.
             asked = bound + (f" -- computed: {sql}" if plan.constants else "")
             request = ChargeRequest(
                 analyst=self.analyst.name, statement=text + bound,
                 fingerprint=fingerprint(plan.fingerprint_text + asked, epsilon,
                                         calibration.delta, mechanism),
-                epsilon=epsilon, delta=calibration.delta, mechanism=mechanism,
+                epsilon=calibration.epsilon, delta=calibration.delta, mechanism=mechanism,
                 sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
             )
             try:
@@ -368,12 +415,12 @@ class Session:
                           f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
                           f"of {outcome.budget.epsilon_total:g})")
             else:
-                rows, notice = await self._answer(backend, sql, plan, calibration, key_types,
+                rows, notice = await self._answer(backend, sql, plan, calibration, shape,
                                                   outcome, parameters)
-        return Answer(result_columns(plan, key_types), rows, f"SELECT {len(rows)}", notice)
+        return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice)
 
     async def _answer(self, backend: BackendConnection, sql: str, plan: PrivateAggregate,
-                      calibration: Calibration, key_types: list[int], charged: Charged,
+                      calibration: Calibration, shape: Shape, charged: Charged,
                       parameters: Parameters | None) -> tuple[list[list[str | None]], str]:
         self.running = backend
         try:
@@ -390,8 +437,8 @@ class Session:
             ) from None
         finally:
             self.running = None
-        answer = release(plan, calibration, key_types, result.rows, charged.shift,
-                         self.config.privacy, self.rng)
+        answer = release(plan, calibration, shape.key_types, result.rows, charged.shift,
+                         self.config.privacy, self.rng, shape.columns)
         await asyncio.to_thread(self.ledger.record_answer, charged.charge_id, answer.rows)
         return answer.rows, answer_notice(plan, calibration, answer, charged.budget,
                                           self.config.privacy.confidence)
@@ -400,6 +447,9 @@ class Session:
 def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Release,
                   budget: Budget, confidence: float) -> str:
     """What the analyst is told after a fresh answer: cost, budget left, accuracy."""
+    if not plan.parts:
+        return ("dpgate: nothing charged: every key of the declared domain is listed, "
+                "whatever the data holds")
     spent = f"charged epsilon {calibration.epsilon:g}"
     if calibration.delta:
         spent += f" and delta {calibration.delta:g}"
@@ -434,6 +484,31 @@ def _parameters_text(parameters: Parameters | None) -> str:
         else:
             shown.append("'\\x" + value.hex() + "'")
     return " -- parameters: " + ", ".join(shown)
+
+
+def _ours(error: BackendError) -> bool:
+    """Whether dpgate's refusal says more than PostgreSQL's error: a query string of several
+    statements cannot be parsed in one go, and dpgate's own aggregates are unknown there."""
+    text = error.fields.get("M", "")
+    return text == _MULTIPLE_COMMANDS or (
+        error.sqlstate == UNDEFINED_FUNCTION and text.startswith(_DPGATE_FUNCTIONS))
+
+
+def _backend_error(error: BackendError, offset: int) -> StatementError:
+    """PostgreSQL's error for one statement, its position counted in the whole string."""
+    position = error.fields.get("P")
+    return StatementError(error.sqlstate, error.fields.get("M", "error"), error.fields.get("H"),
+                          int(position) + offset if position and position.isdigit() else None)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What Describe tells of a private aggregate: its parameter types, the rewritten
+    query's key types and the columns the client sees."""
+
+    parameters: list[int]
+    key_types: list[int]
+    columns: list[tuple[str, int]]
 
 
 @dataclass(frozen=True)

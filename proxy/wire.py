@@ -17,7 +17,8 @@ TEXT_OID = 25
 FLOAT8_OID = 701
 NUMERIC_OID = 1700
 INTEGER_OIDS = frozenset({INT8_OID, 21, 23})  # int8, int2, int4
-NUMBER_OIDS = INTEGER_OIDS | {700, FLOAT8_OID, NUMERIC_OID}  # and float4
+FLOAT_OIDS = frozenset({700, FLOAT8_OID})  # float4, float8
+NUMBER_OIDS = INTEGER_OIDS | FLOAT_OIDS | {NUMERIC_OID}
 
 
 class ProtocolError(Exception):

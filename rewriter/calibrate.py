@@ -59,7 +59,13 @@ class Calibration:
 
 def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
               mechanism: str = "shifted_laplace") -> Calibration:
-    """Scales for every part; `k` only changes the reported ES(k)."""
+    """Scales for every part; `k` only changes the reported ES(k).
+
+    A plan without parts (the keys of declared domains, no aggregate) releases only public
+    values: it costs nothing.
+    """
+    if not plan.parts:
+        return Calibration(0.0, 0.0, True, (), None, mechanism)
     pure = not any(part.elastic.depends_on_k for part in plan.parts)
     selecting = plan.grouping is not None and plan.grouping.key_selection
     gaussian = mechanism == "gaussian"

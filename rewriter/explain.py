@@ -31,7 +31,7 @@ def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: f
                 return {"supported": True, "kind": "relay", "rewritten_sql": sql.strip()}
         if not isinstance(plan, PrivateAggregate):
             return {"supported": True, "kind": "session"}
-        return _report(plan, calibrate(plan, epsilon, delta, k), epsilon)
+        return _report(plan, calibrate(plan, epsilon, delta, k))
     except Refusal as refusal:
         return {"supported": False, "sqlstate": refusal.sqlstate, "error": refusal.message,
                 "hint": refusal.hint, "position": refusal.position}
@@ -48,7 +48,7 @@ def _public_aggregate(text: str, policy: Policy, metrics: Metrics) -> PrivateAgg
         return None
 
 
-def _report(plan: PrivateAggregate, calibration: Calibration, epsilon: float) -> dict[str, Any]:
+def _report(plan: PrivateAggregate, calibration: Calibration) -> dict[str, Any]:
     columns = []
     for output in plan.visible:
         if output.kind == "key":
@@ -69,7 +69,7 @@ def _report(plan: PrivateAggregate, calibration: Calibration, epsilon: float) ->
             **({"count_noise_scale": parts[1].scale} if len(parts) > 1 else {}),
         })
     report: dict[str, Any] = {
-        "supported": True, "epsilon": epsilon, "delta": calibration.delta,
+        "supported": True, "epsilon": calibration.epsilon, "delta": calibration.delta,
         "pure": calibration.pure, "columns": columns, "rewritten_sql": plan.sql,
     }
     if plan.grouping is not None:

@@ -136,7 +136,9 @@ class PrivateAggregate:
     candidate as k0 (a domain key for a mode; for a quantile an always-NULL k0 carries
     the column's type and k1 is the grid index), then its count c0.
     `fingerprint_text` is the normalized statement: equal texts mean the same question.
-    `private_tables` is D, the degree bound of every part's ES(k).
+    `private_tables` is D, the degree bound of every part's ES(k). `postgres_sql` is
+    False when the statement uses dpgate's own aggregates (median), so PostgreSQL cannot
+    check it as written.
     """
 
     sql: str
@@ -148,6 +150,7 @@ class PrivateAggregate:
     private_tables: int
     fingerprint_text: str
     tables: tuple[str, ...]
+    postgres_sql: bool = True
     # Row-independent values the proxy has PostgreSQL compute first (constants.py).
     constants: tuple[Constant, ...] = ()
     # Private base tables the analysis saw, once per occurrence (plan_check.py).

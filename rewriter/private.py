@@ -19,7 +19,13 @@ from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 from .choice import ChoiceSpec, choice_spec
 from .constants import extract_constants
 from .elastic import constant, multiply
-from .errors import policy_refusal, unsupported
+from .errors import (
+    INVALID_COLUMN_REFERENCE,
+    UNDEFINED_COLUMN,
+    Refusal,
+    policy_refusal,
+    unsupported,
+)
 from .metrics import Metrics
 from .plan import (
     Comparison,
@@ -111,15 +117,21 @@ class _Planner:
             self.keys.append((resolved, column))
 
     def _key_column(self, item: exp.Expression) -> exp.Column:
-        """A GROUP BY item as a column: by position, by output alias or as written."""
+        """A GROUP BY item as a column: by position, as written or by output alias.
+
+        As in PostgreSQL, a bare name is an input column when the FROM clause has one of
+        that name, and an output alias only otherwise.
+        """
         target = item
         if isinstance(item, exp.Literal) and not item.is_string:
             index = int(item.this) - 1
             if not 0 <= index < len(self.tree.expressions):
-                raise unsupported(f"GROUP BY position {item.this} is not in the select list",
-                                  position=position_of(item, self.offset))
+                raise Refusal(INVALID_COLUMN_REFERENCE,
+                              f"GROUP BY position {item.this} is not in select list",
+                              position=position_of(item, self.offset))
             target = _unalias(self.tree.expressions[index])
-        elif isinstance(item, exp.Column) and not item.table:
+        elif isinstance(item, exp.Column) and not item.table and \
+                not self._is_input_column(item):
             aliased = [p.this for p in self.tree.expressions if isinstance(p, exp.Alias)
                        and p.alias.lower() == item.name.lower()]
             target = aliased[0] if aliased else item
@@ -129,6 +141,15 @@ class _Planner:
                 hint="Group by a column that has a declared domain in the policy.",
                 position=position_of(item, self.offset))
         return target
+
+    def _is_input_column(self, column: exp.Column) -> bool:
+        try:
+            self.analyzer.resolve(column, self.relation)
+        except Refusal as refusal:
+            if refusal.sqlstate == UNDEFINED_COLUMN:
+                return False
+            raise
+        return True
 
     def _key_index(self, column: exp.Column) -> int | None:
         resolved = self.analyzer.resolve(column, self.relation)
@@ -321,7 +342,8 @@ class _Planner:
             outputs=tuple(self.outputs) if outputs is None else outputs, grouping=grouping,
             post=post, private_tables=self.relation.private_tables,
             fingerprint_text=self.tree.sql(dialect="postgres", normalize=True),
-            tables=tuple(sorted(self.relation.base_tables)))
+            tables=tuple(sorted(self.relation.base_tables)),
+            postgres_sql=self.tree.find(exp.Median) is None)
 
     def _refuse_private_joins(self, what: str, position: int | None) -> None:
         # The smooth sensitivity calibrates additive noise; for the exponential mechanism a
@@ -426,8 +448,12 @@ class _Planner:
     def _order_item(self, item: exp.Ordered) -> tuple[int, bool]:
         return self._output_index(item.this), bool(item.args.get("desc"))
 
-    def _output_index(self, node: exp.Expression) -> int:
-        """The output a HAVING/ORDER BY operand refers to, adding a hidden one if needed."""
+    def _output_index(self, node: exp.Expression, having: bool = False) -> int:
+        """The output a HAVING/ORDER BY operand refers to, adding a hidden one if needed.
+
+        As in PostgreSQL, a bare name in ORDER BY is an output column's name first; HAVING
+        sees input columns only.
+        """
         node = _unparen(node)
         if isinstance(node, exp.Literal) and not node.is_string:
             index = int(node.this) - 1
@@ -435,7 +461,7 @@ class _Planner:
                 return index
             raise unsupported(f"ORDER BY position {node.this} is not in the select list",
                               position=position_of(node, self.offset))
-        if isinstance(node, exp.Column) and not node.table:
+        if isinstance(node, exp.Column) and not node.table and not having:
             for index, output in enumerate(self.outputs):
                 if not output.hidden and output.name.lower() == node.name.lower():
                     return index
@@ -468,7 +494,7 @@ class _Planner:
             return (node.this, False) if node.is_string else (float(node.this), False)
         if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
             return -float(node.this.this), False
-        return self._output_index(node), True
+        return self._output_index(node, having=True), True
 
 
 def _part_text(part: PartSpec) -> str:

@@ -123,6 +123,8 @@ def _filled_histogram(base: exp.Select, keys: list[KeySpec], parts: list[PartSpe
         f"({_domain_sql(k.domain, name)}) AS d{i}"
         for i, (k, name) in enumerate(zip(keys, key_names, strict=True)))
     outer_keys = ", ".join(f"d{i}.{name}" for i, name in enumerate(key_names))
+    if not parts:  # only the keys: the domain itself, the private rows are not read
+        return f"SELECT {outer_keys} FROM {domain} ORDER BY {outer_keys}"
     aggregates = ", ".join(f"{_outer_aggregate(p, i)} AS {quote_identifier(f'c{i}')}"
                            for i, p in enumerate(parts))
     join = " AND ".join(f"q.{name} = d{i}.{name}" for i, name in enumerate(key_names))

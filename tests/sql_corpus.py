@@ -1,0 +1,301 @@
+"""The differential corpus: SQL that analysts, DP SQL workloads and BI tools write, over the
+demo schema (orders, customers and recommendations private; products public).
+
+Written for dpgate from the shapes of public examples: DP SQL test workloads (counts,
+sums and averages under filters, histograms, joins), the SQL Superset, Metabase and
+Grafana generate (quoted schema-qualified names, time buckets, LIMIT 10000), TPC-H's
+pricing-summary and revenue queries, and the mistakes people make at a psql prompt.
+Each entry is (group, SQL); tests/test_differential.py runs every one through dpgate and
+directly on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+_FILTERS = [
+    "",
+    " WHERE quantity > 2",
+    " WHERE quantity BETWEEN 2 AND 5",
+    " WHERE order_date >= DATE '2025-01-01'",
+    " WHERE order_date < '2024-07-01' AND quantity <> 1",
+    " WHERE product_id IN (1, 2, 3, 4, 5)",
+    " WHERE order_cost > 100",
+    " WHERE NOT (quantity = 1 OR quantity = 2)",
+    " WHERE product_id <= 100 AND order_cost BETWEEN 10 AND 500",
+    " WHERE customer_id % 2 = 0",
+    " WHERE order_date BETWEEN '2024-03-01' AND '2024-03-31'",
+    " WHERE quantity IS NOT NULL",
+]
+
+_AGGREGATES = [
+    "count(*)",
+    "count(quantity)",
+    "count(DISTINCT customer_id)",
+    "sum(quantity)",
+    "avg(quantity)",
+    "sum(order_cost)",
+    "avg(order_cost)",
+    "count(*) AS n, sum(quantity) AS units",
+    "count(*), avg(order_cost), sum(order_cost)",
+    "count(*) FILTER (WHERE quantity > 3)",
+]
+
+_KEYS = ["quantity", "product_id", "order_date", "customer_id"]
+_KEYED_AGGREGATES = ["count(*)", "sum(quantity)", "avg(order_cost)",
+                     "count(*) AS n, sum(order_cost) AS revenue"]
+_KEYED_FILTERS = ["", " WHERE quantity > 3", " WHERE order_date >= '2025-06-01'"]
+
+_HANDWRITTEN = [
+    # -- name resolution and scoping (SPEC §8) --------------------------------------------
+    ("names", "SELECT quantity AS product_id, count(*) FROM orders "
+              "GROUP BY quantity, product_id ORDER BY 1, 2"),
+    ("names", "SELECT quantity AS q, count(*) FROM orders GROUP BY q ORDER BY q"),
+    ("names", "SELECT quantity AS q, count(*) AS n FROM orders GROUP BY 1 ORDER BY n DESC, q"),
+    ("names", "SELECT quantity AS product_id, count(*) AS n FROM orders GROUP BY quantity "
+              "ORDER BY product_id DESC"),
+    ("names", "SELECT count(*) AS quantity FROM orders GROUP BY quantity HAVING quantity > 3 "
+              "ORDER BY 1"),
+    ("names", "SELECT quantity AS q, count(*) FROM orders GROUP BY quantity HAVING q > 3"),
+    ("names", "SELECT quantity, count(*) AS n FROM orders GROUP BY quantity HAVING n > 10"),
+    ("names", "SELECT quantity, count(*) FROM orders GROUP BY quantity "
+              "HAVING order_date = 1"),
+    ("names", "SELECT quantity, count(*) FROM orders GROUP BY quantity HAVING quantity = 'x'"),
+    ("names", "SELECT o.quantity, count(*) FROM orders o GROUP BY o.quantity ORDER BY 1"),
+    ("names", "SELECT \"quantity\", COUNT(*) FROM \"orders\" GROUP BY \"quantity\" ORDER BY 1"),
+    ("names", "SELECT quantity, count(*) FROM orders GROUP BY 1 HAVING quantity >= 5 "
+              "ORDER BY quantity DESC"),
+    ("names", "SELECT quantity, count(*) FROM orders GROUP BY quantity "
+              "HAVING count(*) > 100 AND quantity < 8 ORDER BY 1"),
+    ("names", "SELECT quantity, count(*) FROM orders GROUP BY quantity ORDER BY count(*) DESC, "
+              "quantity LIMIT 3"),
+    ("names", "SELECT quantity, count(*) FROM orders GROUP BY quantity ORDER BY 2 DESC, 1 "
+              "LIMIT 5 OFFSET 2"),
+    ("names", "SELECT quantity FROM orders GROUP BY quantity"),
+    ("names", "SELECT quantity FROM orders GROUP BY quantity ORDER BY quantity DESC"),
+    ("names", "SELECT quantity, product_id FROM orders GROUP BY quantity, product_id "
+              "ORDER BY 1, 2"),
+    ("names", "SELECT customer_id FROM orders GROUP BY customer_id"),
+    ("names", "SELECT count(*) FROM orders GROUP BY quantity ORDER BY 1"),
+    ("names", "SELECT quantity, count(*) FROM orders GROUP BY quantity, quantity ORDER BY 1"),
+    ("names", "SELECT quantity AS a, quantity AS b, count(*) FROM orders GROUP BY quantity "
+              "ORDER BY a"),
+    # -- what PostgreSQL itself rejects ---------------------------------------------------
+    ("errors", "SELECT cout(*) FROM orders"),
+    ("errors", "SELCT count(*) FROM orders"),
+    ("errors", "SELECT count(*) FROM ordrs"),
+    ("errors", "SELECT count(*) FROM orders WHERE quantity = 'many'"),
+    ("errors", "SELECT count(*) FROM orders WHERE quantity > "),
+    ("errors", "SELECT sum(name) FROM customers"),
+    ("errors", "SELECT quantity, count(*) FROM orders"),
+    ("errors", "SELECT count(*) FROM orders GROUP BY 7"),
+    ("errors", "SELECT count(nosuchcolumn) FROM orders"),
+    ("errors", "SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.id"),
+    ("errors", "SELECT avg(order_date) FROM orders"),
+    ("errors", "SELECT count(*) FROM orders WHERE order_date > 5"),
+    # -- DP SQL workloads: joins, public tables, subqueries --------------------------------
+    ("joins", "SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id"),
+    ("joins", "SELECT count(*) FROM orders o JOIN products p ON o.product_id = p.product_id "
+              "WHERE p.category = 'Books'"),
+    ("joins", "SELECT p.category, count(*) FROM orders o JOIN products p "
+              "ON o.product_id = p.product_id GROUP BY p.category ORDER BY 1"),
+    ("joins", "SELECT p.category, sum(o.order_cost) AS revenue FROM orders o JOIN products p "
+              "ON o.product_id = p.product_id GROUP BY p.category ORDER BY revenue DESC, 1"),
+    ("joins", "SELECT p.category, avg(o.quantity) FROM orders o JOIN products p "
+              "ON o.product_id = p.product_id GROUP BY 1 ORDER BY 1"),
+    ("joins", "SELECT count(*) FROM orders o, customers c WHERE o.customer_id = c.customer_id "
+              "AND o.quantity > 5"),
+    ("joins", "SELECT count(*) FROM orders o JOIN recommendations r "
+              "ON o.customer_id = r.customer_id"),
+    ("joins", "SELECT count(*) FROM orders o1 JOIN orders o2 ON o1.customer_id = o2.customer_id"),
+    ("joins", "SELECT count(*) FROM orders o JOIN products p USING (product_id) "
+              "WHERE p.price > 50"),
+    ("joins", "SELECT count(*) FROM customers"),
+    ("joins", "SELECT count(*) FROM recommendations"),
+    ("joins", "SELECT count(DISTINCT product_id) FROM recommendations"),
+    ("joins", "SELECT count(*) FROM orders WHERE product_id IN "
+              "(SELECT product_id FROM products WHERE category = 'Garden')"),
+    ("joins", "SELECT count(*) FROM orders o LEFT JOIN customers c "
+              "ON o.customer_id = c.customer_id"),
+    ("joins", "SELECT count(*) FROM orders o CROSS JOIN products p"),
+    ("joins", "SELECT count(*) FROM (SELECT * FROM orders WHERE quantity > 2) AS s"),
+    ("joins", "WITH big AS (SELECT * FROM orders WHERE order_cost > 200) "
+              "SELECT count(*) FROM big"),
+    ("joins", "WITH t AS (SELECT count(*) AS n FROM orders) SELECT * FROM t"),
+    ("joins", "SELECT n FROM (SELECT count(*) AS n FROM orders) AS s"),
+    ("joins", "SELECT count(*) FROM orders UNION ALL SELECT count(*) FROM customers"),
+    ("joins", "SELECT count(*) FROM products"),
+    ("joins", "SELECT category, count(*), avg(price) FROM products GROUP BY category "
+              "ORDER BY 1"),
+    # -- rows and raw values: refused for privacy -----------------------------------------
+    ("rows", "SELECT * FROM orders"),
+    ("rows", "SELECT order_id, order_cost FROM orders LIMIT 10"),
+    ("rows", "SELECT name FROM customers WHERE customer_id = 42"),
+    ("rows", "SELECT DISTINCT quantity FROM orders"),
+    ("rows", "SELECT quantity, count(*) FROM orders GROUP BY quantity "
+             "ORDER BY count(*) DESC LIMIT 1"),
+    ("rows", "SELECT address, count(*) FROM customers GROUP BY address"),
+    ("rows", "SELECT sum(order_id) FROM orders"),
+    ("rows", "SELECT count(*) FROM orders WHERE order_id = (SELECT max(order_id) FROM orders)"),
+    ("rows", "SELECT min(order_cost), max(order_cost) FROM orders"),
+    ("rows", "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY order_cost) FROM orders"),
+    ("rows", "SELECT mode() WITHIN GROUP (ORDER BY quantity) FROM orders"),
+    # -- post-processing of released aggregates (SPEC §7) ---------------------------------
+    ("post", "SELECT (count(*)) FROM orders"),
+    ("post", "SELECT (sum(quantity)) FROM orders"),
+    ("post", "SELECT count(*) * 2 FROM orders"),
+    ("post", "SELECT count(*) * 100.0 / 7 FROM orders"),
+    ("post", "SELECT sum(quantity) / count(*) FROM orders"),
+    ("post", "SELECT 3 AS three, count(*) FROM orders"),
+    ("post", "SELECT 'total' AS label, count(*) FROM orders"),
+    ("post", "SELECT round(avg(order_cost), 2) FROM orders"),
+    ("post", "SELECT round(avg(quantity)) FROM orders"),
+    ("post", "SELECT count(*)::float8 FROM orders"),
+    ("post", "SELECT CAST(sum(order_cost) AS integer) FROM orders"),
+    ("post", "SELECT CASE WHEN count(*) > 1000 THEN 'many' ELSE 'few' END FROM orders"),
+    ("post", "SELECT quantity, count(*) * 100.0 / 5000 AS pct FROM orders GROUP BY quantity "
+             "ORDER BY 1"),
+    ("post", "SELECT quantity, count(*) FROM orders GROUP BY quantity "
+             "HAVING quantity * 1000 < 3000 ORDER BY 1"),
+    ("post", "SELECT quantity, count(*) FROM orders GROUP BY quantity "
+             "HAVING count(*) * 2 > 100 ORDER BY 1"),
+    ("post", "SELECT quantity, sum(order_cost) / count(*) AS mean FROM orders "
+             "GROUP BY quantity ORDER BY 1"),
+    ("post", "SELECT quantity, count(*) FROM orders GROUP BY quantity "
+             "ORDER BY count(*) * -1, 1"),
+    # -- derived aggregates ----------------------------------------------------------------
+    ("derived", "SELECT var_samp(quantity) FROM orders"),
+    ("derived", "SELECT var_pop(quantity) FROM orders"),
+    ("derived", "SELECT variance(order_cost) FROM orders"),
+    ("derived", "SELECT stddev(quantity) FROM orders"),
+    ("derived", "SELECT stddev_samp(order_cost) FROM orders WHERE quantity > 2"),
+    ("derived", "SELECT stddev_pop(quantity) FROM orders"),
+    ("derived", "SELECT sum(CASE WHEN quantity > 3 THEN 1 ELSE 0 END) FROM orders"),
+    ("derived", "SELECT count(*) FILTER (WHERE order_cost > 100) AS big, count(*) FROM orders"),
+    ("derived", "SELECT quantity, count(*) FILTER (WHERE order_cost > 100) FROM orders "
+                "GROUP BY quantity ORDER BY 1"),
+    ("derived", "SELECT sum(quantity) FILTER (WHERE order_date >= '2025-01-01') FROM orders"),
+    ("derived", "SELECT count(CASE WHEN quantity > 3 THEN 1 END) FROM orders"),
+    ("derived", "SELECT sum(quantity * 2) FROM orders"),
+    ("derived", "SELECT avg(quantity::numeric) FROM orders"),
+    ("derived", "SELECT count(DISTINCT product_id) FROM orders"),
+    ("derived", "SELECT count(DISTINCT quantity) FROM orders WHERE order_cost > 1000"),
+    # -- BI tools: Superset ---------------------------------------------------------------
+    ("superset", "SELECT date_trunc('month', order_date) AS __timestamp, count(*) AS count "
+                 "FROM public.orders GROUP BY date_trunc('month', order_date) "
+                 "ORDER BY count DESC LIMIT 10000"),
+    ("superset", "SELECT date_trunc('year', order_date) AS __timestamp, "
+                 "sum(order_cost) AS \"SUM(order_cost)\" FROM public.orders "
+                 "GROUP BY date_trunc('year', order_date) LIMIT 50000"),
+    ("superset", "SELECT quantity AS quantity, count(*) AS count FROM public.orders "
+                 "GROUP BY quantity ORDER BY count DESC LIMIT 100"),
+    ("superset", "SELECT count(*) AS count FROM public.orders LIMIT 50000"),
+    ("superset", "SELECT quantity AS quantity, sum(order_cost) AS \"SUM(order_cost)\" "
+                 "FROM public.orders WHERE order_date >= TO_DATE('2024-01-01', 'YYYY-MM-DD') "
+                 "GROUP BY quantity ORDER BY \"SUM(order_cost)\" DESC LIMIT 10000"),
+    ("superset", "SELECT product_id AS product_id, count(*) AS count FROM public.orders "
+                 "GROUP BY product_id ORDER BY count DESC, product_id LIMIT 10"),
+    ("superset", "SELECT avg(order_cost) AS \"AVG(order_cost)\" FROM public.orders "
+                 "WHERE quantity IN (1, 2) LIMIT 50000"),
+    ("superset", "SELECT DATE_TRUNC('week', order_date) AS __timestamp, count(*) AS count "
+                 "FROM public.orders GROUP BY DATE_TRUNC('week', order_date) LIMIT 10000"),
+    # -- BI tools: Metabase ---------------------------------------------------------------
+    ("metabase", "SELECT count(*) AS \"count\" FROM \"public\".\"orders\""),
+    ("metabase", "SELECT \"public\".\"orders\".\"quantity\" AS \"quantity\", count(*) AS "
+                 "\"count\" FROM \"public\".\"orders\" GROUP BY \"public\".\"orders\".\"quantity\" "
+                 "ORDER BY \"public\".\"orders\".\"quantity\" ASC"),
+    ("metabase", "SELECT sum(\"public\".\"orders\".\"order_cost\") AS \"sum\" "
+                 "FROM \"public\".\"orders\""),
+    ("metabase", "SELECT avg(\"public\".\"orders\".\"quantity\") AS \"avg\" "
+                 "FROM \"public\".\"orders\" WHERE \"public\".\"orders\".\"quantity\" > 1"),
+    ("metabase", "SELECT CAST(date_trunc('month', \"public\".\"orders\".\"order_date\") AS "
+                 "date) AS \"order_date\", count(*) AS \"count\" FROM \"public\".\"orders\" "
+                 "GROUP BY CAST(date_trunc('month', \"public\".\"orders\".\"order_date\") AS date)"
+                 " ORDER BY CAST(date_trunc('month', \"public\".\"orders\".\"order_date\") AS "
+                 "date) ASC"),
+    ("metabase", "SELECT \"public\".\"orders\".\"order_date\" AS \"order_date\", count(*) AS "
+                 "\"count\" FROM \"public\".\"orders\" GROUP BY "
+                 "\"public\".\"orders\".\"order_date\" "
+                 "ORDER BY \"public\".\"orders\".\"order_date\" ASC"),
+    ("metabase", "SELECT \"source\".\"count\" AS \"count\" FROM (SELECT count(*) AS \"count\" "
+                 "FROM \"public\".\"orders\") AS \"source\" LIMIT 1048575"),
+    ("metabase", "SELECT \"public\".\"orders\".\"product_id\" AS \"product_id\", "
+                 "sum(\"public\".\"orders\".\"quantity\") AS \"sum\" FROM \"public\".\"orders\" "
+                 "GROUP BY \"public\".\"orders\".\"product_id\" ORDER BY "
+                 "\"public\".\"orders\".\"product_id\" ASC"),
+    ("metabase", "SELECT count(distinct \"public\".\"orders\".\"customer_id\") AS \"count\" "
+                 "FROM \"public\".\"orders\""),
+    ("metabase", "SELECT extract(year from \"public\".\"orders\".\"order_date\") AS "
+                 "\"order_date\", count(*) AS \"count\" FROM \"public\".\"orders\" GROUP BY "
+                 "extract(year from \"public\".\"orders\".\"order_date\") ORDER BY "
+                 "extract(year from \"public\".\"orders\".\"order_date\") ASC"),
+    # -- BI tools: Grafana (macros expanded) ----------------------------------------------
+    ("grafana", "SELECT order_date AS \"time\", count(*) AS \"orders\" FROM orders "
+                "WHERE order_date BETWEEN '2024-01-01' AND '2024-12-31' GROUP BY 1 ORDER BY 1"),
+    ("grafana", "SELECT date_trunc('day', order_date) AS \"time\", count(*) FROM orders "
+                "GROUP BY 1 ORDER BY 1"),
+    ("grafana", "SELECT order_date AS \"time\", sum(order_cost) AS revenue FROM orders "
+                "WHERE order_date >= '2025-12-01' GROUP BY 1 ORDER BY 1"),
+    ("grafana", "SELECT floor(extract(epoch from order_date)/86400)*86400 AS \"time\", "
+                "count(*) FROM orders GROUP BY 1 ORDER BY 1"),
+    ("grafana", "SELECT order_date AS \"time\", quantity::text AS metric, count(*) "
+                "FROM orders GROUP BY 1, 2 ORDER BY 1"),
+    ("grafana", "SELECT order_date AS \"time\", avg(quantity) AS \"avg\" FROM orders "
+                "WHERE order_date BETWEEN '2025-01-01' AND '2025-01-31' GROUP BY 1 ORDER BY 1"),
+    # -- TPC-H style ------------------------------------------------------------------------
+    ("tpch", "SELECT quantity, sum(order_cost) AS sum_cost, avg(order_cost) AS avg_cost, "
+             "count(*) AS count_order FROM orders WHERE order_date <= DATE '2025-09-02' "
+             "GROUP BY quantity ORDER BY quantity"),
+    ("tpch", "SELECT sum(order_cost) AS revenue FROM orders WHERE order_date >= "
+             "DATE '2024-01-01' AND order_date < DATE '2025-01-01' AND quantity < 5"),
+    ("tpch", "SELECT p.category, sum(o.order_cost) AS revenue, count(*) AS orders "
+             "FROM orders o JOIN products p ON o.product_id = p.product_id "
+             "WHERE o.order_date >= DATE '2025-01-01' GROUP BY p.category "
+             "ORDER BY revenue DESC, 1"),
+    ("tpch", "SELECT sum(o.quantity) FROM orders o JOIN products p "
+             "ON o.product_id = p.product_id WHERE p.category IN ('Books', 'Garden')"),
+    ("tpch", "SELECT count(*) FROM orders WHERE order_date >= DATE '2024-10-01' "
+             "AND order_date < DATE '2024-10-01' + INTERVAL '3 month'"),
+    ("tpch", "SELECT quantity, count(*) AS order_count FROM orders WHERE order_date >= "
+             "DATE '2025-07-01' GROUP BY quantity ORDER BY quantity"),
+    ("tpch", "SELECT 100.00 * sum(CASE WHEN quantity > 5 THEN order_cost ELSE 0 END) / "
+             "sum(order_cost) AS promo_revenue FROM orders"),
+    ("tpch", "SELECT sum(order_cost) / 7.0 AS avg_yearly FROM orders WHERE quantity < 2"),
+    ("tpch", "SELECT extract(year FROM order_date) AS o_year, sum(order_cost) FROM orders "
+             "GROUP BY o_year ORDER BY o_year"),
+    ("tpch", "SELECT count(*) FROM customers c WHERE c.customer_id IN "
+             "(SELECT customer_id FROM orders)"),
+    # -- functions of releasable columns (SPEC §7) ----------------------------------------
+    ("buckets", "SELECT quantity % 3 AS r, count(*) FROM orders GROUP BY 1 ORDER BY 1"),
+    ("buckets", "SELECT CASE WHEN quantity < 5 THEN 'small' ELSE 'large' END AS size, "
+                "count(*) FROM orders GROUP BY 1 ORDER BY 1"),
+    ("buckets", "SELECT extract(month FROM order_date) AS m, count(*) FROM orders "
+                "GROUP BY 1 ORDER BY 1"),
+    ("buckets", "SELECT date_trunc('quarter', order_date)::date AS q, count(*) FROM orders "
+                "GROUP BY 1 ORDER BY 1"),
+    ("buckets", "SELECT to_char(order_date, 'YYYY-MM') AS month, count(*) FROM orders "
+                "GROUP BY 1 ORDER BY 1"),
+    # -- session and settings ---------------------------------------------------------------
+    ("session", "SHOW dp.epsilon"),
+    ("session", "SELECT 1"),
+    ("session", "SELECT now() IS NOT NULL"),
+    ("session", "SELECT current_user IS NOT NULL"),
+]
+
+
+def corpus() -> list[tuple[str, str]]:
+    """Every (group, SQL) of the corpus, in a stable order, without duplicates."""
+    queries = [("filters", f"SELECT {aggregate} FROM orders{where}")
+               for aggregate in _AGGREGATES for where in _FILTERS]
+    queries += [("histograms", f"SELECT {key}, {aggregate} FROM orders{where} "
+                               f"GROUP BY {key} ORDER BY {key}")
+                for key in _KEYS for aggregate in _KEYED_AGGREGATES for where in _KEYED_FILTERS]
+    queries += [("two keys", f"SELECT quantity, {key}, count(*) FROM orders{where} "
+                             f"GROUP BY quantity, {key} ORDER BY 1, 2")
+                for key in ("product_id", "order_date") for where in _KEYED_FILTERS]
+    queries += _HANDWRITTEN
+    seen: set[str] = set()
+    unique = []
+    for group, sql in queries:
+        if sql not in seen:
+            seen.add(sql)
+            unique.append((group, sql))
+    return unique

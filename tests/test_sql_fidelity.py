@@ -1,0 +1,132 @@
+"""Regression tests of issue 13: group keys without an aggregate, PostgreSQL's name scoping
+in GROUP BY / ORDER BY / HAVING, and PostgreSQL's own errors where PostgreSQL fails."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+from psycopg import errors
+
+from proxy.config import load_policy_file
+from proxy.demo import DEMO_POLICY_FILE
+from rewriter.calibrate import calibrate
+from rewriter.classify import classify
+from rewriter.explain import explain
+from rewriter.metrics import Metrics
+from rewriter.plan import PrivateAggregate
+from tests.conftest import RunningProxy, dpgate_cli
+from tests.test_leaks import fresh_analyst
+
+POLICY = load_policy_file(DEMO_POLICY_FILE)
+METRICS = Metrics(columns={
+    "public.orders": ("order_id", "customer_id", "product_id", "quantity", "order_cost",
+                      "order_date"),
+})
+
+
+def plan_of(sql: str) -> PrivateAggregate:
+    plan = classify(sql, POLICY, METRICS)[0].plan
+    assert isinstance(plan, PrivateAggregate), plan
+    return plan
+
+
+# -- group keys without an aggregate ----------------------------------------------------
+
+def test_group_keys_without_an_aggregate_list_the_domain_for_free():
+    plan = plan_of("SELECT quantity FROM orders GROUP BY quantity")
+    assert plan.parts == ()
+    assert "orders" not in plan.sql  # the domain only: no private row is read
+    calibration = calibrate(plan, 0.1, 1e-8)
+    assert (calibration.epsilon, calibration.delta) == (0.0, 0.0)
+
+
+def test_explain_of_group_keys_without_an_aggregate_charges_nothing():
+    report = explain("SELECT quantity, order_date FROM orders GROUP BY 1, 2", POLICY, METRICS,
+                     0.1, 1e-8)
+    assert report["supported"] and report["epsilon"] == 0.0
+    cli = dpgate_cli("explain", "SELECT quantity FROM orders GROUP BY quantity",
+                     "--policy", str(DEMO_POLICY_FILE))
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["epsilon"] == 0.0
+
+
+def test_keys_without_a_domain_are_released_by_key_selection_with_a_charge():
+    plan = plan_of("SELECT customer_id FROM orders GROUP BY customer_id")
+    assert plan.grouping is not None and plan.grouping.key_selection
+    assert calibrate(plan, 0.1, 1e-8).epsilon == 0.1
+
+
+def test_group_keys_without_an_aggregate_through_the_proxy(proxy: RunningProxy):
+    name = fresh_analyst(proxy)
+    with psycopg.connect(proxy.dsn(name, name), autocommit=True) as connection:
+        notices: list[str] = []
+        connection.add_notice_handler(lambda d: notices.append(d.message_primary))
+        rows = connection.execute("SELECT quantity FROM orders GROUP BY quantity").fetchall()
+        assert sorted(rows) == [(q,) for q in range(1, 11)]
+        assert "nothing charged" in notices[-1]
+        assert connection.execute("SHOW dp.budget").fetchone()[1] == 0
+
+
+# -- name scoping ------------------------------------------------------------------------
+
+def test_group_by_prefers_an_input_column_to_an_output_alias():
+    plan = plan_of("SELECT quantity AS product_id, count(*) FROM orders "
+                   "GROUP BY quantity, product_id")
+    assert plan.keys == 2
+    assert 'product_id AS "k1"' in plan.sql and 'quantity AS "k1"' not in plan.sql
+
+
+def test_group_by_an_alias_that_names_no_input_column():
+    plan = plan_of("SELECT quantity AS q, count(*) FROM orders GROUP BY q")
+    assert plan.keys == 1 and 'quantity AS "k0"' in plan.sql
+
+
+def test_order_by_prefers_the_output_name():
+    plan = plan_of("SELECT quantity AS product_id, count(*) AS n FROM orders "
+                   "GROUP BY quantity ORDER BY product_id DESC")
+    assert plan.post.order == ((0, True),)
+
+
+def test_having_sees_input_columns_not_output_names():
+    plan = plan_of("SELECT count(*) AS quantity FROM orders GROUP BY quantity "
+                   "HAVING quantity > 3")
+    hidden = [o for o in plan.outputs if o.hidden]
+    assert [(o.kind, o.name) for o in hidden] == [("key", "quantity")]
+    assert plan.post.having.left == plan.outputs.index(hidden[0])
+
+
+@pytest.mark.parametrize(("sql", "error", "words"), [
+    ("SELECT quantity AS q, count(*) FROM orders GROUP BY quantity HAVING q > 3",
+     errors.UndefinedColumn, 'column "q" does not exist'),
+    ("SELECT quantity, count(*) FROM orders GROUP BY quantity HAVING order_date = 1",
+     errors.UndefinedFunction, "operator does not exist: date = integer"),
+    ("SELECT cout(*) FROM orders", errors.UndefinedFunction, "function cout() does not exist"),
+    ("SELCT count(*) FROM orders", errors.SyntaxError, 'syntax error at or near "SELCT"'),
+    ("SELECT count(*) FROM orders GROUP BY 7", errors.InvalidColumnReference,
+     "GROUP BY position 7 is not in select list"),
+    ("SELECT quantity, count(*) FROM orders", errors.GroupingError,
+     'column "orders.quantity" must appear in the GROUP BY clause'),
+])
+def test_what_postgresql_rejects_gets_postgresqls_error_and_costs_nothing(
+        proxy: RunningProxy, sql: str, error: type, words: str):
+    name = fresh_analyst(proxy)
+    with psycopg.connect(proxy.dsn(name, name), autocommit=True) as connection:
+        with pytest.raises(error) as raised:
+            connection.execute(sql)
+        assert words in str(raised.value)
+        assert connection.execute("SHOW dp.budget").fetchone()[1] == 0
+
+
+def test_postgresqls_error_points_into_the_statement_of_a_query_string(proxy: RunningProxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        with pytest.raises(errors.UndefinedColumn) as raised:
+            connection.execute("SELECT 1; SELECT count(nosuch) FROM orders")
+        assert raised.value.diag.statement_position == "24"  # 1-based, in the whole string
+
+
+def test_dpgate_refusals_stay_where_postgresql_would_answer(proxy: RunningProxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        with pytest.raises(errors.InsufficientPrivilege):
+            connection.execute("SELECT order_id FROM orders")
