@@ -190,6 +190,13 @@ class BackendConnection:
             if result is not None:
                 await result
 
+    @property
+    def alive(self) -> bool:
+        """False once PostgreSQL closed the connection or said anything unasked (the FATAL
+        of a terminated backend): an idle connection has nothing to read."""
+        return not (self.writer.is_closing() or self.reader.at_eof()
+                    or len(self.reader._buffer))  # noqa: SLF001 - asyncio has no peek
+
     async def fetch(self, sql: str, parameters: Parameters | None = None) -> Rows:
         """Run one statement and return its rows in text format; raise BackendError.
 
@@ -302,7 +309,12 @@ class BackendPool:
     async def connection(self) -> AsyncIterator[BackendConnection]:
         """Lend a connection; it goes back to the pool unless it broke."""
         async with self._slots:
-            connection = self._idle.get_nowait() if not self._idle.empty() else None
+            connection = None
+            while connection is None and not self._idle.empty():
+                connection = self._idle.get_nowait()
+                if not connection.alive:  # terminated or restarted since it was idle
+                    connection.close()
+                    connection = None
             if connection is None:
                 connection = await BackendConnection.connect(self.endpoint, **self.options)
             try:

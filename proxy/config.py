@@ -36,6 +36,19 @@ class ServerSettings:
     # With a certificate configured, refuse password authentication over plain TCP (28000).
     # Without one it has no effect: every connection is then plain TCP.
     require_tls_for_password: bool = True
+    # Sessions at once, in all and per analyst (53300 beyond). Each session holds one relay
+    # connection to PostgreSQL: keep max_clients below PostgreSQL's max_connections minus
+    # backend.pool_size, and max_clients_per_analyst well below max_clients, so that one
+    # analyst's flood leaves room for the others to log in.
+    max_clients: int = 64
+    max_clients_per_analyst: int = 16
+    # What one statement may ask of the analysis (limits.py): characters (54000), nesting
+    # of parentheses (54001), and seconds of analysis before it is abandoned (54000).
+    max_statement_size: int = 128 * 1024
+    max_nesting: int = 200
+    analysis_timeout: float = 5.0
+    # Bytes of statement text the plan cache may hold (least recently used go first).
+    plan_cache_bytes: int = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -97,6 +110,13 @@ class Config:
         server = self.server
         if bool(server.tls_cert) != bool(server.tls_key):
             raise ValueError("server.tls_cert and server.tls_key must be set together")
+        if not 0 < server.max_clients_per_analyst <= server.max_clients:
+            raise ValueError("server.max_clients_per_analyst must be between 1 and "
+                             "server.max_clients")
+        if server.max_statement_size <= 0 or server.max_nesting <= 0 or \
+                server.analysis_timeout <= 0:
+            raise ValueError("server.max_statement_size, max_nesting and analysis_timeout "
+                             "must be positive")
         if server.idle_timeout < 0 or server.shutdown_grace < 0 or server.auth_timeout <= 0:
             raise ValueError("server.idle_timeout and server.shutdown_grace must be >= 0, "
                              "server.auth_timeout > 0")

@@ -91,6 +91,8 @@ class ExtendedProtocol:
         if self.skipping:
             return
         try:
+            if not self.forwarded and not self.pending:  # between batches: a fresh relay
+                await self.session.ensure_relay()
             await self._handlers[kind](payload)
         except _Skipped:
             pass

@@ -11,9 +11,10 @@ import logging
 import secrets
 import ssl
 import struct
+from collections import Counter
 from dataclasses import dataclass, field
 
-from accounting import Ledger
+from accounting import Analyst, Ledger
 from mechanisms.random_source import RandomSource, SecureRandomSource
 
 from . import wire
@@ -29,6 +30,7 @@ from .plan_check import PlanChecker
 from .session import Session
 from .startup import INVALID_AUTHORIZATION, CancelRequest, FatalError, negotiate
 from .tls import ServerTls
+from .workers import Workers
 
 log = logging.getLogger("dpgate.server")
 
@@ -39,6 +41,7 @@ CANNOT_CONNECT = "08006"
 FEATURE_NOT_SUPPORTED = "0A000"
 QUERY_CANCELED = "57014"
 ADMIN_SHUTDOWN = "57P01"
+TOO_MANY_CONNECTIONS = "53300"
 IDLE_SESSION_TIMEOUT = "57P05"
 EXTENDED_PROTOCOL = frozenset({b"P", b"B", b"D", b"E", b"C", b"S", b"H"})
 # CopyData, CopyDone, CopyFail outside a COPY: ignored, as PostgreSQL does.
@@ -62,12 +65,15 @@ class Proxy:
         self.pool = BackendPool(self.reader_endpoint, self.config.backend.pool_size,
                                 self.config.backend.private_statement_timeout)
         self.knowledge = Knowledge(self.ledger)
-        self.plans = PlanCache()
+        self.plans = PlanCache(max_bytes=self.config.server.plan_cache_bytes)
         self.checker = PlanChecker(self.config.policy)
+        self.workers = Workers()
         server = self.config.server
         self.tls = ServerTls.load(server.tls_cert, server.tls_key) if server.tls_cert else None
         # Every client's task and the stream it reads from.
         self.clients: dict[asyncio.Task, ClientReader] = {}
+        # Sessions per analyst, counted from admission (before the relay connects).
+        self.admitted: Counter[str] = Counter()
         self.stopping = False
 
     async def start(self) -> asyncio.Server:
@@ -93,6 +99,7 @@ class Proxy:
             task.cancel()
         await asyncio.gather(*self.clients, return_exceptions=True)
         self.pool.close()
+        self.workers.close()
 
     async def _accept(self, reader: ClientReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -145,7 +152,28 @@ class Proxy:
             await self._serve(session, reader, writer)
         finally:
             self.sessions.pop(key, None)
+            self._leave(session.analyst.name)
             session.relay.close()
+
+    def _admit(self, analyst: str) -> None:
+        """Take a session slot, or refuse beyond server.max_clients or beyond the analyst's
+        share: one analyst's flood must leave room for the others to log in."""
+        settings = self.config.server
+        if sum(self.admitted.values()) >= settings.max_clients:
+            raise FatalError(TOO_MANY_CONNECTIONS, "sorry, too many clients already",
+                             hint=f"dpgate serves at most {settings.max_clients} sessions "
+                             "(server.max_clients).")
+        if self.admitted[analyst] >= settings.max_clients_per_analyst:
+            raise FatalError(TOO_MANY_CONNECTIONS, f'too many connections for analyst '
+                             f'"{analyst}"', hint=f"Each analyst may open at most "
+                             f"{settings.max_clients_per_analyst} sessions "
+                             "(server.max_clients_per_analyst); close some first.")
+        self.admitted[analyst] += 1
+
+    def _leave(self, analyst: str) -> None:
+        self.admitted[analyst] -= 1
+        if not self.admitted[analyst]:
+            del self.admitted[analyst]
 
     async def _startup(
         self, reader: ClientReader, writer: asyncio.StreamWriter
@@ -177,21 +205,39 @@ class Proxy:
                 INVALID_PASSWORD, f'password authentication failed for user "{user}"',
                 severity="FATAL"))
             return None
+        self._admit(analyst.name)
+        try:
+            return await self._open_session(analyst, params, writer)
+        except BaseException:
+            self._leave(analyst.name)
+            raise
+
+    async def _open_session(self, analyst: Analyst, params: dict[str, str],
+                            writer: asyncio.StreamWriter) -> tuple[Session, tuple[int, int]]:
+        """The relay connection and the session of an authenticated, admitted analyst."""
         options = {"application_name": params.get("application_name", "") or "dpgate"}
         for name in ("client_encoding", "DateStyle", "TimeZone", "search_path"):
             if name in params:
                 options[name] = params[name]
         try:
             relay = await BackendConnection.connect(self.relay_endpoint, **options)
-        except (OSError, BackendError) as error:
+        except BackendError as error:
+            log.error("the backend refused a relay connection: %s", error)
+            if error.sqlstate == TOO_MANY_CONNECTIONS:  # PostgreSQL's own slots are full
+                raise FatalError(TOO_MANY_CONNECTIONS, "the database behind dpgate has no "
+                                 "connection slot left", hint="Try again later; the data "
+                                 "owner can lower server.max_clients.") from None
+            raise FatalError(CANNOT_CONNECT, "dpgate cannot reach its database") from None
+        except OSError as error:
             log.error("cannot connect to the backend: %s", error)
-            writer.write(wire.error_response(CANNOT_CONNECT, "dpgate cannot reach its database",
-                                             severity="FATAL"))
-            return None
+            raise FatalError(CANNOT_CONNECT, "dpgate cannot reach its database") from None
         key = (secrets.randbits(31), secrets.randbits(31))
         session = Session(analyst=analyst, config=self.config, ledger=self.ledger, relay=relay,
                           pool=self.pool, rng=self.rng, send=writer.write,
-                          knowledge=self.knowledge, plans=self.plans, checker=self.checker)
+                          knowledge=self.knowledge, plans=self.plans, checker=self.checker,
+                          workers=self.workers,
+                          reconnect=lambda: BackendConnection.connect(self.relay_endpoint,
+                                                                      **options))
         for name, value in relay.parameters.items():
             writer.write(wire.parameter_status(name, value))
         writer.write(wire.backend_key_data(*key))

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from accounting import (
     Analyst,
@@ -36,16 +38,30 @@ from . import wire
 from .backend import BackendConnection, BackendError, BackendPool, Described, Parameters
 from .config import Config
 from .knowledge import Knowledge
+from .limits import (
+    INLINE_ANALYSIS_SIZE,
+    PROGRAM_LIMIT_EXCEEDED,
+    STATEMENT_TOO_COMPLEX,
+    TooMuchWork,
+    check_statement,
+)
 from .plan_cache import PlanCache, calibrate_cached
 from .plan_check import PlanChecker
 from .release import Release, release, result_columns
+from .workers import Workers
 
 log = logging.getLogger("dpgate.session")
+T = TypeVar("T")
 
 _MULTIPLE_COMMANDS = "cannot insert multiple commands into a prepared statement"
 UNDEFINED_FUNCTION = "42883"
 _DPGATE_FUNCTIONS = ("function median(",)
 BUDGET_EXHAUSTED = "53400"
+DISK_FULL = "53100"
+CONNECTION_FAILURE = "08006"
+IO_ERROR = "58030"
+# Answers with more rows than this are noised on a worker thread.
+INLINE_RELEASE_ROWS = 64
 DATA_EXCEPTION = "22000"
 # SHOW dp.budget
 BUDGET_COLUMNS = [(name, wire.FLOAT8_OID) for name in (
@@ -109,6 +125,9 @@ class Session:
     knowledge: Knowledge
     plans: PlanCache
     checker: PlanChecker
+    workers: Workers
+    # Opens a new relay connection with the session's startup settings.
+    reconnect: Callable[[], Awaitable[BackendConnection]]
     settings: dict[str, str] = field(default_factory=dict)
     running: BackendConnection | None = None
     # Told when DEALLOCATE (a name, or None for all) or DISCARD ALL ran on the backend.
@@ -162,13 +181,33 @@ class Session:
             if cached is not None:
                 return cached
             try:
-                statements = classify(sql, self.config.policy, knowledge.metrics)
+                statements = await self._analyse(sql)
             except MissingMetrics as missing:
                 await self._learn(missing.columns)
                 continue
             self.plans.put(key, statements)
             return statements
         raise StatementError(DATA_EXCEPTION, "dpgate could not measure the join metrics")
+
+    async def _analyse(self, sql: str) -> list[Statement]:
+        """classify(), within the limits of limits.py; a long text on a worker thread."""
+        server = self.config.server
+        try:
+            check_statement(sql, server.max_statement_size, server.max_nesting)
+            arguments = (sql, self.config.policy, self.knowledge.metrics)
+            if len(sql) <= INLINE_ANALYSIS_SIZE:
+                return classify(*arguments)
+            async with asyncio.timeout(server.analysis_timeout):
+                return await self.workers.cpu(classify, *arguments)
+        except TooMuchWork as limit:
+            raise StatementError(limit.sqlstate, limit.message, limit.hint) from None
+        except RecursionError:
+            raise StatementError(STATEMENT_TOO_COMPLEX, "statement is too complex for dpgate "
+                                 "to analyse", hint="Split it or simplify it.") from None
+        except TimeoutError:
+            raise StatementError(PROGRAM_LIMIT_EXCEEDED, "dpgate gave up analysing the "
+                                 f"statement after {server.analysis_timeout:g} s",
+                                 hint="Ask a shorter or simpler statement.") from None
 
     async def _learn(self, columns: tuple[ColumnKey, ...] = ()) -> None:
         """Load the column names (once per process) and measure maxFreq of `columns`."""
@@ -229,11 +268,17 @@ class Session:
                                      ) from None
 
     async def _relay(self, plan: Relay) -> None:
+        await self.ensure_relay()
         self.running = self.relay
         try:
             ok = await self.relay.relay(
                 wire.message(b"Q", plan.text.encode() + b"\0"), self._forward
             )
+        except (OSError, asyncio.IncompleteReadError):
+            self.relay.status = b"I"
+            raise StatementError(CONNECTION_FAILURE, "the connection to the database was lost "
+                                 "while the statement ran", hint="Ask again: dpgate "
+                                 "reconnects. Settings made with SET are reset.") from None
         finally:
             self.running = None
         if not ok:
@@ -262,6 +307,43 @@ class Session:
             self.settings[plan.name] = value
         self.send(wire.command_complete("RESET" if plan.value is None else "SET"))
 
+    async def ensure_relay(self) -> None:
+        """Reconnect the relay connection if PostgreSQL closed it (a restart, a terminated
+        backend) while it was idle. Inside a transaction that transaction is gone, which
+        the client is told; outside one the statement goes on, on the new connection."""
+        if self.relay.alive:
+            return
+        in_transaction = self.relay.status != b"I"
+        self.relay.close()
+        try:
+            self.relay = await self.reconnect()
+        except (OSError, asyncio.IncompleteReadError, BackendError) as error:
+            self.relay.status = b"I"
+            code = getattr(error, "sqlstate", CONNECTION_FAILURE)
+            raise StatementError(code, "dpgate cannot reach its database at the moment",
+                                 hint="Ask again in a moment.") from None
+        self.forget_prepared(None)
+        self.send(wire.notice_response("dpgate: the connection to the database was renewed; "
+                                       "settings made with SET are reset"))
+        if in_transaction:
+            raise StatementError(CONNECTION_FAILURE, "the connection to the database was lost "
+                                 "and the open transaction with it")
+
+    async def _ledger(self, pool: Callable[..., Awaitable[T]], call: Callable[..., T],
+                      *args: object) -> T:
+        """A ledger call on its worker pool; a storage failure is this statement's error
+        (nothing is released without its charge), never the end of the session."""
+        try:
+            return await pool(call, *args)
+        except sqlite3.Error as error:
+            log.error("privacy ledger failure: %s", error)
+            full = "full" in str(error).lower()
+            raise StatementError(
+                DISK_FULL if full else IO_ERROR,
+                "the privacy ledger " + ("is out of disk space" if full else
+                                         "could not be read or written") +
+                "; nothing was released", hint="Tell the data owner.") from None
+
     def _check_range(self, name: str, value: str) -> None:
         """ε and δ within the data owner's floor and ceiling (a zero δ stays allowed: it
         refuses every query that needs one)."""
@@ -285,7 +367,8 @@ class Session:
                      "dp.mechanism": self.mechanism}[plan.name]
             return Answer([(plan.name, wire.TEXT_OID)], [[value]], "SHOW")
         if plan.name == "dp.budget":
-            budget = await asyncio.to_thread(self.ledger.budget, self.analyst.name)
+            budget = await self._ledger(self.workers.ledger_read, self.ledger.budget,
+                                        self.analyst.name)
             values = [budget.epsilon_total, budget.epsilon_spent, budget.epsilon_left,
                       budget.delta_total, budget.delta_spent, budget.queries]
             return Answer(BUDGET_COLUMNS, [[repr(v) for v in values]], "SHOW")
@@ -385,7 +468,9 @@ class Session:
         """Charge, run and noise one private aggregate (or return its stored answer)."""
         epsilon, delta, mechanism = self.epsilon, self.delta, self.mechanism
         try:
-            calibration = calibrate_cached(plan, epsilon, delta, mechanism)
+            # The first calibration of a join scans the smooth sensitivity: not on the loop.
+            calibration = await self.workers.cpu(calibrate_cached, plan, epsilon, delta,
+                                                 mechanism)
         except Refusal as refusal:
             raise StatementError(refusal.sqlstate, refusal.message, refusal.hint) from None
         bound = _parameters_text(parameters)
@@ -404,7 +489,8 @@ class Session:
                 sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
             )
             try:
-                outcome = await asyncio.to_thread(self.ledger.charge_or_repeat, request)
+                outcome = await self._ledger(self.workers.ledger_write,
+                                             self.ledger.charge_or_repeat, request)
             except BudgetExceeded as exceeded:
                 raise StatementError(BUDGET_EXHAUSTED, str(exceeded),
                                      hint="Ask the data owner for more budget, or lower "
@@ -428,7 +514,8 @@ class Session:
         except (BackendError, OSError, asyncio.IncompleteReadError) as error:
             log.warning("private query failed after its charge (%s): %.200s",
                         getattr(error, "sqlstate", type(error).__name__), sql)
-            await asyncio.to_thread(self.ledger.record_failure, charged.charge_id, "failed")
+            await self._ledger(self.workers.ledger_write, self.ledger.record_failure,
+                               charged.charge_id, "failed")
             # The failure may depend on the rows, so neither its detail nor a refund.
             raise StatementError(
                 DATA_EXCEPTION,
@@ -437,9 +524,13 @@ class Session:
             ) from None
         finally:
             self.running = None
-        answer = release(plan, calibration, shape.key_types, result.rows, charged.shift,
-                         self.config.privacy, self.rng, shape.columns)
-        await asyncio.to_thread(self.ledger.record_answer, charged.charge_id, answer.rows)
+        arguments = (plan, calibration, shape.key_types, result.rows, charged.shift,
+                     self.config.privacy, self.rng, shape.columns)
+        # Noise for a large histogram, or the exponential mechanism's sampling, takes long.
+        large = len(result.rows) > INLINE_RELEASE_ROWS or any(p.choice for p in plan.parts)
+        answer = await self.workers.cpu(release, *arguments) if large else release(*arguments)
+        await self._ledger(self.workers.ledger_write, self.ledger.record_answer,
+                           charged.charge_id, answer.rows)
         return answer.rows, answer_notice(plan, calibration, answer, charged.budget,
                                           self.config.privacy.confidence)
 
