@@ -20,6 +20,7 @@ from accounting import (
 from mechanisms.random_source import RandomSource
 from rewriter.calibrate import MECHANISMS, Calibration
 from rewriter.classify import Statement, classify
+from rewriter.computed import with_rows
 from rewriter.errors import INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT, Refusal
 from rewriter.metrics import ColumnKey, MissingMetrics
 from rewriter.plan import (
@@ -332,7 +333,14 @@ class Session:
         columns = result_columns(plan, key_types)
         if written is not None and len(written.columns) == len(columns):
             columns = written.columns
-        return Shape(described.parameters, key_types, columns)
+        released: list[tuple[str, int]] = []
+        if plan.probe_sql is not None:
+            released = (await backend.describe(plan.probe_sql, types)).columns
+            names = await backend.fetch("SELECT " + ", ".join(
+                f"format_type({type_oid}, NULL)" for _, type_oid in released))
+            released = [(name.decode() if name else "text", type_oid) for name, (_, type_oid)
+                        in zip(names.rows[0], released, strict=True)]
+        return Shape(described.parameters, key_types, columns, released)
 
     @staticmethod
     async def _describe(backend: BackendConnection, plan: PrivateAggregate,
@@ -398,10 +406,31 @@ class Session:
         finally:
             self.running = None
         answer = release(plan, calibration, shape.key_types, result.rows, charged.shift,
-                         self.config.privacy, self.rng, shape.columns)
-        await asyncio.to_thread(self.ledger.record_answer, charged.charge_id, answer.rows)
-        return answer.rows, answer_notice(plan, calibration, answer, charged.budget,
-                                          self.config.privacy.confidence)
+                         self.config.privacy, self.rng,
+                         shape.released if plan.post_sql else shape.columns)
+        rows = answer.rows
+        if plan.post_sql is not None:
+            rows = await self._computed(backend, plan, shape, rows, parameters, charged)
+        await asyncio.to_thread(self.ledger.record_answer, charged.charge_id, rows)
+        return rows, answer_notice(plan, calibration, answer, charged.budget,
+                                   self.config.privacy.confidence)
+
+    async def _computed(self, backend: BackendConnection, plan: PrivateAggregate, shape: Shape,
+                        released: list[list[str | None]], parameters: Parameters | None,
+                        charged: Charged) -> list[list[str | None]]:
+        """The statement's expressions over the released values only (post-processing).
+
+        Its failure (a noisy count of 0 as a divisor) depends on released values only, so
+        PostgreSQL's own error is reported; the charge stays, as the values were drawn.
+        """
+        assert plan.post_sql is not None
+        sql = with_rows(plan.post_sql, released, [name for name, _ in shape.released])
+        try:
+            result = await backend.fetch(sql, parameters)
+        except BackendError as error:
+            await asyncio.to_thread(self.ledger.record_failure, charged.charge_id, "failed")
+            raise _backend_error(error, 0) from None
+        return [[None if v is None else v.decode() for v in row] for row in result.rows]
 
 
 def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Release,
@@ -469,6 +498,8 @@ class Shape:
     parameters: list[int]
     key_types: list[int]
     columns: list[tuple[str, int]]
+    # For a plan with post_sql: every output's (PostgreSQL type name, type OID).
+    released: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

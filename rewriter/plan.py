@@ -75,7 +75,7 @@ class OutputColumn:
     """
 
     name: str
-    kind: str  # "key", "noisy" or "choice"
+    kind: str  # "key", "noisy", "choice" or "computed" (by post_sql)
     # count, count_distinct, sum, avg; for a choice: mode, min, max, percentile_cont,
     # percentile_disc (median is percentile_cont)
     aggregate: str | None
@@ -150,6 +150,10 @@ class PrivateAggregate:
     fingerprint_text: str
     tables: tuple[str, ...]
     postgres_sql: bool = True
+    # Expressions over released values (computed.py): the answer is `post_sql` run over
+    # the released outputs; `probe_sql` is described for each output's type.
+    post_sql: str | None = None
+    probe_sql: str | None = None
 
     @property
     def visible(self) -> tuple[OutputColumn, ...]:

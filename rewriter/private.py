@@ -9,13 +9,14 @@ selection) and HAVING, ORDER BY and LIMIT, which the proxy applies after noise.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
 from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 
 from .choice import ChoiceSpec, choice_spec
+from .computed import placeholder, post_sql, probe_sql, substitute
 from .elastic import constant, multiply
 from .errors import (
     INVALID_COLUMN_REFERENCE,
@@ -82,11 +83,20 @@ class _Planner:
     def plan(self) -> PrivateAggregate:
         self.relation, _ = self.analyzer.select_relation(self.tree, {})
         self._group_keys()
+        computed = []
         for index, projection in enumerate(self.tree.expressions):
-            self.outputs.append(self._output(projection, index))
-        post = self._post_process()
+            output = self._output(projection, index)
+            if output is None:
+                computed.append(index)
+                output = OutputColumn(_name_of(projection), "computed", None, ())
+            self.outputs.append(output)
+        post, computed_post = self._post_or_none(bool(computed))
         refuse_missing(self.analyzer)
         if self.choices:
+            if computed_post:
+                raise unsupported("MIN, MAX, percentiles and mode cannot be combined with "
+                                  "expressions over released values",
+                                  hint="Ask them in a statement of their own.")
             return self._choice_plan(post)
         if self._most_frequent_group(post):
             return self._most_frequent_plan()
@@ -94,8 +104,78 @@ class _Planner:
         noisy_parts = tuple(self._noisy_part(part) for part in self.parts)
         key_specs = [KeySpec(column, domain) for (_, column), domain in
                      zip(self.keys, domains, strict=True)]
-        return self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping),
+        plan = self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping),
                              len(self.keys), noisy_parts, post, grouping)
+        if computed_post is None:
+            return plan
+        return replace(plan, post_sql=computed_post, probe_sql=probe_sql(
+            self.tree, [self._source(o) for o in self.outputs],
+            [column for _, column in self.keys]))
+
+    # -- expressions over released values (computed.py) ------------------------------
+
+    def _post_or_none(self, computed: bool) -> tuple[PostProcess, str | None]:
+        """HAVING, ORDER BY and LIMIT applied by the proxy, or (when an output or one of
+        them is an expression over released values) the SQL that computes the answer."""
+        if not computed:
+            outputs, parts = len(self.outputs), len(self.parts)
+            try:
+                return self._post_process(), None
+            except Refusal:  # an expression: computed below, or refused there
+                del self.outputs[outputs:], self.parts[parts:]
+        visible = self.outputs[:len(self.tree.expressions)]
+        projections = [exp.alias_(self._substitute(_unalias(p)) if o.kind == "computed"
+                                  else placeholder(i), o.name, quoted=True)
+                       for i, (p, o) in enumerate(zip(self.tree.expressions, visible,
+                                                      strict=True))]
+        having = self.tree.args.get("having")
+        order = self.tree.args.get("order")
+        sql = post_sql(self.tree, projections,
+                       self._substitute(having.this) if having is not None else None,
+                       [self._post_order(item) for item in order.expressions] if order else [])
+        if not self.parts and not self.keys:
+            raise policy_refusal(f"{ONLY_AGGREGATES}: this statement has no aggregate and "
+                                 "would return one row per private row",
+                                 hint="Ask for an aggregate such as count(*).",
+                                 position=position_of(self.tree, self.offset))
+        return PostProcess(), sql
+
+    def _substitute(self, node: exp.Expression) -> exp.Expression:
+        return substitute(node, self._hidden_aggregate, self._hidden_key, self.offset)
+
+    def _hidden_aggregate(self, node: exp.Expression) -> int:
+        self.outputs.append(self._aggregate(node, _default_name(node), True,
+                                            position_of(node, self.offset)))
+        return len(self.outputs) - 1
+
+    def _hidden_key(self, column: exp.Column) -> int:
+        output = self._output(column, len(self.outputs), hidden=True)
+        assert output is not None
+        self.outputs.append(output)
+        return len(self.outputs) - 1
+
+    def _post_order(self, item: exp.Ordered) -> exp.Ordered:
+        """An ORDER BY item over the released rows: a position, an output's name (which
+        PostgreSQL looks up before input columns) as its position, or an expression."""
+        ordered = item.copy()
+        node = item.this
+        if isinstance(node, exp.Column) and not node.table:
+            named = [i for i, o in enumerate(self.outputs[:len(self.tree.expressions)])
+                     if o.name == node.name]
+            if named:
+                ordered.set("this", exp.Literal.number(named[0] + 1))
+                return ordered
+        if not (isinstance(node, exp.Literal) and not node.is_string):
+            ordered.set("this", self._substitute(node))
+        return ordered
+
+    def _source(self, output: OutputColumn) -> exp.Expression:
+        """An output as the statement asks for it, for PostgreSQL's type of it."""
+        if output.kind == "key":
+            return self.keys[output.parts[0]][1]
+        if output.kind == "computed":
+            return exp.cast(exp.Null(), "text")
+        return self.parts[output.parts[0]].node
 
     # -- group keys ------------------------------------------------------------------
 
@@ -154,7 +234,9 @@ class _Planner:
     # -- released columns ------------------------------------------------------------
 
     def _output(self, projection: exp.Expression, index: int, hidden: bool = False
-                ) -> OutputColumn:
+                ) -> OutputColumn | None:
+        """The output of a bare key, aggregate or choice; None for an expression that is
+        computed from released values (a visible one only)."""
         inner = _unalias(projection)
         position = position_of(projection, self.offset)
         name = projection.alias if isinstance(projection, exp.Alias) else _default_name(inner)
@@ -182,9 +264,11 @@ class _Planner:
                 f"{inner.sql_name()} is not supported: dpgate answers COUNT, "
                 "COUNT(DISTINCT), SUM, AVG, MIN, MAX, median, percentile_cont, "
                 "percentile_disc and mode", position=position)
+        if not hidden:
+            return None  # computed from released values: see _computed
         if inner.find(exp.AggFunc):
             raise unsupported(
-                "arithmetic on a released aggregate is not supported",
+                "arithmetic on a released aggregate is not supported here",
                 hint="Select the aggregates themselves and compute with them in the client: "
                 "it costs no privacy.", position=position)
         raise policy_refusal(
@@ -506,6 +590,12 @@ def _unparen(node: exp.Expression) -> exp.Expression:
 
 def _same_name(a: exp.Column, b: exp.Column) -> bool:
     return a.name.lower() == b.name.lower()
+
+
+def _name_of(projection: exp.Expression) -> str:
+    if isinstance(projection, exp.Alias):
+        return projection.alias
+    return _default_name(projection)
 
 
 def _default_name(node: exp.Expression) -> str:
