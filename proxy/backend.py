@@ -290,8 +290,11 @@ async def _open(endpoint: Endpoint) -> tuple[asyncio.StreamReader, asyncio.Strea
 class BackendPool:
     """A few reusable connections for private aggregates (run as the reader role)."""
 
-    def __init__(self, endpoint: Endpoint, size: int):
+    def __init__(self, endpoint: Endpoint, size: int, statement_timeout: float = 0):
         self.endpoint = endpoint
+        # Startup settings of every connection (PostgreSQL takes any setting there).
+        self.options = {"application_name": "dpgate-private",
+                        "statement_timeout": f"{round(statement_timeout * 1000)}"}
         self._idle: asyncio.LifoQueue[BackendConnection] = asyncio.LifoQueue()
         self._slots = asyncio.Semaphore(size)
 
@@ -301,9 +304,7 @@ class BackendPool:
         async with self._slots:
             connection = self._idle.get_nowait() if not self._idle.empty() else None
             if connection is None:
-                connection = await BackendConnection.connect(
-                    self.endpoint, application_name="dpgate-private"
-                )
+                connection = await BackendConnection.connect(self.endpoint, **self.options)
             try:
                 yield connection
             except (OSError, EOFError, wire.ProtocolError, asyncio.CancelledError):

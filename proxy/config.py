@@ -46,6 +46,10 @@ class BackendSettings:
     # private tables. Empty: use `dsn` (weaker, the classifier is then the only guard).
     relay_dsn: str = ""
     pool_size: int = 4
+    # Seconds a private aggregate may run on the backend (PostgreSQL's statement_timeout
+    # on the reader connections): bounds how long a data-dependent plan can take, so
+    # timing differences stay within it. Expiry is the generic 22000, charged.
+    private_statement_timeout: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,14 @@ class PrivacySettings:
     # Noise of a session that does not SET dp.mechanism: shifted_laplace (seed 000, the
     # default), laplace (no shift) or gaussian (costs delta; no private joins).
     default_mechanism: str = "shifted_laplace"
+    # The ε a session may SET per query. Below the floor each exact bit of a failed
+    # defence would cost next to nothing, and calibration work grows as 1/ε.
+    min_epsilon: float = 1e-3
+    max_epsilon: float = 10.0
+    # The δ a session may SET: below the floor the smooth-sensitivity scan grows as
+    # ln(1/δ); above the ceiling a release may fail to be private with that probability.
+    min_delta: float = 1e-20
+    max_delta: float = 1e-3
     # Budget of `dpgate user add` when --epsilon is not given.
     default_budget: float = 1.0
     # Seed 000's per-analyst location μ_u is drawn once from this interval, in units of
@@ -88,19 +100,23 @@ class Config:
         if server.idle_timeout < 0 or server.shutdown_grace < 0 or server.auth_timeout <= 0:
             raise ValueError("server.idle_timeout and server.shutdown_grace must be >= 0, "
                              "server.auth_timeout > 0")
+        if not self.backend.private_statement_timeout > 0:
+            raise ValueError("backend.private_statement_timeout must be positive")
         privacy = self.privacy
         if privacy.shift_unit not in ("scale", "absolute"):
             raise ValueError("privacy.shift_unit must be 'scale' or 'absolute'")
         low, high = privacy.shift_interval
         if low > high:
             raise ValueError("privacy.shift_interval must be [low, high] with low <= high")
-        if not 0 < privacy.default_epsilon:
-            raise ValueError("privacy.default_epsilon must be positive")
+        if not 0 < privacy.min_epsilon <= privacy.default_epsilon <= privacy.max_epsilon:
+            raise ValueError("privacy.default_epsilon must lie in [privacy.min_epsilon, "
+                             "privacy.max_epsilon], and min_epsilon must be positive")
+        if not 0 < privacy.min_delta <= privacy.default_delta <= privacy.max_delta < 1:
+            raise ValueError("privacy.default_delta must lie in [privacy.min_delta, "
+                             "privacy.max_delta], within (0, 1)")
         if privacy.default_mechanism not in ("shifted_laplace", "laplace", "gaussian"):
             raise ValueError("privacy.default_mechanism must be shifted_laplace, laplace or "
                              "gaussian")
-        if not 0 < privacy.default_delta < 1:
-            raise ValueError("privacy.default_delta must be between 0 and 1")
         if not 0 < privacy.confidence < 1:
             raise ValueError("privacy.confidence must be between 0 and 1")
         return self

@@ -119,7 +119,7 @@ def _noisers(plan: PrivateAggregate, calibration: Calibration, shift_draw: float
     shifted = calibration.mechanism == "shifted_laplace"
     noisers = []
     for part, calibrated in zip(plan.parts, calibration.parts, strict=True):
-        shift = shift_for(shift_draw, calibrated.scale, settings) if shifted else 0.0
+        shift = shift_for(shift_draw, calibrated.shift_scale, settings) if shifted else 0.0
         if part.integer:
             noisers.append(_count_noiser(calibrated, calibration.mechanism, round(shift), rng))
         else:
@@ -279,7 +279,7 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
         if output.kind != "noisy" or output.aggregate == "avg":
             continue
         part = calibration.parts[output.parts[0]]
-        widest = shift_for(widest_draw, part.scale, settings)
+        widest = shift_for(widest_draw, part.shift_scale, settings)
         if part.scale == 0:
             bound = 0.0
         elif plan.parts[output.parts[0]].aggregate == "sum":

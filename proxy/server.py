@@ -25,6 +25,7 @@ from .extended import ExtendedProtocol
 from .knowledge import Knowledge
 from .outbox import Outbox
 from .plan_cache import PlanCache
+from .plan_check import PlanChecker
 from .session import Session
 from .startup import INVALID_AUTHORIZATION, CancelRequest, FatalError, negotiate
 from .tls import ServerTls
@@ -58,9 +59,11 @@ class Proxy:
         self.relay_endpoint = Endpoint.from_dsn(
             self.config.backend.relay_dsn or self.config.backend.dsn
         )
-        self.pool = BackendPool(self.reader_endpoint, self.config.backend.pool_size)
+        self.pool = BackendPool(self.reader_endpoint, self.config.backend.pool_size,
+                                self.config.backend.private_statement_timeout)
         self.knowledge = Knowledge(self.ledger)
         self.plans = PlanCache()
+        self.checker = PlanChecker(self.config.policy)
         server = self.config.server
         self.tls = ServerTls.load(server.tls_cert, server.tls_key) if server.tls_cert else None
         # Every client's task and the stream it reads from.
@@ -188,7 +191,7 @@ class Proxy:
         key = (secrets.randbits(31), secrets.randbits(31))
         session = Session(analyst=analyst, config=self.config, ledger=self.ledger, relay=relay,
                           pool=self.pool, rng=self.rng, send=writer.write,
-                          knowledge=self.knowledge, plans=self.plans)
+                          knowledge=self.knowledge, plans=self.plans, checker=self.checker)
         for name, value in relay.parameters.items():
             writer.write(wire.parameter_status(name, value))
         writer.write(wire.backend_key_data(*key))

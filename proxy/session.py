@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -37,7 +38,10 @@ from .backend import BackendConnection, BackendError, BackendPool, Described, Pa
 from .config import Config
 from .knowledge import Knowledge
 from .plan_cache import PlanCache, calibrate_cached
+from .plan_check import PlanChecker
 from .release import Release, release, result_columns
+
+log = logging.getLogger("dpgate.session")
 
 _MULTIPLE_COMMANDS = "cannot insert multiple commands into a prepared statement"
 UNDEFINED_FUNCTION = "42883"
@@ -105,6 +109,7 @@ class Session:
     send: Callable[[bytes], None]
     knowledge: Knowledge
     plans: PlanCache
+    checker: PlanChecker
     settings: dict[str, str] = field(default_factory=dict)
     running: BackendConnection | None = None
     # Told when DEALLOCATE (a name, or None for all) or DISCARD ALL ran on the backend.
@@ -250,11 +255,29 @@ class Session:
         else:
             parse, what = DP_SETTINGS[plan.name]
             try:
-                self.settings[plan.name] = parse(plan.value.strip("'"))
+                value = parse(plan.value.strip("'"))
             except ValueError:
                 raise StatementError(INVALID_PARAMETER_VALUE,
                                      f"{plan.name} must be {what}, not {plan.value}") from None
+            self._check_range(plan.name, value)
+            self.settings[plan.name] = value
         self.send(wire.command_complete("RESET" if plan.value is None else "SET"))
+
+    def _check_range(self, name: str, value: str) -> None:
+        """ε and δ within the data owner's floor and ceiling (a zero δ stays allowed: it
+        refuses every query that needs one)."""
+        privacy = self.config.privacy
+        ranges = {"dp.epsilon": (privacy.min_epsilon, privacy.max_epsilon, "epsilon"),
+                  "dp.delta": (privacy.min_delta, privacy.max_delta, "delta")}
+        if name not in ranges or (name == "dp.delta" and float(value) == 0):
+            return
+        low, high, setting = ranges[name]
+        if not low <= float(value) <= high:
+            raise StatementError(
+                INVALID_PARAMETER_VALUE,
+                f"{name} must be between {low:g} and {high:g}, not {float(value):g}",
+                hint=f"The data owner sets the range (privacy.min_{setting}, "
+                f"privacy.max_{setting}).")
 
     async def show(self, plan: ShowDpSetting) -> Answer:
         """SHOW dp.epsilon / dp.delta / dp.mechanism / dp.budget."""
@@ -310,25 +333,43 @@ class Session:
         Schema errors (a misspelt column) surface here and cannot depend on the rows.
         """
         async with self.pool.connection() as backend:
-            return await self._shape(backend, text, plan, types, None, offset)
+            written = await self._as_written(backend, text, plan, types, offset)
+            sql = await self._prepare(backend, plan, None, check=False)
+            return await self._shape(backend, written, sql, plan, types, None)
 
-    async def _shape(self, backend: BackendConnection, text: str, plan: PrivateAggregate,
-                     types: tuple[int, ...], parameters: Parameters | None, offset: int
-                     ) -> Shape:
-        """The statement as PostgreSQL reads it, then the rewritten SQL.
+    async def _prepare(self, backend: BackendConnection, plan: PrivateAggregate,
+                       parameters: Parameters | None, check: bool = True) -> str:
+        """The SQL to run, its constants computed and its plan checked, before any charge."""
+        try:
+            return await self.checker.prepare(backend, plan, parameters, check)
+        except Refusal as refusal:
+            raise StatementError(refusal.sqlstate, refusal.message, refusal.hint) from None
+        except BackendError as error:
+            raise StatementError(error.sqlstate, error.fields.get("M", "error"),
+                                 error.fields.get("H")) from None
 
-        PostgreSQL's parse analysis of the text as written gives its own errors (names,
-        scopes, types) and the names and types of the columns it would return, which the
-        answer then has. A statement using dpgate's own aggregates (median) is not
-        PostgreSQL's, so its columns are dpgate's.
+    @staticmethod
+    async def _as_written(backend: BackendConnection, text: str, plan: PrivateAggregate,
+                          types: tuple[int, ...], offset: int) -> Described | None:
+        """PostgreSQL's parse analysis of the statement as written: its own errors come
+        before any of dpgate's (the rewritten SQL names tables otherwise)."""
+        if not plan.postgres_sql:
+            return None
+        try:
+            return await backend.describe(text, types)
+        except BackendError as error:
+            raise _backend_error(error, offset) from None
+
+    async def _shape(self, backend: BackendConnection, written: Described | None, sql: str,
+                     plan: PrivateAggregate, types: tuple[int, ...],
+                     parameters: Parameters | None) -> Shape:
+        """The rewritten SQL's key types and the columns of the answer.
+
+        The statement as PostgreSQL reads it (`written`) gives the names and types of the
+        columns it would return, which the answer then has. A statement using dpgate's
+        own aggregates (median) is not PostgreSQL's, so its columns are dpgate's.
         """
-        written = None
-        if plan.postgres_sql:
-            try:
-                written = await backend.describe(text, types)
-            except BackendError as error:
-                raise _backend_error(error, offset) from None
-        described = await self._describe(backend, plan, types, parameters)
+        described = await self._describe(backend, sql, types, parameters)
         key_types = [type_oid for _, type_oid in described.columns[:plan.keys]]
         columns = result_columns(plan, key_types)
         if written is not None and len(written.columns) == len(columns):
@@ -343,11 +384,11 @@ class Session:
         return Shape(described.parameters, key_types, columns, released)
 
     @staticmethod
-    async def _describe(backend: BackendConnection, plan: PrivateAggregate,
+    async def _describe(backend: BackendConnection, sql: str,
                         types: tuple[int, ...], parameters: Parameters | None = None
                         ) -> Described:
         try:
-            return await backend.describe(plan.sql, types, parameters)
+            return await backend.describe(sql, types, parameters)
         except BackendError as error:
             raise StatementError(error.sqlstate, error.fields.get("M", "error"),
                                  error.fields.get("H")) from None
@@ -365,10 +406,14 @@ class Session:
         async with self.pool.connection() as backend:
             # Bad parameter values fail here, at bind time, before the charge.
             types = parameters.types if parameters else ()
-            shape = await self._shape(backend, text, plan, types, parameters, offset)
+            written = await self._as_written(backend, text, plan, types, offset)
+            sql = await self._prepare(backend, plan, parameters)
+            shape = await self._shape(backend, written, sql, plan, types, parameters)
+            # Computed constants (current_date…) are part of the question asked.
+            asked = bound + (f" -- computed: {sql}" if plan.constants else "")
             request = ChargeRequest(
                 analyst=self.analyst.name, statement=text + bound,
-                fingerprint=fingerprint(plan.fingerprint_text + bound, epsilon,
+                fingerprint=fingerprint(plan.fingerprint_text + asked, epsilon,
                                         calibration.delta, mechanism),
                 epsilon=calibration.epsilon, delta=calibration.delta, mechanism=mechanism,
                 sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
@@ -385,17 +430,19 @@ class Session:
                           f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
                           f"of {outcome.budget.epsilon_total:g})")
             else:
-                rows, notice = await self._answer(backend, plan, calibration, shape,
+                rows, notice = await self._answer(backend, sql, plan, calibration, shape,
                                                   outcome, parameters)
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice)
 
-    async def _answer(self, backend: BackendConnection, plan: PrivateAggregate,
+    async def _answer(self, backend: BackendConnection, sql: str, plan: PrivateAggregate,
                       calibration: Calibration, shape: Shape, charged: Charged,
                       parameters: Parameters | None) -> tuple[list[list[str | None]], str]:
         self.running = backend
         try:
-            result = await backend.fetch(plan.sql, parameters)
-        except (BackendError, OSError, asyncio.IncompleteReadError):
+            result = await backend.fetch(sql, parameters)
+        except (BackendError, OSError, asyncio.IncompleteReadError) as error:
+            log.warning("private query failed after its charge (%s): %.200s",
+                        getattr(error, "sqlstate", type(error).__name__), sql)
             await asyncio.to_thread(self.ledger.record_failure, charged.charge_id, "failed")
             # The failure may depend on the rows, so neither its detail nor a refund.
             raise StatementError(

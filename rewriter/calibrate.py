@@ -23,8 +23,8 @@ from mechanisms.gaussian_sigma import (
 )
 from mechanisms.numbers import parameter
 
-from .elastic import smooth_sensitivity
-from .errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, Refusal
+from .elastic import SmoothScanTooLong, smooth_sensitivity
+from .errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PROGRAM_LIMIT_EXCEEDED, Refusal
 from .plan import NoisyPart, PrivateAggregate
 
 MECHANISMS = ("shifted_laplace", "laplace", "gaussian")
@@ -41,6 +41,10 @@ class PartCalibration:
     flex_scale: float  # FLEX's 2S*/ε, for comparison
     l2_sensitivity: float = 0.0  # Gaussian only
     variance: Fraction | None = None  # Gaussian counts: the discrete Gaussian's σ²
+    # The unit of the analyst's shift μ_u when shift_unit = "scale". It must not depend on
+    # the data (else the shift itself would be a release): the scale on the pure path,
+    # magnitude/ε — one row's weight — on the smooth path, where S* is measured.
+    shift_scale: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -86,8 +90,13 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
             continue
         # For a pure part the smooth bound is only reported, so any valid δ will do.
         reported_delta = part_delta if part_delta else (delta if 0 < delta < 1 else 1e-9)
-        smooth = smooth_sensitivity(part.elastic, part_epsilon, reported_delta,
-                                    plan.private_tables)
+        try:
+            smooth = smooth_sensitivity(part.elastic, part_epsilon, reported_delta,
+                                        plan.private_tables)
+        except SmoothScanTooLong as error:
+            raise Refusal(PROGRAM_LIMIT_EXCEEDED, str(error),
+                          hint="Raise dp.epsilon or dp.delta, or join fewer private "
+                          "tables.") from None
         flex_scale = 2 * smooth.sensitivity * part.magnitude / part_epsilon
         elastic_k = part.elastic.at(k) * part.magnitude
         scale = part.elastic.at(0) * part.magnitude / part_epsilon if pure else flex_scale
@@ -95,7 +104,8 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
             epsilon=part_epsilon, delta=0.0 if pure else part_delta,
             elastic_sensitivity=float(elastic_k),
             smooth_sensitivity=smooth.sensitivity * part.magnitude, k_star=smooth.k_star,
-            scale=scale, flex_scale=flex_scale)
+            scale=scale, flex_scale=flex_scale,
+            shift_scale=scale if pure else part.magnitude / part_epsilon)
         if gaussian:
             calibrated = _gaussian(calibrated, part.elastic.at(0), part.magnitude,
                                    part.integer, plan.keys > 0, part_delta)
@@ -127,7 +137,7 @@ def _choice(part: NoisyPart, epsilon: float, k: int) -> PartCalibration:
     return PartCalibration(epsilon=epsilon, delta=0.0,
                            elastic_sensitivity=float(part.elastic.at(k)),
                            smooth_sensitivity=float(sensitivity), k_star=0, scale=scale,
-                           flex_scale=scale)
+                           flex_scale=scale, shift_scale=scale)
 
 
 def choice_epsilon(epsilon: float, part: NoisyPart) -> Fraction:

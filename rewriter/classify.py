@@ -14,6 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import Token, TokenType
 
 from .catalog import check_catalog_query, refuse_catalogs_with_private
@@ -187,8 +188,12 @@ def _classify_query(text: str, policy: Policy, metrics: Metrics, offset: int) ->
 
 def _read_query(text: str, policy: Policy, offset: int
                 ) -> tuple[exp.Expression, list[exp.Table], bool]:
-    """A query's tree and real tables, and whether it reads private ones."""
-    tree = parse_query(text, offset)
+    """A query's tree and real tables, and whether it reads private ones.
+
+    Identifiers are normalized as PostgreSQL reads them: unquoted ones folded to lower
+    case, quoted ones kept, so that `"ORDERS"` and `orders` are different names here too.
+    """
+    tree = normalize_identifiers(parse_query(text, offset), dialect=_DIALECT)
     tables = _real_tables(tree)
     return tree, tables, any(policy.is_private(table.db, table.name) for table in tables)
 

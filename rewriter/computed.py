@@ -57,16 +57,17 @@ def post_sql(tree: exp.Select, projections: list[exp.Expression],
     return query.sql(dialect="postgres")
 
 
-def probe_sql(tree: exp.Select, sources: list[exp.Expression],
-              keys: list[exp.Column]) -> str:
-    """The statement asking for each released output as written (never run, only
-    described): PostgreSQL's type of each one."""
+def probe(tree: exp.Select, sources: list[exp.Expression],
+          keys: list[exp.Column]) -> exp.Select:
+    """The statement asking for each released output as written: described (never run)
+    for PostgreSQL's type of each one. It is also all the statement evaluates on private
+    rows; the rest is evaluated over released values."""
     probe = tree.copy()
     for clause in ("having", "order", "limit", "offset"):
         probe.set(clause, None)
     probe.set("expressions", [source.copy() for source in sources])
     probe.set("group", exp.Group(expressions=[key.copy() for key in keys]) if keys else None)
-    return probe.sql(dialect="postgres")
+    return probe
 
 
 def with_rows(sql: str, rows: list[list[str | None]], type_names: list[str]) -> str:

@@ -199,6 +199,14 @@ class Smooth:
     k_star: int
 
 
+# The longest scan of k the smooth sensitivity may take (a few tens of milliseconds).
+MAX_SMOOTH_STEPS = 5_000_000
+
+
+class SmoothScanTooLong(ValueError):
+    """ε or δ so small that the exact scan of k would not end in reasonable time."""
+
+
 def smooth_sensitivity(elastic: Elastic, epsilon: float, delta: float,
                        private_tables: int) -> Smooth:
     """S* for an (ε, δ) release with β = ε / (2 ln(2/δ)) (SPEC.md §1).
@@ -211,6 +219,10 @@ def smooth_sensitivity(elastic: Elastic, epsilon: float, delta: float,
     beta = epsilon / (2 * math.log(2 / delta))
     degree = max(private_tables, elastic.degree)
     last = math.ceil(degree / beta) if degree else 0
+    if last > MAX_SMOOTH_STEPS:
+        raise SmoothScanTooLong(f"epsilon {epsilon:g} with delta {delta:g} would need a "
+                                f"smooth-sensitivity scan of {last} steps, more than "
+                                f"{MAX_SMOOTH_STEPS}")
     ks = np.arange(last + 1)
     weighted = np.exp(-beta * ks) * elastic.over(ks)
     k_star = int(np.argmax(weighted))

@@ -51,11 +51,14 @@ ROW_SAFE_NODES: tuple[type[exp.Expression], ...] = (
     exp.Tuple, exp.Star, exp.DPipe, exp.Concat, exp.Where, exp.Parameter,
     exp.Placeholder, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DataType,
     exp.TimestampTrunc, exp.DateTrunc, exp.Greatest, exp.Least, exp.Nullif,
-    exp.CurrentDate, exp.CurrentTimestamp, exp.Interval,
+    exp.CurrentDate, exp.CurrentTimestamp, exp.Interval, exp.Any, exp.Array,
     # clauses of a derived table, checked item by item
     exp.Order, exp.Ordered, exp.Group, exp.Limit, exp.Offset,
 )
 
+
+# Placeholders of values dpgate computes before the query runs (see constants.py).
+RESERVED_PREFIX = "__dpgate_"
 
 # abs() and unary minus are missing above: they overflow on the smallest integer. The
 # nodes below are total only with some arguments, which `row_failure` checks.
@@ -71,6 +74,52 @@ TRUNC_UNITS = frozenset({
 })
 
 
+# The shape of a query over private tables: these nodes evaluate nothing themselves.
+STRUCTURE_NODES: tuple[type[exp.Expression], ...] = (
+    exp.Select, exp.From, exp.Join, exp.Table, exp.TableAlias, exp.Alias, exp.With, exp.CTE,
+    exp.Subquery, exp.Union, exp.Distinct, exp.Having, exp.Exists,
+)
+# Aggregates dpgate itself answers (private.py and choice.py check their arguments).
+AGGREGATE_NODES: tuple[type[exp.Expression], ...] = (
+    exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.WithinGroup, exp.PercentileCont,
+    exp.PercentileDisc, exp.Median, exp.Mode, exp.Filter,
+)
+# Operators that can fail (overflow, division by zero, a bad cast), allowed only on
+# constants written in the statement: PostgreSQL folds an immutable expression of literals
+# while planning, so its error comes before any row is read, whatever the rows hold.
+FOLDED_NODES: tuple[type[exp.Expression], ...] = (
+    exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Cast, exp.Pow,
+)
+# A bound parameter counts as a literal: dpgate plans with the values bound (a custom
+# plan, EXPLAIN included) before the charge, so PostgreSQL folds it like one.
+_LITERAL_LEAVES = (exp.Literal, exp.Null, exp.Boolean, exp.DataType, exp.Var, exp.Interval,
+                   exp.Paren, exp.Tuple, exp.DPipe, exp.Parameter) + FOLDED_NODES
+
+
+def is_literal_constant(node: exp.Expression) -> bool:
+    """Whether `node` is built of literals and immutable operators only (folded when planned)."""
+    return all(isinstance(n, _LITERAL_LEAVES) for n in node.walk())
+
+
+def node_failure(node: exp.Expression) -> str | None:
+    """Why `node` must not be evaluated on or because of private rows, or None.
+
+    Every allowed node is total on its inputs: it cannot raise an error for some rows only,
+    so neither the presence of an error nor its absence tells anything about a row.
+    """
+    if isinstance(node, ROW_SAFE_NODES):
+        return row_failure(node)
+    if isinstance(node, FOLDED_NODES) and is_literal_constant(node):
+        return None
+    what = function_name(node) or node.key.upper()
+    if isinstance(node, exp.Window):
+        return "window functions are not allowed over private rows: they see other rows"
+    if isinstance(node, FOLDED_NODES):
+        return (f"{what} is not allowed on private rows or on values computed when a row is "
+                "read: it could fail for some rows only")
+    return f"{what} is not allowed in a query over private tables"
+
+
 def row_failure(node: exp.Expression) -> str | None:
     """Why an allowed node could still fail on some rows only (its arguments), or None."""
     if isinstance(node, (exp.Like, exp.ILike)):
@@ -82,7 +131,11 @@ def row_failure(node: exp.Expression) -> str | None:
     if isinstance(node, exp.Extract):
         return _unit_failure("extract", node.this, EXTRACT_UNITS)
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
+        if node.args.get("zone") is not None:
+            return "date_trunc on private rows takes no time zone argument"
         return _unit_failure("date_trunc", node.args.get("unit"), TRUNC_UNITS)
+    if isinstance(node, exp.Identifier) and node.name.startswith(RESERVED_PREFIX):
+        return f"names starting with {RESERVED_PREFIX} are reserved by dpgate"
     return None
 
 

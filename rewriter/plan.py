@@ -7,6 +7,7 @@ from fractions import Fraction
 
 from mechanisms.exponential import QuantileGrid
 
+from .constants import Constant
 from .elastic import Elastic
 
 # Aggregates answered by the exponential mechanism rather than by noise.
@@ -154,6 +155,10 @@ class PrivateAggregate:
     # the released outputs; `probe_sql` is described for each output's type.
     post_sql: str | None = None
     probe_sql: str | None = None
+    # Row-independent values the proxy has PostgreSQL compute first (constants.py).
+    constants: tuple[Constant, ...] = ()
+    # Private base tables the analysis saw, once per occurrence (plan_check.py).
+    scans: tuple[str, ...] = ()
 
     @property
     def visible(self) -> tuple[OutputColumn, ...]:

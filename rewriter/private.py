@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 
 from .choice import ChoiceSpec, choice_spec
-from .computed import placeholder, post_sql, probe_sql, substitute
+from .computed import placeholder, post_sql, probe, substitute
+from .constants import extract_constants
 from .elastic import constant, multiply
 from .errors import (
     INVALID_COLUMN_REFERENCE,
@@ -39,6 +41,7 @@ from .policy import ColumnDomain, Domain, Policy
 from .positions import position_of
 from .relations import Analyzer, Relation, Resolved, refuse_missing
 from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite
+from .totality import refuse_unsafe_nodes
 
 ONLY_AGGREGATES = "only aggregates of private tables are answered"
 _COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
@@ -61,8 +64,15 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
         if tree.args.get(key):
             raise unsupported(f"{what} is not supported over private aggregates",
                               position=position_of(tree, offset))
-    planner = _Planner(Analyzer(policy, metrics or Metrics(), offset), tree, offset)
-    return planner.plan()
+    # Names as PostgreSQL reads them: unquoted folded to lower case, quoted kept.
+    normalize_identifiers(tree, dialect="postgres")
+    constants = extract_constants(tree, policy, offset)
+    analyzer = Analyzer(policy, metrics or Metrics(), offset)
+    planner = _Planner(analyzer, tree, offset)
+    plan = planner.plan()
+    # The last net, after the analysis's own messages, over what runs on private rows.
+    refuse_unsafe_nodes(planner.probe or tree, offset)
+    return replace(plan, constants=constants, scans=tuple(sorted(analyzer.scans.elements())))
 
 
 @dataclass
@@ -75,6 +85,7 @@ class _Planner:
     parts: list[PartSpec] = field(default_factory=list)
     outputs: list[OutputColumn] = field(default_factory=list)
     choices: list[tuple[ChoiceSpec, Resolved]] = field(default_factory=list)
+    probe: exp.Select | None = None  # with expressions over released values
 
     @property
     def policy(self) -> Policy:
@@ -108,9 +119,10 @@ class _Planner:
                              len(self.keys), noisy_parts, post, grouping)
         if computed_post is None:
             return plan
-        return replace(plan, post_sql=computed_post, probe_sql=probe_sql(
-            self.tree, [self._source(o) for o in self.outputs],
-            [column for _, column in self.keys]))
+        self.probe = probe(self.tree, [self._source(o) for o in self.outputs],
+                           [column for _, column in self.keys])
+        return replace(plan, post_sql=computed_post,
+                       probe_sql=self.probe.sql(dialect="postgres"))
 
     # -- expressions over released values (computed.py) ------------------------------
 

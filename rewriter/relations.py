@@ -8,6 +8,7 @@ row can make one group vanish and another appear.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -23,8 +24,16 @@ from .elastic import (
     plus_k,
     unmeasured,
 )
-from .errors import AMBIGUOUS_COLUMN, UNDEFINED_COLUMN, Refusal, policy_refusal, unsupported
-from .functions import ROW_SAFE_NODES, function_name, row_failure
+from .errors import (
+    AMBIGUOUS_COLUMN,
+    DUPLICATE_ALIAS,
+    INVALID_COLUMN_REFERENCE,
+    UNDEFINED_COLUMN,
+    Refusal,
+    policy_refusal,
+    unsupported,
+)
+from .functions import node_failure
 from .metrics import ColumnKey, Metrics, MissingMetrics
 from .policy import Policy
 from .positions import position_of
@@ -41,6 +50,29 @@ class DerivedColumn:
     origin: ColumnKey | None
 
 
+# A derived relation's output columns in order: PostgreSQL renames them by position.
+Columns = tuple[tuple[str, DerivedColumn], ...]
+# Two output columns of one name: referring to it is ambiguous, as in PostgreSQL.
+_AMBIGUOUS = DerivedColumn(None, None)
+
+
+@dataclass(frozen=True)
+class CteDefinition:
+    """One WITH item: its body, its column alias list and the names its body may see.
+
+    A non-recursive CTE sees the CTEs of outer queries and the siblings written *before*
+    it, never later ones nor itself: a name it uses is resolved where it is defined, not
+    where it is read.
+    """
+
+    body: exp.Expression
+    columns: tuple[str, ...]
+    scope: Mapping[str, CteDefinition]
+
+
+Ctes = Mapping[str, CteDefinition]
+
+
 @dataclass(frozen=True)
 class Source:
     """One name in a FROM scope. `factor` multiplies its frequencies after joins."""
@@ -52,6 +84,9 @@ class Source:
     derived: Relation | None = None
     columns: Mapping[str, DerivedColumn] | None = None  # a derived relation's output
     star: bool = False  # a derived `SELECT *`: any column of `derived`
+    # A base table renamed by a column alias list: visible name -> the table's column
+    # (None: two columns go by that name, so naming it is ambiguous).
+    renamed: Mapping[str, str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,13 +116,17 @@ class Analyzer:
     metrics: Metrics
     offset: int
     missing: set[ColumnKey] = field(default_factory=set)
+    # The names each query's WITH makes visible, by node: a query has one lexical scope.
+    _scopes: dict[int, Ctes] = field(default_factory=dict)
+    # Private base tables read, once per occurrence met (plan_check compares PostgreSQL's).
+    scans: Counter[str] = field(default_factory=Counter)
 
     # -- relations -------------------------------------------------------------------
 
-    def select_relation(self, select: exp.Select, ctes: Mapping[str, exp.Expression]
+    def select_relation(self, select: exp.Select, ctes: Ctes
                         ) -> tuple[Relation, list[exp.Expression]]:
         """The relation of FROM/JOIN/WHERE, and the WHERE conjuncts that stay filters."""
-        ctes = {**ctes, **self._ctes_of(select, ctes)}
+        ctes = self.with_scope(select, ctes)
         source_node = select.args.get("from_") or select.args.get("from")
         if source_node is None:
             raise unsupported("a private aggregate needs a FROM clause",
@@ -97,55 +136,103 @@ class Analyzer:
         conjuncts = _conjuncts(where.this) if where is not None else []
         relation, filters = self._join_all(items, conjuncts, ctes)
         for condition in filters:
-            self.check_row_expression(condition, relation, ctes)
+            self.check_row_expression(condition, relation)
         return relation, filters
 
-    def _ctes_of(self, select: exp.Select, outer: Mapping[str, exp.Expression]
-                 ) -> dict[str, exp.Expression]:
-        with_ = select.args.get("with_") or select.args.get("with")
+    def with_scope(self, query: exp.Expression, outer: Ctes) -> Ctes:
+        """The CTE names visible in `query`: its own WITH items over the outer ones."""
+        with_ = query.args.get("with_") or query.args.get("with")
         if with_ is None:
-            return {}
+            return outer
+        if id(query) in self._scopes:
+            return self._scopes[id(query)]
         if with_.args.get("recursive"):
             raise unsupported("WITH RECURSIVE over private tables is not supported",
                               position=position_of(with_, self.offset))
-        defined = {cte.alias_or_name.lower(): cte.this for cte in with_.expressions}
-        # Every CTE is checked, even one the query never reads: its text still runs.
-        for name, body in defined.items():
-            self.derived_relation(body, {**outer, **{k: v for k, v in defined.items()
-                                                     if k != name}})
-        return defined
+        scope = dict(outer)
+        names = [cte.alias_or_name for cte in with_.expressions]
+        for index, cte in enumerate(with_.expressions):
+            if names[index] in names[:index]:
+                raise Refusal(DUPLICATE_ALIAS,
+                              f'WITH query name "{names[index]}" specified more than once',
+                              position=position_of(cte, self.offset))
+        for name, cte in zip(names, with_.expressions, strict=True):
+            definition = CteDefinition(cte.this, _alias_columns(cte), dict(scope))
+            # Every CTE is checked, even one the query never reads: its text still runs.
+            self.derived_relation(definition.body, definition.scope)
+            scope[name] = definition
+        self._scopes[id(query)] = scope
+        return scope
 
-    def _source(self, node: exp.Expression, ctes: Mapping[str, exp.Expression]) -> Source:
-        alias = node.alias_or_name.lower() if node.alias_or_name else ""
+    def _source(self, node: exp.Expression, ctes: Ctes) -> Source:
+        alias = node.alias_or_name or ""
+        aliases = _alias_columns(node)
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
             if node.args.get("joins") or node.args.get("pivots"):
                 raise unsupported("nested joins in FROM are not supported",
                                   position=position_of(node, self.offset))
-            if not node.db and node.name.lower() in ctes:
-                inner = ctes[node.name.lower()]
-                return self._derived_source(inner, alias, {k: v for k, v in ctes.items()
-                                                           if k != node.name.lower()})
+            if not node.db and node.name in ctes:
+                definition = ctes[node.name]
+                relation, columns, star = self.derived_relation(definition.body,
+                                                                definition.scope)
+                columns = self._renamed(columns, definition.columns, star, node.name, node)
+                return self._derived_source(relation, alias,
+                                            self._renamed(columns, aliases, star, alias, node),
+                                            star)
             schema, name = self.policy.resolve(node.db, node.name)
             if self.policy.is_catalog(node.db, node.name):
                 raise policy_refusal(f"catalog table {schema}.{name} cannot be joined with "
                                      "private data", position=position_of(node, self.offset))
-            return Source(alias or name, table=f"{schema}.{name}",
-                          private=self.policy.is_private(schema, name))
+            table = f"{schema}.{name}"
+            private = self.policy.is_private(schema, name)
+            if private:
+                self.scans[table] += 1
+            return Source(alias or name, table=table, private=private,
+                          renamed=self._renamed_base(table, aliases, alias, node))
         if isinstance(node, exp.Subquery):
-            return self._derived_source(node.this, alias, ctes)
+            relation, columns, star = self.derived_relation(node.this, ctes)
+            return self._derived_source(relation, alias,
+                                        self._renamed(columns, aliases, star, alias, node), star)
         raise unsupported(f"{node.key.upper()} in FROM is not supported over private tables",
                           position=position_of(node, self.offset))
 
-    def _derived_source(self, query: exp.Expression, alias: str,
-                        ctes: Mapping[str, exp.Expression]) -> Source:
-        relation, columns, star = self.derived_relation(query, ctes)
-        return Source(alias, derived=relation, columns=columns, star=star)
+    @staticmethod
+    def _derived_source(relation: Relation, alias: str, columns: Columns, star: bool
+                        ) -> Source:
+        return Source(alias, derived=relation, columns=_column_map(columns), star=star)
 
-    def derived_relation(self, query: exp.Expression, ctes: Mapping[str, exp.Expression]
-                         ) -> tuple[Relation, dict[str, DerivedColumn], bool]:
-        """A subquery in FROM (or a CTE): its relation and its output columns."""
+    def _renamed(self, columns: Columns, names: tuple[str, ...], star: bool, alias: str,
+                 node: exp.Expression) -> Columns:
+        """Columns renamed by a column alias list, by position as PostgreSQL does."""
+        if not names:
+            return columns
+        if star:
+            raise unsupported("a column alias list over SELECT * is not supported",
+                              hint="Name the columns in the inner SELECT.",
+                              position=position_of(node, self.offset))
+        _check_alias_count(alias, len(columns), len(names), position_of(node, self.offset))
+        return tuple((new, column) for new, (_, column) in zip(names, columns, strict=False)
+                     ) + columns[len(names):]
+
+    def _renamed_base(self, table: str, names: tuple[str, ...], alias: str,
+                      node: exp.Expression) -> Mapping[str, str | None] | None:
+        if not names:
+            return None
+        known = self.metrics.columns.get(table)
+        if known is None:
+            raise unsupported(f"a column alias list on {table} needs its columns, which "
+                              "dpgate does not know", position=position_of(node, self.offset))
+        _check_alias_count(alias, len(known), len(names), position_of(node, self.offset))
+        renamed: dict[str, str | None] = {}
+        for visible, real in zip([*names, *known[len(names):]], known, strict=True):
+            renamed[visible] = None if visible in renamed else real  # None: ambiguous
+        return renamed
+
+    def derived_relation(self, query: exp.Expression, ctes: Ctes
+                         ) -> tuple[Relation, Columns, bool]:
+        """A subquery in FROM (or a CTE): its relation and its output columns in order."""
         if isinstance(query, exp.Union):
-            return self._union(query, ctes)
+            return self._union(query, self.with_scope(query, ctes))
         if not isinstance(query, exp.Select):
             raise unsupported(f"{query.key.upper()} as a derived table is not supported",
                               position=position_of(query, self.offset))
@@ -157,7 +244,7 @@ class Analyzer:
         grouped = bool(query.args.get("group")) or bool(query.args.get("distinct"))
         aggregated = grouped or any(p.find(exp.AggFunc) for p in query.expressions)
         group_keys = self._group_keys(query)
-        columns: dict[str, DerivedColumn] = {}
+        columns: list[tuple[str, DerivedColumn]] = []
         star = False
         for projection in query.expressions:
             inner = projection.this if isinstance(projection, exp.Alias) else projection
@@ -170,20 +257,24 @@ class Analyzer:
             if isinstance(inner, exp.Column) and isinstance(inner.this, exp.Star):
                 raise unsupported("table.* in a derived table is not supported; name the "
                                   "columns", position=position_of(projection, self.offset))
-            columns[projection.alias_or_name.lower()] = self._derived_column(
-                inner, relation, ctes, aggregated, group_keys)
+            columns.append((projection.alias_or_name, self._derived_column(
+                inner, relation, aggregated, group_keys)))
         if query.args.get("having") is not None:
-            self.check_row_expression(query.args["having"].this, relation, ctes,
+            self.check_row_expression(query.args["having"].this, relation,
                                       allow_aggregates=True)
+        distinct = query.args.get("distinct")
+        for key in distinct.args.get("on") or [] if distinct is not None else []:
+            self.check_row_expression(key, relation)
         for clause in ("order", "group", "limit", "offset"):
             if query.args.get(clause) is not None:
-                self.check_row_expression(query.args[clause], relation, ctes,
+                self.check_row_expression(query.args[clause], relation,
                                           allow_aggregates=aggregated)
-        if aggregated:
-            # One changed input row moves out of one group and into another.
-            factor = constant(2) if grouped else Elastic.ONE
-            relation = replace(relation, stability=multiply(factor, relation.stability))
-        return relation, columns, star
+        # One changed input row moves out of one group and into another; under LIMIT or
+        # OFFSET one row leaves the window and another enters it.
+        limited = query.args.get("limit") is not None or query.args.get("offset") is not None
+        if grouped or limited:
+            relation = replace(relation, stability=multiply(constant(2), relation.stability))
+        return relation, tuple(columns), star
 
     def _group_keys(self, query: exp.Select) -> list[exp.Expression]:
         group = query.args.get("group")
@@ -192,11 +283,10 @@ class Analyzer:
             keys += [p.this if isinstance(p, exp.Alias) else p for p in query.expressions]
         return keys
 
-    def _derived_column(self, inner: exp.Expression, relation: Relation,
-                        ctes: Mapping[str, exp.Expression], aggregated: bool,
+    def _derived_column(self, inner: exp.Expression, relation: Relation, aggregated: bool,
                         group_keys: list[exp.Expression]) -> DerivedColumn:
         if not isinstance(inner, exp.Column):
-            self.check_row_expression(inner, relation, ctes, allow_aggregates=aggregated)
+            self.check_row_expression(inner, relation, allow_aggregates=aggregated)
             return DerivedColumn(None, None)
         resolved = self.resolve(inner, relation)
         if not aggregated:
@@ -206,8 +296,7 @@ class Analyzer:
         unique = len(group_keys) == 1
         return DerivedColumn(Elastic.ONE if unique else resolved.max_freq, resolved.origin)
 
-    def _union(self, union: exp.Union, ctes: Mapping[str, exp.Expression]
-               ) -> tuple[Relation, dict[str, DerivedColumn], bool]:
+    def _union(self, union: exp.Union, ctes: Ctes) -> tuple[Relation, Columns, bool]:
         if union.args.get("distinct") or not isinstance(union, exp.Union) or \
                 type(union) is not exp.Union:
             raise unsupported("only UNION ALL is supported over private tables",
@@ -217,16 +306,20 @@ class Analyzer:
         if left_star or right_star or len(left_columns) != len(right_columns):
             raise unsupported("UNION ALL needs the same named columns on both sides",
                               position=position_of(union, self.offset))
-        columns = {}
-        for (name, a), b in zip(left_columns.items(), right_columns.values(), strict=True):
+        if union.args.get("order") or union.args.get("limit") or union.args.get("offset"):
+            raise unsupported("ORDER BY, LIMIT or OFFSET on a UNION ALL inside a private "
+                              "query is not supported", position=position_of(union, self.offset))
+        columns = []
+        for (name, a), (_, b) in zip(left_columns, right_columns, strict=True):
             frequency = None if a.max_freq is None or b.max_freq is None else \
                 add(a.max_freq, b.max_freq)
-            columns[name] = DerivedColumn(frequency, a.origin if a.origin == b.origin else None)
+            columns.append((name, DerivedColumn(frequency,
+                                                a.origin if a.origin == b.origin else None)))
         # A changed row may sit on both sides (FLEX's max is unsound here).
         relation = Relation(add(left.stability, right.stability), (),
                             left.base_tables | right.base_tables,
                             left.private_tables + right.private_tables)
-        return relation, columns, False
+        return relation, tuple(columns), False
 
     def _base_relation(self, source: Source) -> Relation:
         if source.derived is not None:
@@ -239,7 +332,7 @@ class Analyzer:
     # -- joins -----------------------------------------------------------------------
 
     def _join_all(self, items: list[tuple[exp.Expression, exp.Join | None]],
-                  where: list[exp.Expression], ctes: Mapping[str, exp.Expression]
+                  where: list[exp.Expression], ctes: Ctes
                   ) -> tuple[Relation, list[exp.Expression]]:
         sources = [(self._source(node, ctes), join) for node, join in items]
         aliases = [s.alias for s, _ in sources]
@@ -267,7 +360,7 @@ class Analyzer:
             relation = self._join(relation, joined, pairs)
             if join is not None and join.args.get("using"):
                 relation = replace(relation, merged={
-                    **relation.merged, **{c.this.name.lower(): c.this.table.lower()
+                    **relation.merged, **{c.this.name: c.this.table
                                           for _, _, c in pairs}})
         return relation, filters + pool
 
@@ -299,7 +392,7 @@ class Analyzer:
                               hint="Use an inner JOIN: outer joins have no sound sensitivity "
                               "rule here.", position=position_of(join, self.offset))
         if join.args.get("using"):
-            return [self._using_condition(name.name.lower(), relation, source, join)
+            return [self._using_condition(name.name, relation, source, join)
                     for name in join.args["using"]]
         if join.args.get("on") is not None:
             return _conjuncts(join.args["on"])
@@ -325,13 +418,13 @@ class Analyzer:
         return sides == {"left", "right"}
 
     def _side(self, column: exp.Column, relation: Relation, source: Source) -> str | None:
-        name = column.table.lower() if column.table else None
+        name = column.table or None
         if name is not None:
             if name == source.alias:
                 return "right"
             return "left" if any(s.alias == name for s in relation.sources) else None
-        in_right = self._has_column(source, column.name.lower())
-        in_left = any(self._has_column(s, column.name.lower()) for s in relation.sources)
+        in_right = self._has_column(source, column.name)
+        in_left = any(self._has_column(s, column.name) for s in relation.sources)
         if in_right != in_left:
             return "right" if in_right else "left"
         return None
@@ -387,13 +480,15 @@ class Analyzer:
             if source.star:
                 return any(self._has_column(s, name) for s in source.derived.sources)
             return False
+        if source.renamed is not None:
+            return name in source.renamed
         known = self.metrics.columns.get(source.table or "")
         return None if known is None else name in known
 
     def resolve(self, column: exp.Column, relation: Relation) -> Resolved:
         """The frequency and origin of a column reference; refuses unknown or ambiguous."""
-        name = column.name.lower()
-        qualifier = column.table.lower() if column.table else relation.merged.get(name)
+        name = column.name
+        qualifier = column.table or relation.merged.get(name)
         if qualifier is not None:
             candidates = [s for s in relation.sources if s.alias == qualifier]
             if not candidates:
@@ -423,6 +518,9 @@ class Analyzer:
         if source.derived is not None:
             if source.columns and name in source.columns:
                 derived = source.columns[name]
+                if derived is _AMBIGUOUS:
+                    raise Refusal(AMBIGUOUS_COLUMN, f'column reference "{name}" is ambiguous',
+                                  position=position_of(column, self.offset))
                 return derived.max_freq, derived.origin
             if source.star:
                 inner = self.resolve(exp.column(name), source.derived)
@@ -430,6 +528,15 @@ class Analyzer:
             raise unsupported(f'column {source.alias}.{name} does not exist',
                               position=position_of(column, self.offset))
         table = source.table or ""
+        if source.renamed is not None:
+            if name not in source.renamed:
+                raise Refusal(UNDEFINED_COLUMN, f'column {source.alias}.{name} does not exist',
+                              position=position_of(column, self.offset))
+            real = source.renamed[name]
+            if real is None:
+                raise Refusal(AMBIGUOUS_COLUMN, f'column reference "{name}" is ambiguous',
+                              position=position_of(column, self.offset))
+            name = real
         return self._base_frequency(table, name, source.private), (table, name)
 
     def _base_frequency(self, table: str, column: str, private: bool) -> Elastic:
@@ -443,26 +550,17 @@ class Analyzer:
     # -- row expressions -------------------------------------------------------------
 
     def check_row_expression(self, node: exp.Expression, relation: Relation,
-                             ctes: Mapping[str, exp.Expression],
                              allow_aggregates: bool = False) -> None:
         """Refuse anything evaluated on private rows that could fail on some rows only.
 
         Every allowed node is total on its inputs, so an error cannot tell anything about a
-        row. Constant expressions are fine (`current_date - interval '30 days'`); a cast or
-        arithmetic on a column could fail on some values only.
-        Subqueries are allowed only when they read public tables and are not correlated.
+        row (functions.node_failure); a cast or arithmetic is allowed on literals only.
         """
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists, exp.Union)):
-            self._check_public_subquery(node, ctes)
-            if isinstance(node, exp.Subquery) and not isinstance(node.parent, exp.In):
-                # PostgreSQL runs a scalar subquery only when a row reaches it, so its
-                # "more than one row" error would tell whether some private row did.
-                raise unsupported("scalar subqueries are not supported on private rows",
-                                  hint="Use IN (SELECT …) or a join.",
-                                  position=position_of(node, self.offset))
-            return
-        if node.find(exp.Column, exp.Subquery, exp.Select, exp.Exists) is None:
-            return  # a constant: if it fails, it fails whatever the rows hold
+            # Those in WHERE, ON and select lists were computed first (constants.py); one
+            # here would run only when a row reaches it.
+            raise unsupported("a subquery is allowed here only in WHERE, ON or the select "
+                              "list of a derived table", position=position_of(node, self.offset))
         if isinstance(node, exp.Column):
             if not isinstance(node.this, exp.Star):
                 self.resolve(node, relation)
@@ -470,35 +568,36 @@ class Analyzer:
         if allow_aggregates and isinstance(node, (exp.Count, exp.Sum, exp.Avg, exp.Min,
                                                   exp.Max, exp.Distinct)):
             pass
-        elif not isinstance(node, ROW_SAFE_NODES):
+        elif (failure := node_failure(node)) is not None:
             raise unsupported(
-                f"{function_name(node) or node.key.upper()} is not allowed on private rows",
+                failure,
                 hint="Use comparisons, AND/OR/NOT, IN, BETWEEN, LIKE, IS NULL, CASE and "
                 "simple functions (lower, upper, length, trim, extract, coalesce).",
                 position=position_of(node, self.offset))
-        elif (failure := row_failure(node)) is not None:
-            raise unsupported(failure, position=position_of(node, self.offset))
         for child in node.iter_expressions():
-            self.check_row_expression(child, relation, ctes, allow_aggregates)
+            self.check_row_expression(child, relation, allow_aggregates)
 
-    def _check_public_subquery(self, node: exp.Expression,
-                               ctes: Mapping[str, exp.Expression]) -> None:
-        refusal = unsupported(
-            "subqueries over private tables are not supported in a condition",
-            hint="Join the table instead: FROM a JOIN b ON a.x = b.y.",
-            position=position_of(node, self.offset))
-        query = node.this if isinstance(node, (exp.Subquery, exp.Exists)) else node
-        for table in query.find_all(exp.Table):
-            if not table.db and table.name.lower() in ctes:
-                raise refusal
-            if self.policy.is_private(table.db, table.name):
-                raise refusal
-        inner_names = {t.alias_or_name.lower() for t in query.find_all(exp.Table)}
-        for column in query.find_all(exp.Column):
-            if column.table and column.table.lower() not in inner_names:
-                raise unsupported("correlated subqueries are not supported",
-                                  hint="Join the table instead.",
-                                  position=position_of(column, self.offset))
+
+def _alias_columns(node: exp.Expression) -> tuple[str, ...]:
+    """The column alias list of a FROM item or a WITH item: `AS o(a, b)`, `w(a, b) AS`."""
+    alias = node.args.get("alias")
+    if not isinstance(alias, exp.TableAlias):
+        return ()
+    return tuple(column.name for column in alias.columns)
+
+
+def _column_map(columns: Columns) -> dict[str, DerivedColumn]:
+    mapped: dict[str, DerivedColumn] = {}
+    for name, column in columns:
+        mapped[name] = _AMBIGUOUS if name in mapped else column
+    return mapped
+
+
+def _check_alias_count(alias: str, available: int, specified: int,
+                       position: int | None) -> None:
+    if specified > available:
+        raise Refusal(INVALID_COLUMN_REFERENCE, f'table "{alias}" has {available} columns '
+                      f"available but {specified} columns specified", position=position)
 
 
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:

@@ -160,10 +160,13 @@ def _domain_sql(domain: Domain | None, name: str) -> str:
         rows = ", ".join(f"({_literal(value)})" for value in domain.values)
         return f"SELECT v AS {name} FROM (VALUES {rows}) AS t(v)"
     if isinstance(domain, RangeDomain):
+        # In FROM, not in the select list: a set-returning function in a select list is
+        # what plan_check refuses (ProjectSet).
         if isinstance(domain.low, dt.date):
-            return (f"SELECT generate_series({_literal(domain.low)}, {_literal(domain.high)}, "
-                    f"INTERVAL '{domain.step} day')::date AS {name}")
-        return f"SELECT generate_series({domain.low}, {domain.high}, {domain.step}) AS {name}"
+            return (f"SELECT g.v::date AS {name} FROM generate_series({_literal(domain.low)}, "
+                    f"{_literal(domain.high)}, INTERVAL '{domain.step} day') AS g(v)")
+        return (f"SELECT g.v AS {name} FROM generate_series({domain.low}, {domain.high}, "
+                f"{domain.step}) AS g(v)")
     if isinstance(domain, ColumnDomain):
         schema, table = (quote_identifier(p) for p in domain.table.split(".", 1))
         column = quote_identifier(domain.column)

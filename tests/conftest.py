@@ -141,17 +141,39 @@ file = "{DEMO_POLICY_FILE}"
 """)
 
 
+# Every proxy a test starts logs here; the session's summary counts the private queries
+# that failed after their charge (docs/totality.md: the generic 22000, a last resort).
+PROXY_LOG = "dpgate-proxy.log"
+FALLBACK_LINE = "private query failed after its charge"
+
+
 def start_proxy(config_path: Path) -> subprocess.Popen:
-    return subprocess.Popen(
+    log = (config_path.parent / PROXY_LOG).open("a")
+    process = subprocess.Popen(
         [sys.executable, "-m", "proxy.cli", "serve", "--config", str(config_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        stdout=log, stderr=subprocess.STDOUT, text=True)
+    log.close()
+    process.log_path = config_path.parent / PROXY_LOG  # type: ignore[attr-defined]
+    return process
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    factory = getattr(terminalreporter.config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    logs = list(factory.getbasetemp().rglob(PROXY_LOG))
+    fallbacks = sum(path.read_text(errors="replace").count(FALLBACK_LINE) for path in logs)
+    terminalreporter.write_line(f"dpgate: {fallbacks} private queries failed after their "
+                                f"charge (generic 22000) in {len(logs)} proxy logs")
 
 
 def wait_for_port(port: int, process: subprocess.Popen, seconds: float = 30) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"dpgate exited early:\n{process.stdout.read()}")
+            log = getattr(process, "log_path", None)
+            raise RuntimeError("dpgate exited early:\n"
+                               + (log.read_text() if log else str(process.returncode)))
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
             return

@@ -278,8 +278,6 @@ def test_having_is_kept_for_the_proxy():
     ("SELECT count(*) OVER () FROM orders", "0A000", "window"),
     ("SELECT count(*) FROM orders WHERE (SELECT count(*) FROM customers) > 0", "0A000",
      "subqueries"),
-    ("SELECT count(*) FROM orders WHERE product_id = (SELECT product_id FROM products)",
-     "0A000", "scalar subqueries"),
     ("SELECT customer_id, count(*) FROM orders o JOIN recommendations r USING (customer_id) "
      "GROUP BY 1", "0A000", "key selection over joins"),
 ])

@@ -180,8 +180,12 @@ class BlockedStatement:
 def _terminate(proxy: OwnProxy) -> None:
     """SIGTERM, then wait until the proxy says it is shutting down."""
     proxy.process.send_signal(signal.SIGTERM)
-    while "shutting down" not in (line := proxy.process.stdout.readline()):
-        assert line, "the proxy exited without shutting down"
+    deadline = time.monotonic() + 60
+    while "shutting down" not in proxy.process.log_path.read_text():
+        assert proxy.process.poll() is None or "shutting down" in \
+            proxy.process.log_path.read_text(), "the proxy exited without shutting down"
+        assert time.monotonic() < deadline, "the proxy did not say it was shutting down"
+        time.sleep(0.05)
 
 
 def test_sigterm_lets_the_running_statement_finish_then_disconnects_everyone(
