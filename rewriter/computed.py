@@ -26,9 +26,14 @@ def placeholder(index: int) -> exp.Column:
 
 
 def substitute(node: exp.Expression, aggregate: Callable[[exp.Expression], int],
-               key: Callable[[exp.Column], int], offset: int) -> exp.Expression:
-    """`node` with each COUNT/SUM/AVG and each column replaced by its released output."""
+               key: Callable[[exp.Column], int], offset: int,
+               bucket: Callable[[exp.Expression], int | None]) -> exp.Expression:
+    """`node` with each COUNT/SUM/AVG, each computed group key (`bucket`, None where the
+    expression is none) and each column replaced by its released output."""
     def replace(sub: exp.Expression) -> exp.Expression:
+        index = bucket(sub)
+        if index is not None:
+            return placeholder(index)
         if isinstance(sub, (exp.Count, exp.Sum, exp.Avg)):
             return placeholder(aggregate(sub))
         if isinstance(sub, _NOT_RELEASED):

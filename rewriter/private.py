@@ -86,6 +86,8 @@ class _Planner:
     outputs: list[OutputColumn] = field(default_factory=list)
     choices: list[tuple[ChoiceSpec, Resolved]] = field(default_factory=list)
     probe: exp.Select | None = None  # with expressions over released values
+    # Per key: the GROUP BY expression of its column (a bucket), or None for the column.
+    key_expressions: list[exp.Expression | None] = field(default_factory=list)
 
     @property
     def policy(self) -> Policy:
@@ -113,14 +115,15 @@ class _Planner:
             return self._most_frequent_plan()
         grouping, domains = self._grouping()
         noisy_parts = tuple(self._noisy_part(part) for part in self.parts)
-        key_specs = [KeySpec(column, domain) for (_, column), domain in
-                     zip(self.keys, domains, strict=True)]
+        key_specs = [KeySpec(column, domain, expression) for (_, column), domain, expression
+                     in zip(self.keys, domains, self.key_expressions, strict=True)]
         plan = self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping),
                              len(self.keys), noisy_parts, post, grouping)
         if computed_post is None:
             return plan
         self.probe = probe(self.tree, [self._source(o) for o in self.outputs],
-                           [column for _, column in self.keys])
+                           [e or column for (_, column), e in
+                            zip(self.keys, self.key_expressions, strict=True)])
         return replace(plan, post_sql=computed_post,
                        probe_sql=self.probe.sql(dialect="postgres"))
 
@@ -153,14 +156,20 @@ class _Planner:
         return PostProcess(), sql
 
     def _substitute(self, node: exp.Expression) -> exp.Expression:
-        return substitute(node, self._hidden_aggregate, self._hidden_key, self.offset)
+        return substitute(node, self._hidden_aggregate, self._hidden_key, self.offset,
+                          self._hidden_bucket)
+
+    def _hidden_bucket(self, node: exp.Expression) -> int | None:
+        if self._key_expression_index(node) is None:
+            return None
+        return self._hidden_key(node)
 
     def _hidden_aggregate(self, node: exp.Expression) -> int:
         self.outputs.append(self._aggregate(node, _default_name(node), True,
                                             position_of(node, self.offset)))
         return len(self.outputs) - 1
 
-    def _hidden_key(self, column: exp.Column) -> int:
+    def _hidden_key(self, column: exp.Expression) -> int:
         output = self._output(column, len(self.outputs), hidden=True)
         assert output is not None
         self.outputs.append(output)
@@ -184,7 +193,7 @@ class _Planner:
     def _source(self, output: OutputColumn) -> exp.Expression:
         """An output as the statement asks for it, for PostgreSQL's type of it."""
         if output.kind == "key":
-            return self.keys[output.parts[0]][1]
+            return self.key_expressions[output.parts[0]] or self.keys[output.parts[0]][1]
         if output.kind == "computed":
             return exp.cast(exp.Null(), "text")
         return self.parts[output.parts[0]].node
@@ -196,11 +205,30 @@ class _Planner:
         if group is None:
             return
         for item in group.expressions:
-            column = self._key_column(item)
+            target = self._key_column(item)
+            column = target if isinstance(target, exp.Column) else self._bucketed(target, item)
             resolved = self.analyzer.resolve(column, self.relation)
             self.keys.append((resolved, column))
+            self.key_expressions.append(None if target is column else target)
+            if target is not column and self._domain(resolved) is None:
+                raise policy_refusal(
+                    f"GROUP BY {target.sql(dialect='postgres')} needs a declared domain for "
+                    f"{column.sql(dialect='postgres')}: its groups are the image of the domain",
+                    hint=self._domain_hint(resolved), position=position_of(item, self.offset))
 
-    def _key_column(self, item: exp.Expression) -> exp.Column:
+    def _bucketed(self, target: exp.Expression, item: exp.Expression) -> exp.Column:
+        """The one column a computed GROUP BY key is a function of (a time bucket, a CASE
+        bucket): the key's groups are the image of that column's domain (SPEC §7)."""
+        columns = {c.sql(dialect="postgres") for c in target.find_all(exp.Column)}
+        if len(columns) != 1 or target.find(exp.AggFunc, exp.Subquery, exp.Select, exp.Window):
+            raise unsupported(
+                "GROUP BY a computed expression is supported only as a function of one "
+                "column with a declared domain",
+                hint="Group by such a column, or by date_trunc(…)/extract(…)/CASE of it.",
+                position=position_of(item, self.offset))
+        return next(target.find_all(exp.Column))
+
+    def _key_column(self, item: exp.Expression) -> exp.Expression:
         """A GROUP BY item as a column: by position, as written or by output alias.
 
         As in PostgreSQL, a bare name is an input column when the FROM clause has one of
@@ -219,11 +247,6 @@ class _Planner:
             aliased = [p.this for p in self.tree.expressions if isinstance(p, exp.Alias)
                        and p.alias.lower() == item.name.lower()]
             target = aliased[0] if aliased else item
-        if not isinstance(target, exp.Column):
-            raise unsupported(
-                "GROUP BY a computed expression is not supported over private tables",
-                hint="Group by a column that has a declared domain in the policy.",
-                position=position_of(item, self.offset))
         return target
 
     def _is_input_column(self, column: exp.Column) -> bool:
@@ -238,10 +261,17 @@ class _Planner:
     def _key_index(self, column: exp.Column) -> int | None:
         resolved = self.analyzer.resolve(column, self.relation)
         for index, (key, _) in enumerate(self.keys):
-            if key.source.alias == resolved.source.alias and key.origin == resolved.origin and \
-                    _same_name(column, self.keys[index][1]):
+            if self.key_expressions[index] is None and \
+                    key.source.alias == resolved.source.alias and \
+                    key.origin == resolved.origin and _same_name(column, self.keys[index][1]):
                 return index
         return None
+
+    def _key_expression_index(self, node: exp.Expression) -> int | None:
+        """The computed GROUP BY key written exactly as `node`, if any."""
+        text = node.sql(dialect="postgres", normalize=True)
+        return next((i for i, e in enumerate(self.key_expressions) if e is not None and
+                     e.sql(dialect="postgres", normalize=True) == text), None)
 
     # -- released columns ------------------------------------------------------------
 
@@ -252,6 +282,9 @@ class _Planner:
         inner = _unalias(projection)
         position = position_of(projection, self.offset)
         name = projection.alias if isinstance(projection, exp.Alias) else _default_name(inner)
+        bucket = self._key_expression_index(inner)
+        if bucket is not None:
+            return OutputColumn(name, "key", None, (bucket,), hidden)
         if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
             key = self._key_index(inner)
             if key is None:
