@@ -4,6 +4,7 @@ in GROUP BY / ORDER BY / HAVING, and PostgreSQL's own errors where PostgreSQL fa
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import psycopg
 import pytest
@@ -13,6 +14,7 @@ from proxy.config import load_policy_file
 from proxy.demo import DEMO_POLICY_FILE
 from rewriter.calibrate import calibrate
 from rewriter.classify import classify
+from rewriter.errors import Refusal
 from rewriter.explain import explain
 from rewriter.metrics import Metrics
 from rewriter.plan import PrivateAggregate
@@ -30,6 +32,12 @@ def plan_of(sql: str) -> PrivateAggregate:
     plan = classify(sql, POLICY, METRICS)[0].plan
     assert isinstance(plan, PrivateAggregate), plan
     return plan
+
+
+def refusal_of(sql: str) -> Refusal:
+    refusal = classify(sql, POLICY, METRICS)[0].plan
+    assert isinstance(refusal, Refusal), refusal
+    return refusal
 
 
 # -- group keys without an aggregate ----------------------------------------------------
@@ -130,3 +138,68 @@ def test_dpgate_refusals_stay_where_postgresql_would_answer(proxy: RunningProxy)
     with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
         with pytest.raises(errors.InsufficientPrivilege):
             connection.execute("SELECT order_id FROM orders")
+
+
+# -- expressions over released values (SPEC §7) -------------------------------------------
+
+def test_expressions_over_aggregates_are_computed_over_released_values_only():
+    plan = plan_of("SELECT quantity, count(*) * 100.0 / 7 AS pct FROM orders "
+                   "GROUP BY quantity HAVING count(*) * 2 > 100 ORDER BY count(*) * -1, 1")
+    assert plan.post_sql is not None and "orders" not in plan.post_sql
+    assert "count" not in plan.post_sql.lower()  # every aggregate is a released value
+    assert "HAVING" not in plan.sql.upper() and "ORDER BY" not in plan.post_sql.split(
+        "FROM")[0]
+    # What runs on private rows: the key and one count, nothing else.
+    assert plan.probe_sql == "SELECT quantity, CAST(NULL AS TEXT), COUNT(*), COUNT(*), " \
+        "COUNT(*) FROM orders GROUP BY quantity"
+    assert len(plan.parts) == 1  # the same count(*) is noised once
+
+
+def test_constants_alone_over_private_rows_are_refused():
+    assert "would return one row per private row" in refusal_of("SELECT 3 FROM orders").message
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT count(*) * 2 AS c, 3 AS three, 'x' AS label FROM orders",
+     [(2 * 50, 3, "x")]),
+    ("SELECT sum(quantity) / count(*) AS integer_division FROM orders", [(2,)]),
+    ("SELECT round(avg(quantity), 1) AS r, CASE WHEN count(*) > 10 THEN 'many' END AS c "
+     "FROM orders", [(Decimal("2.5"), "many")]),
+])
+def test_expressions_have_postgresqls_types_and_values(proxy: RunningProxy, sql: str,
+                                                       expected: list[tuple]):
+    """At ε = 10 the noise on 50 and 125 is small; the answer's types are PostgreSQL's."""
+    name = fresh_analyst(proxy, "--epsilon", "10")
+    with psycopg.connect(proxy.dsn(name, name), autocommit=True) as connection:
+        connection.execute("SET dp.epsilon = 10")
+        where = " WHERE customer_id <= 0 OR order_id <= 50 AND quantity IS NOT NULL"
+        cursor = connection.execute(sql.replace(" FROM orders", " FROM orders" + where))
+        row = cursor.fetchone()
+        direct = psycopg.connect(proxy.database.admin_dsn).execute(
+            sql.replace(" FROM orders", " FROM orders" + where))
+        assert [d.type_code for d in cursor.description] == \
+            [d.type_code for d in direct.description]
+        assert [type(v) for v in row] == [type(v) for v in expected[0]]
+
+
+def test_time_buckets_are_the_image_of_the_declared_domain():
+    plan = plan_of("SELECT date_trunc('month', order_date) AS month, count(*) FROM orders "
+                   "GROUP BY 1 ORDER BY 1")
+    assert plan.keys == 1 and plan.grouping.domain_size == 731
+    domain = plan.sql.split("LEFT JOIN")[0]
+    assert "generate_series" in domain and '"public"."orders"' not in domain
+
+
+def test_a_bucket_of_a_column_without_a_domain_is_refused():
+    refusal = refusal_of("SELECT CASE WHEN customer_id < 5 THEN 1 ELSE 2 END, count(*) "
+                         "FROM orders GROUP BY 1")
+    assert "needs a declared domain for customer_id" in refusal.message
+
+
+def test_time_buckets_through_the_proxy(proxy: RunningProxy):
+    name = fresh_analyst(proxy)
+    with psycopg.connect(proxy.dsn(name, name), autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT extract(year FROM order_date) AS y, count(*) FROM orders "
+            "GROUP BY 1 ORDER BY 1").fetchall()
+    assert [row[0] for row in rows] == [Decimal(2024), Decimal(2025)]
