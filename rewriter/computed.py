@@ -34,7 +34,9 @@ def substitute(node: exp.Expression, aggregate: Callable[[exp.Expression], int],
         index = bucket(sub)
         if index is not None:
             return placeholder(index)
-        if isinstance(sub, (exp.Count, exp.Sum, exp.Avg)):
+        if isinstance(sub, (exp.Count, exp.Sum, exp.Avg)) or (
+                isinstance(sub, exp.Filter) and
+                isinstance(sub.this, (exp.Count, exp.Sum, exp.Avg))):
             return placeholder(aggregate(sub))
         if isinstance(sub, _NOT_RELEASED):
             raise unsupported(

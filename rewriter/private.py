@@ -297,7 +297,9 @@ class _Planner:
         if isinstance(inner, exp.Window):
             raise unsupported("window functions are not supported over private tables",
                               position=position)
-        if isinstance(inner, (exp.Count, exp.Sum, exp.Avg)):
+        if isinstance(inner, (exp.Count, exp.Sum, exp.Avg)) or (
+                isinstance(inner, exp.Filter) and
+                isinstance(inner.this, (exp.Count, exp.Sum, exp.Avg))):
             return self._aggregate(inner, name, hidden, position)
         spec = choice_spec(inner, self.offset)
         if spec is not None:
@@ -324,6 +326,7 @@ class _Planner:
 
     def _aggregate(self, node: exp.Expression, name: str, hidden: bool, position: int | None
                    ) -> OutputColumn:
+        node = _without_filter(node, position)
         argument = node.this
         if isinstance(node, exp.Count):
             if isinstance(argument, exp.Distinct):
@@ -333,11 +336,12 @@ class _Planner:
                 self.analyzer.resolve(argument.expressions[0], self.relation)
                 part = self._part("count", node, 1.0, None)
                 return OutputColumn(name, "noisy", "count_distinct", (part,), hidden)
-            if not isinstance(argument, (exp.Star, exp.Column)):
-                raise unsupported("COUNT takes *, a column or DISTINCT column",
-                                  position=position)
-            if isinstance(argument, exp.Column):
-                self.analyzer.resolve(argument, self.relation)
+            # Whatever it counts, one row changes a count by at most one.
+            if argument.find(exp.AggFunc, exp.Subquery, exp.Select, exp.Window):
+                raise unsupported("COUNT takes *, a column, an expression of columns or "
+                                  "DISTINCT column", position=position)
+            for column in argument.find_all(exp.Column):
+                self.analyzer.resolve(column, self.relation)
             part = self._part("count", node, 1.0, None)
             return OutputColumn(name, "noisy", "count", (part,), hidden)
         bounds = self._bounds(node, position)
@@ -353,10 +357,35 @@ class _Planner:
         what = node.sql_name()
         if isinstance(argument, exp.Distinct):
             raise unsupported(f"{what}(DISTINCT …) is not supported", position=position)
+        if isinstance(argument, exp.Case):
+            return self._case_bounds(argument, what, position)
         if not isinstance(argument, exp.Column):
-            raise unsupported(f"{what} takes a plain column with declared bounds",
+            raise unsupported(f"{what} takes a plain column with declared bounds, or a CASE "
+                              "whose branches are such columns or constants",
                               position=position)
         return self._column_bounds(argument, what, position)
+
+    def _case_bounds(self, case: exp.Case, what: str, position: int | None
+                     ) -> tuple[float, float]:
+        """sum(CASE WHEN … THEN 1 ELSE 0 END): the bounds span the branches' values, each
+        a constant or a column with declared bounds (a NULL branch adds nothing)."""
+        spans = []
+        branches = [i.args.get("true") for i in case.args.get("ifs", [])] + \
+            [case.args.get("default")]
+        for branch in (_unparen(b) for b in branches if b is not None):
+            if isinstance(branch, exp.Null):
+                continue
+            if isinstance(branch, exp.Column):
+                spans.append(self._column_bounds(branch, what, position))
+                continue
+            number = _number(branch)
+            if number is None:
+                raise unsupported(f"{what}(CASE …) takes constants or columns with declared "
+                                  "bounds in its branches", position=position)
+            spans.append((number, number))
+        if not spans:
+            raise unsupported(f"{what}(CASE …) has no value to sum", position=position)
+        return min(lo for lo, _ in spans), max(hi for _, hi in spans)
 
     def _column_bounds(self, argument: exp.Column, what: str, position: int | None
                        ) -> tuple[float, float]:
@@ -616,6 +645,31 @@ class _Planner:
         if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
             return -float(node.this.this), False
         return self._output_index(node, having=True), True
+
+
+def _without_filter(node: exp.Expression, position: int | None) -> exp.Expression:
+    """agg(x) FILTER (WHERE c) as agg(CASE WHEN c THEN x END), which PostgreSQL computes
+    alike: a row the filter leaves out contributes NULL, which the aggregate skips."""
+    if not isinstance(node, exp.Filter):
+        return node
+    aggregate = node.this.copy()
+    argument = aggregate.this
+    if isinstance(argument, exp.Distinct):
+        raise unsupported("an aggregate of DISTINCT values with FILTER is not supported",
+                          position=position)
+    value = exp.Literal.number(1) if isinstance(argument, exp.Star) else argument
+    aggregate.set("this", exp.Case(ifs=[exp.If(this=node.expression.this.copy(),
+                                               true=value)]))
+    return aggregate
+
+
+def _number(node: exp.Expression) -> float | None:
+    if isinstance(node, exp.Neg):
+        inner = _number(node.this)
+        return None if inner is None else -inner
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return float(node.this)
+    return None
 
 
 def _part_text(part: PartSpec) -> str:

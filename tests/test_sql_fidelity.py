@@ -203,3 +203,27 @@ def test_time_buckets_through_the_proxy(proxy: RunningProxy):
             "SELECT extract(year FROM order_date) AS y, count(*) FROM orders "
             "GROUP BY 1 ORDER BY 1").fetchall()
     assert [row[0] for row in rows] == [Decimal(2024), Decimal(2025)]
+
+
+# -- FILTER and CASE inside aggregates ------------------------------------------------------
+
+def test_filter_is_a_case_inside_the_aggregate():
+    plan = plan_of("SELECT count(*) FILTER (WHERE quantity > 3), "
+                   "sum(quantity) FILTER (WHERE order_cost > 10) FROM orders")
+    assert "COUNT(CASE WHEN quantity > 3 THEN 1 END)" in plan.sql
+    assert [(p.aggregate, p.magnitude) for p in plan.parts] == [("count", 1.0), ("sum", 10.0)]
+
+
+@pytest.mark.parametrize(("expression", "magnitude"), [
+    ("CASE WHEN quantity > 3 THEN 1 ELSE 0 END", 1.0),
+    ("CASE WHEN quantity > 3 THEN order_cost ELSE 0 END", 5000.0),
+    ("CASE WHEN quantity > 3 THEN -2 WHEN quantity > 1 THEN 7 END", 7.0),
+])
+def test_the_bounds_of_a_summed_case_span_its_branches(expression: str, magnitude: float):
+    plan = plan_of(f"SELECT sum({expression}) FROM orders")
+    assert plan.parts[0].magnitude == magnitude
+
+
+def test_a_summed_case_with_an_unbounded_branch_is_refused():
+    assert "needs declared bounds" in refusal_of(
+        "SELECT sum(CASE WHEN quantity > 3 THEN order_id ELSE 0 END) FROM orders").message
