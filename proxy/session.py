@@ -24,6 +24,7 @@ from rewriter.classify import Statement, classify
 from rewriter.computed import with_rows
 from rewriter.errors import INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT, Refusal
 from rewriter.metrics import ColumnKey, MissingMetrics
+from rewriter.outer import with_answer
 from rewriter.plan import (
     EmptyStatement,
     Plan,
@@ -371,17 +372,20 @@ class Session:
         """
         described = await self._describe(backend, sql, types, parameters)
         key_types = [type_oid for _, type_oid in described.columns[:plan.keys]]
+        outer = written
+        if plan.outer_sql is not None:  # `written` is the outer query; the answer is inner
+            written = await self._as_written(backend, plan.inner_sql, plan, types, 0)
         columns = result_columns(plan, key_types)
         if written is not None and len(written.columns) == len(columns):
             columns = written.columns
-        released: list[tuple[str, int]] = []
-        if plan.probe_sql is not None:
-            released = (await backend.describe(plan.probe_sql, types)).columns
-            names = await backend.fetch("SELECT " + ", ".join(
-                f"format_type({type_oid}, NULL)" for _, type_oid in released))
-            released = [(name.decode() if name else "text", type_oid) for name, (_, type_oid)
-                        in zip(names.rows[0], released, strict=True)]
-        return Shape(described.parameters, key_types, columns, released)
+        released = (await backend.describe(plan.probe_sql, types)).columns \
+            if plan.probe_sql is not None else []
+        names = await _type_names(backend, [t for _, t in released + columns])
+        return Shape(described.parameters, key_types,
+                     outer.columns if plan.outer_sql is not None and outer else columns,
+                     [(name, t) for name, (_, t) in zip(names[:len(released)], released,
+                                                        strict=True)],
+                     columns, names[len(released):])
 
     @staticmethod
     async def _describe(backend: BackendConnection, sql: str,
@@ -454,24 +458,28 @@ class Session:
             self.running = None
         answer = release(plan, calibration, shape.key_types, result.rows, charged.shift,
                          self.config.privacy, self.rng,
-                         shape.released if plan.post_sql else shape.columns)
+                         shape.released if plan.post_sql else shape.answer)
         rows = answer.rows
         if plan.post_sql is not None:
-            rows = await self._computed(backend, plan, shape, rows, parameters, charged)
+            sql = with_rows(plan.post_sql, rows, [name for name, _ in shape.released])
+            rows = await self._post_processed(backend, sql, parameters, charged)
+        if plan.outer_sql is not None:
+            sql = with_answer(plan.outer_sql, plan.outer_alias, rows, [
+                (name, type_name) for (name, _), type_name in
+                zip(shape.answer, shape.answer_types, strict=True)])
+            rows = await self._post_processed(backend, sql, parameters, charged)
         await asyncio.to_thread(self.ledger.record_answer, charged.charge_id, rows)
         return rows, answer_notice(plan, calibration, answer, charged.budget,
                                    self.config.privacy.confidence)
 
-    async def _computed(self, backend: BackendConnection, plan: PrivateAggregate, shape: Shape,
-                        released: list[list[str | None]], parameters: Parameters | None,
-                        charged: Charged) -> list[list[str | None]]:
+    async def _post_processed(self, backend: BackendConnection, sql: str,
+                              parameters: Parameters | None, charged: Charged
+                              ) -> list[list[str | None]]:
         """The statement's expressions over the released values only (post-processing).
 
         Its failure (a noisy count of 0 as a divisor) depends on released values only, so
         PostgreSQL's own error is reported; the charge stays, as the values were drawn.
         """
-        assert plan.post_sql is not None
-        sql = with_rows(plan.post_sql, released, [name for name, _ in shape.released])
         try:
             result = await backend.fetch(sql, parameters)
         except BackendError as error:
@@ -544,9 +552,21 @@ class Shape:
 
     parameters: list[int]
     key_types: list[int]
-    columns: list[tuple[str, int]]
+    columns: list[tuple[str, int]]  # what the client receives
     # For a plan with post_sql: every output's (PostgreSQL type name, type OID).
-    released: list[tuple[str, int]] = field(default_factory=list)
+    released: list[tuple[str, int]]
+    # The aggregate's own answer (an outer query's inner one) and its type names.
+    answer: list[tuple[str, int]]
+    answer_types: list[str]
+
+
+async def _type_names(backend: BackendConnection, oids: list[int]) -> list[str]:
+    """PostgreSQL's names of types, to cast released values to them."""
+    if not oids:
+        return []
+    names = await backend.fetch("SELECT " + ", ".join(f"format_type({oid}, NULL)"
+                                                      for oid in oids))
+    return [name.decode() if name else "text" for name in names.rows[0]]
 
 
 @dataclass(frozen=True)

@@ -79,19 +79,24 @@ def probe(tree: exp.Select, sources: list[exp.Expression],
 
 def with_rows(sql: str, rows: list[list[str | None]], type_names: list[str]) -> str:
     """`post_sql` reading the released rows (each value cast to its PostgreSQL type)."""
-    return sql.replace(f"{ROWS} AS r", _released_rows(rows, type_names), 1)
+    names = [f"o{i}" for i in range(len(type_names))]
+    return sql.replace(f"{ROWS} AS r", values_table(rows, type_names, "r", names), 1)
 
 
-def _released_rows(rows: list[list[str | None]], type_names: list[str]) -> str:
-    names = ", ".join(f'"o{i}"' for i in range(len(type_names)))
-    if not rows:
-        nulls = ", ".join(f"NULL::{name}" for name in type_names)
-        return f"(SELECT {nulls} WHERE FALSE) AS r({names})"
-    values = ", ".join(
-        "(" + ", ".join(_literal(value, name) for value, name in zip(row, type_names,
-                                                                      strict=True)) + ")"
-        for row in rows)
-    return f"(VALUES {values}) AS r({names})"
+def values_table(rows: list[list[str | None]], type_names: list[str], alias: str,
+                 names: list[str]) -> str:
+    """A FROM item of released values, each cast to its PostgreSQL type."""
+    columns = ", ".join(exp.to_identifier(name, quoted=True).sql(dialect="postgres")
+                        for name in names)
+    if rows:
+        values = "VALUES " + ", ".join(
+            "(" + ", ".join(_literal(value, name) for value, name in zip(row, type_names,
+                                                                         strict=True)) + ")"
+            for row in rows)
+    else:
+        values = "SELECT " + ", ".join(f"NULL::{name}" for name in type_names) + " WHERE FALSE"
+    quoted = exp.to_identifier(alias, quoted=True).sql(dialect="postgres")
+    return f"({values}) AS {quoted}({columns})"
 
 
 def _literal(value: str | None, type_name: str) -> str:

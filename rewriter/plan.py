@@ -155,6 +155,11 @@ class PrivateAggregate:
     # the released outputs; `probe_sql` is described for each output's type.
     post_sql: str | None = None
     probe_sql: str | None = None
+    # A query over this aggregate as a subquery or CTE (outer.py): `outer_sql` runs over
+    # the answer of `inner_sql`, named `outer_alias`.
+    outer_sql: str | None = None
+    outer_alias: str = ""
+    inner_sql: str = ""
     # Row-independent values the proxy has PostgreSQL compute first (constants.py).
     constants: tuple[Constant, ...] = ()
     # Private base tables the analysis saw, once per occurrence (plan_check.py).

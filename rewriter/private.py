@@ -28,6 +28,7 @@ from .errors import (
     unsupported,
 )
 from .metrics import Metrics
+from .outer import split_outer
 from .plan import (
     Comparison,
     Condition,
@@ -66,6 +67,17 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
                               position=position_of(tree, offset))
     # Names as PostgreSQL reads them: unquoted folded to lower case, quoted kept.
     normalize_identifiers(tree, dialect="postgres")
+    split = split_outer(tree)
+    if split is not None:
+        inner, outer, alias = split
+        plan = plan_private_aggregate(inner, policy, offset, metrics)
+        if plan.outer_sql is not None or not plan.postgres_sql:
+            raise unsupported("a query over an aggregate subquery is answered for one level "
+                              "of standard SQL aggregates",
+                              position=position_of(tree, offset))
+        return replace(plan, outer_sql=outer, outer_alias=alias,
+                       inner_sql=inner.sql(dialect="postgres"),
+                       fingerprint_text=tree.sql(dialect="postgres", normalize=True))
     constants = extract_constants(tree, policy, offset)
     analyzer = Analyzer(policy, metrics or Metrics(), offset)
     planner = _Planner(analyzer, tree, offset)

@@ -273,6 +273,15 @@ _HANDWRITTEN = [
                 "GROUP BY 1 ORDER BY 1"),
     ("buckets", "SELECT to_char(order_date, 'YYYY-MM') AS month, count(*) FROM orders "
                 "GROUP BY 1 ORDER BY 1"),
+    # -- queries over an aggregate subquery or CTE (post-processing of its answer) -------
+    ("outer", "SELECT sum(n) AS total FROM (SELECT quantity, count(*) AS n FROM orders "
+              "GROUP BY quantity) AS s"),
+    ("outer", "WITH m AS (SELECT date_trunc('month', order_date) AS month, count(*) AS n "
+              "FROM orders GROUP BY 1) SELECT month, n FROM m WHERE n > 100 ORDER BY month"),
+    ("outer", "SELECT s.q, s.n * 2 AS twice FROM (SELECT quantity AS q, count(*) AS n "
+              "FROM orders GROUP BY quantity) AS s ORDER BY 1"),
+    ("outer", "SELECT max(n) FROM (SELECT quantity, count(*) AS n FROM orders "
+              "GROUP BY quantity) AS s"),
     # -- session and settings ---------------------------------------------------------------
     ("session", "SHOW dp.epsilon"),
     ("session", "SELECT 1"),

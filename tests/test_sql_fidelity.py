@@ -227,3 +227,23 @@ def test_the_bounds_of_a_summed_case_span_its_branches(expression: str, magnitud
 def test_a_summed_case_with_an_unbounded_branch_is_refused():
     assert "needs declared bounds" in refusal_of(
         "SELECT sum(CASE WHEN quantity > 3 THEN order_id ELSE 0 END) FROM orders").message
+
+
+# -- a query over an aggregate subquery or CTE ------------------------------------------------
+
+def test_a_query_over_an_aggregate_cte_runs_over_its_answer_only():
+    plan = plan_of("WITH t AS (SELECT quantity, count(*) AS n FROM orders GROUP BY 1) "
+                   "SELECT sum(n) FROM t")
+    assert plan.outer_sql == "SELECT SUM(n) FROM __dpgate_answer__"
+    assert plan.outer_alias == "t" and plan.keys == 1
+    assert "WITH" in plan.fingerprint_text  # the whole question, not the inner one
+
+
+def test_metabase_source_wrapper_through_the_proxy(proxy: RunningProxy):
+    name = fresh_analyst(proxy)
+    with psycopg.connect(proxy.dsn(name, name), autocommit=True) as connection:
+        cursor = connection.execute(
+            'SELECT "source"."count" AS "count" FROM (SELECT count(*) AS "count" '
+            'FROM "public"."orders") AS "source" LIMIT 1048575')
+        assert [(d.name, d.type_code) for d in cursor.description] == [("count", 20)]
+        assert len(cursor.fetchall()) == 1
