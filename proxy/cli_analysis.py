@@ -80,7 +80,7 @@ def cmd_metrics_refresh(args: argparse.Namespace) -> int:
         backend = await BackendConnection.connect(Endpoint.from_dsn(config.backend.dsn),
                                                   application_name="dpgate-metrics")
         try:
-            catalog = await fetch_columns(backend)
+            catalog, _ = await fetch_columns(backend)
             wanted = {(m.table, m.column) for m in ledger.metrics()}
             wanted |= {(table, column) for table in config.policy.tables
                        for column in catalog.get(table, ())}

@@ -20,7 +20,8 @@ from rewriter.metrics import ColumnKey, Metrics, max_freq_query
 from .backend import BackendConnection
 
 CATALOG_QUERY = (
-    "SELECT table_schema || '.' || table_name, column_name FROM information_schema.columns "
+    "SELECT table_schema || '.' || table_name, column_name, data_type "
+    "FROM information_schema.columns "
     "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY ordinal_position")
 
 
@@ -36,7 +37,8 @@ class Knowledge:
         self.catalog_loaded = False
 
     async def load_catalog(self, backend: BackendConnection) -> None:
-        self.metrics = replace(self.metrics, columns=await fetch_columns(backend),
+        columns, types = await fetch_columns(backend)
+        self.metrics = replace(self.metrics, columns=columns, column_types=types,
                                version=self.metrics.version + 1)
         self.catalog_loaded = True
 
@@ -52,12 +54,17 @@ def _from_ledger(metrics: Iterable[Metric]) -> dict[ColumnKey, int]:
     return {(m.table, m.column): m.max_freq for m in metrics}
 
 
-async def fetch_columns(backend: BackendConnection) -> dict[str, tuple[str, ...]]:
+async def fetch_columns(backend: BackendConnection
+                        ) -> tuple[dict[str, tuple[str, ...]], dict[ColumnKey, str]]:
+    """Every table's columns in order, and each column's type (information_schema's
+    data_type: integer, numeric, text…)."""
     columns: dict[str, list[str]] = {}
-    for table, column in (await backend.fetch(CATALOG_QUERY)).rows:
-        assert table is not None and column is not None
+    types: dict[ColumnKey, str] = {}
+    for table, column, data_type in (await backend.fetch(CATALOG_QUERY)).rows:
+        assert table is not None and column is not None and data_type is not None
         columns.setdefault(table.decode(), []).append(column.decode())
-    return {table: tuple(names) for table, names in columns.items()}
+        types[(table.decode(), column.decode())] = data_type.decode()
+    return {table: tuple(names) for table, names in columns.items()}, types
 
 
 async def measure_column(backend: BackendConnection, table: str, column: str) -> Metric:

@@ -14,12 +14,15 @@ ColumnKey = tuple[str, str]  # ("schema.table", "column"), lower case
 @dataclass(frozen=True)
 class Metrics:
     """`max_freq[(table, column)]`: the most rows sharing one non-NULL value of the column.
-    `columns[table]`: the table's column names, to resolve unqualified columns in joins.
+    `columns[table]`: the table's column names in order, to resolve unqualified columns
+    in joins and alias lists; `column_types` their types, to make arithmetic total.
     `version` changes whenever the proxy measures again, so cached plans can be keyed by it.
     """
 
     max_freq: Mapping[ColumnKey, int] = field(default_factory=dict)
     columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Each column's type as information_schema names it (integer, numeric, text…).
+    column_types: Mapping[ColumnKey, str] = field(default_factory=dict)
     version: int = 0
 
 

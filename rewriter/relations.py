@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
+from .arithmetic import ARITHMETIC, NotTotal, total_form
 from .elastic import (
     Elastic,
     add,
@@ -33,7 +34,7 @@ from .errors import (
     policy_refusal,
     unsupported,
 )
-from .functions import node_failure
+from .functions import is_literal_constant, node_failure
 from .metrics import ColumnKey, Metrics, MissingMetrics
 from .policy import Policy
 from .positions import position_of
@@ -539,6 +540,10 @@ class Analyzer:
             name = real
         return self._base_frequency(table, name, source.private), (table, name)
 
+    def _type_of(self, column: exp.Column, relation: Relation) -> str | None:
+        origin = self.resolve(column, relation).origin
+        return self.metrics.column_types.get(origin) if origin is not None else None
+
     def _base_frequency(self, table: str, column: str, private: bool) -> Elastic:
         declared = self.policy.column(table, column).max_freq
         measured = self.metrics.max_freq.get((table, column))
@@ -564,6 +569,13 @@ class Analyzer:
         if isinstance(node, exp.Column):
             if not isinstance(node.this, exp.Star):
                 self.resolve(node, relation)
+            return
+        if isinstance(node, ARITHMETIC) and not is_literal_constant(node):
+            try:
+                node.replace(total_form(node, lambda column: self._type_of(column, relation)))
+            except NotTotal as error:
+                raise unsupported(str(error), position=position_of(node, self.offset)
+                                  ) from None
             return
         if allow_aggregates and isinstance(node, (exp.Count, exp.Sum, exp.Avg, exp.Min,
                                                   exp.Max, exp.Distinct)):

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from sqlglot import exp
 
+from .arithmetic import TOTAL
 from .errors import unsupported
 from .functions import AGGREGATE_NODES, STRUCTURE_NODES, node_failure
 from .positions import position_of
@@ -60,7 +61,16 @@ def _evaluated_nodes(tree: exp.Select) -> Iterator[exp.Expression]:
             if key in _MIXED_CLAUSES:
                 yield from _sent_to_backend(item)
             else:
-                yield from item.walk()
+                yield from _walk(item)
+
+
+def _walk(node: exp.Expression) -> Iterator[exp.Expression]:
+    """Every node below `node`, but not inside the total forms arithmetic.py built."""
+    if node.meta.get(TOTAL):
+        return
+    yield node
+    for child in node.iter_expressions():
+        yield from _walk(child)
 
 
 def _sent_to_backend(node: exp.Expression) -> Iterator[exp.Expression]:
@@ -68,7 +78,7 @@ def _sent_to_backend(node: exp.Expression) -> Iterator[exp.Expression]:
     aggregates (arguments and FILTER included) and aggregate-free subtrees (group keys),
     but not the arithmetic the proxy does over released aggregates."""
     if isinstance(node, AGGREGATE_NODES + (exp.Window,)) or node.find(exp.AggFunc) is None:
-        yield from node.walk()
+        yield from _walk(node)
         return
     for child in node.iter_expressions():
         yield from _sent_to_backend(child)

@@ -167,3 +167,43 @@ def refusal_of_metrics(sql: str) -> Refusal:
     with pytest.raises(Refusal) as caught:
         plan_of(sql, COLUMNS)
     return caught.value
+
+
+TYPED = Metrics(columns=COLUMNS.columns, column_types={
+    ("public.orders", "order_id"): "integer", ("public.orders", "customer_id"): "integer",
+    ("public.orders", "product_id"): "integer", ("public.orders", "quantity"): "integer",
+    ("public.orders", "order_cost"): "numeric", ("public.orders", "order_date"): "date",
+    ("public.customers", "name"): "text",
+})
+
+
+@pytest.mark.parametrize("condition, total", [
+    ("order_id % 97 <> 1", "MOD(CAST(order_id AS DECIMAL), NULLIF(CAST(97 AS DECIMAL), 0)) <> 1"),
+    ("order_cost * quantity > 100",
+     "CAST(order_cost AS DECIMAL) * CAST(quantity AS DECIMAL) > 100"),
+    ("quantity / 2 = 1", "DIV(CAST(quantity AS DECIMAL), NULLIF(CAST(2 AS DECIMAL), 0)) = 1"),
+    ("order_cost / quantity > 3",
+     "CAST(order_cost AS DECIMAL) / NULLIF(CAST(quantity AS DECIMAL), 0) > 3"),
+    ("-order_id < 0", "-CAST(order_id AS DECIMAL) < 0"),
+    ("quantity::bigint > 1", "CAST(quantity AS BIGINT) > 1"),
+    ("order_id::text LIKE '1%'", "CAST(order_id AS TEXT) LIKE '1%'"),
+])
+def test_arithmetic_and_casts_on_private_rows_are_rewritten_total(condition, total):
+    plan = plan_of(f"SELECT count(*) FROM orders WHERE {condition}", TYPED)
+    assert f"WHERE {total}" in plan.sql
+
+
+@pytest.mark.parametrize("condition", [
+    "order_date + 1 > '2024-01-01'",  # not a number
+    "customer_id::smallint = 1",  # narrowing can overflow
+    "order_cost::integer = 1",
+])
+def test_arithmetic_without_a_total_form_is_refused(condition):
+    with pytest.raises(Refusal) as caught:
+        plan_of(f"SELECT count(*) FROM orders WHERE {condition}", TYPED)
+    assert caught.value.sqlstate == "0A000"
+
+
+def test_arithmetic_needs_known_column_types():
+    refusal = refusal_of("SELECT count(*) FROM orders WHERE order_id % 2 = 0")
+    assert "known type" in refusal.message

@@ -1,0 +1,133 @@
+"""Arithmetic and casts on private rows, rewritten so that no row can make them fail.
+
+`order_id % 97 <> 1`, `price * quantity > 100`, `a / b`: PostgreSQL's integer and float
+arithmetic fails on some values only (overflow, division by zero), so evaluated on private
+rows its error would be an exact answer. The total form computes the same value in exact
+NUMERIC, which cannot overflow for expressions of this size, and divides by NULLIF(b, 0):
+
+- every operand is cast to numeric (from an integer, numeric or float column, a number, a
+  bound parameter or a computed constant);
+- `a / b` is `a / NULLIF(b, 0)`, or `div(a, NULLIF(b, 0))` when both sides are integers
+  (PostgreSQL's integer division truncates toward zero, as div does);
+- `a % b` is `mod(a, NULLIF(b, 0))` (the sign of the dividend, like %).
+
+Where PostgreSQL would have raised an error the total form gives NULL (or a number where
+an integer would have overflowed); elsewhere it gives the same value, as numeric. Casts
+are allowed only where they are total: to text, and from a narrower number to a wider one.
+Everything else is refused. The rewritten nodes are marked so that totality.py trusts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+# Marks a node dpgate built in total form (totality.py does not walk into it).
+TOTAL = "dpgate_total"
+
+INTEGER_TYPES = frozenset({"smallint", "integer", "bigint"})
+NUMBER_TYPES = INTEGER_TYPES | {"numeric", "real", "double precision"}
+_WIDER = {  # target -> the source types it holds every value of
+    "bigint": {"smallint", "integer", "bigint"},
+    "int8": {"smallint", "integer", "bigint"},
+    "integer": {"smallint", "integer"},
+    "int": {"smallint", "integer"},
+    "int4": {"smallint", "integer"},
+    "numeric": NUMBER_TYPES,
+    "decimal": NUMBER_TYPES,
+    "double precision": {"smallint", "integer", "bigint", "real", "double precision"},
+    "float8": {"smallint", "integer", "bigint", "real", "double precision"},
+    "double": {"smallint", "integer", "bigint", "real", "double precision"},
+}
+_TEXT_TYPES = frozenset({"text", "varchar", "char", "character varying", "character",
+                         "bpchar"})
+_OPERATORS = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Abs)
+ARITHMETIC = _OPERATORS + (exp.Cast,)
+
+
+class NotTotal(ValueError):
+    """The expression has no total form dpgate knows."""
+
+
+def total_form(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
+               ) -> exp.Expression:
+    """The total form of an arithmetic expression or cast; raises NotTotal."""
+    if isinstance(node, exp.Cast):
+        return _total_cast(node, type_of)
+    total, _ = _number(node, type_of)
+    return _marked(total)
+
+
+def _total_cast(node: exp.Cast, type_of: Callable[[exp.Column], str | None]
+                ) -> exp.Expression:
+    target = node.to.sql(dialect="postgres").lower()
+    base = target.split("(")[0].strip()
+    if base in _TEXT_TYPES:
+        return _marked(node.copy())  # every value has a text form
+    source = _type_of_operand(node.this, type_of)
+    if source is not None and source in _WIDER.get(base, set()):
+        return _marked(node.copy())
+    raise NotTotal(f"a cast to {target} can fail on some values; only casts to text and "
+                   "from a narrower number to a wider one are allowed on private rows")
+
+
+def _number(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
+            ) -> tuple[exp.Expression, bool]:
+    """(numeric form, whether PostgreSQL would compute it as an integer)."""
+    if isinstance(node, exp.Paren):
+        inner, integer = _number(node.this, type_of)
+        return exp.Paren(this=inner), integer
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+        left, left_integer = _number(node.this, type_of)
+        right, right_integer = _number(node.expression, type_of)
+        integer = left_integer and right_integer
+        if isinstance(node, exp.Div):
+            divisor = exp.Nullif(this=right, expression=exp.Literal.number(0))
+            if integer:
+                return exp.Anonymous(this="div", expressions=[left, divisor]), True
+            return exp.Div(this=left, expression=divisor), False
+        if isinstance(node, exp.Mod):
+            divisor = exp.Nullif(this=right, expression=exp.Literal.number(0))
+            return exp.Anonymous(this="mod", expressions=[left, divisor]), integer
+        return type(node)(this=left, expression=right), integer
+    if isinstance(node, exp.Neg):
+        inner, integer = _number(node.this, type_of)
+        return exp.Neg(this=inner), integer
+    if isinstance(node, exp.Abs):
+        inner, integer = _number(node.this, type_of)
+        return exp.Abs(this=inner), integer
+    return _operand(node, type_of)
+
+
+def _operand(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
+             ) -> tuple[exp.Expression, bool]:
+    if isinstance(node, exp.Literal) and not node.is_string:
+        integer = "." not in node.this and "e" not in node.this.lower()
+        return _numeric(node), integer
+    if isinstance(node, (exp.Parameter, exp.Placeholder)):
+        return _numeric(node), False  # its type is checked when PostgreSQL plans it
+    kind = _type_of_operand(node, type_of)
+    if kind is None or kind not in NUMBER_TYPES:
+        what = node.sql(dialect="postgres")
+        raise NotTotal("arithmetic on private rows is allowed only on numbers of a known type "
+                       f"({what} is {kind or 'of a type dpgate does not know'})")
+    return _numeric(node), kind in INTEGER_TYPES
+
+
+def _type_of_operand(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
+                     ) -> str | None:
+    if isinstance(node, exp.Column):
+        return type_of(node)
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return "integer" if node.this.isdigit() else "numeric"
+    return None
+
+
+def _numeric(node: exp.Expression) -> exp.Expression:
+    return exp.Cast(this=node.copy(), to=exp.DataType.build("numeric"))
+
+
+def _marked(node: exp.Expression) -> exp.Expression:
+    node.meta[TOTAL] = True
+    return node
