@@ -16,6 +16,7 @@ from accounting import (
     ChargeRequest,
     Ledger,
     Repeated,
+    as_written,
     fingerprint,
 )
 from mechanisms.random_source import RandomSource
@@ -290,7 +291,8 @@ class Session:
             budget = await asyncio.to_thread(self.ledger.budget, self.analyst.name)
             values = [budget.epsilon_total, budget.epsilon_spent, budget.epsilon_left,
                       budget.delta_total, budget.delta_spent, budget.queries]
-            return Answer(BUDGET_COLUMNS, [[repr(v) for v in values]], "SHOW")
+            return Answer(BUDGET_COLUMNS, [[repr(as_written(v) if isinstance(v, float) else v)
+                                            for v in values]], "SHOW")
         raise StatementError(UNDEFINED_OBJECT,
                              f'unrecognized configuration parameter "{plan.name}"',
                              hint=f"dpgate knows {', '.join(DP_SETTINGS)} and dp.budget.")

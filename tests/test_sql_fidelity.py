@@ -247,3 +247,19 @@ def test_metabase_source_wrapper_through_the_proxy(proxy: RunningProxy):
             'FROM "public"."orders") AS "source" LIMIT 1048575')
         assert [(d.name, d.type_code) for d in cursor.description] == [("count", 20)]
         assert len(cursor.fetchall()) == 1
+
+
+# -- figures a person writes ----------------------------------------------------------------
+
+def test_budget_figures_are_the_decimals_a_person_writes(proxy: RunningProxy):
+    name = fresh_analyst(proxy)
+    with psycopg.connect(proxy.dsn(name, name), autocommit=True) as connection:
+        connection.execute("SET dp.epsilon = 0.1")
+        for quantity in (1, 2, 3):  # 0.1 + 0.1 + 0.1 is 0.30000000000000004 in floats
+            connection.execute(f"SELECT count(*) FROM orders WHERE quantity = {quantity}")
+        cursor = connection.execute("SHOW dp.budget")
+        shown = dict(zip([d.name for d in cursor.description], cursor.fetchone(), strict=True))
+    assert (shown["epsilon_spent"], shown["epsilon_left"]) == (0.3, 0.7)
+    listed = json.loads(proxy.cli("budget", "show", "--json").stdout)
+    mine = next(a for a in listed["analysts"] if a["name"] == name)
+    assert (mine["epsilon_spent"], mine["epsilon_left"]) == (0.3, 0.7)
