@@ -16,6 +16,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 
+from .arithmetic import TOTAL
 from .choice import ChoiceSpec, choice_spec
 from .computed import placeholder, post_sql, probe, substitute
 from .constants import extract_constants
@@ -168,7 +169,9 @@ class _Planner:
         return PostProcess(), sql
 
     def _substitute(self, node: exp.Expression) -> exp.Expression:
-        return substitute(node, self._hidden_aggregate, self._hidden_key, self.offset,
+        expanded = node.copy().transform(
+            lambda n: _variance(n) if isinstance(n, _VARIANCES) else n)
+        return substitute(expanded, self._hidden_aggregate, self._hidden_key, self.offset,
                           self._hidden_bucket)
 
     def _hidden_bucket(self, node: exp.Expression) -> int | None:
@@ -318,6 +321,8 @@ class _Planner:
             self.choices.append((spec, self.analyzer.resolve(spec.column, self.relation)))
             return OutputColumn(name, "choice", spec.aggregate, (len(self.choices) - 1,),
                                 hidden)
+        if isinstance(inner, _VARIANCES) and not hidden:
+            return None  # from released COUNT, SUM and SUM of squares: see _variance
         if isinstance(inner, exp.AggFunc):
             raise unsupported(
                 f"{inner.sql_name()} is not supported: dpgate answers COUNT, "
@@ -371,6 +376,11 @@ class _Planner:
             raise unsupported(f"{what}(DISTINCT …) is not supported", position=position)
         if isinstance(argument, exp.Case):
             return self._case_bounds(argument, what, position)
+        square = _squared_column(argument)
+        if square is not None:  # the sum of squares of a variance
+            lo, hi = self._column_bounds(square, what, position)
+            low = 0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)
+            return low, max(lo * lo, hi * hi)
         if not isinstance(argument, exp.Column):
             raise unsupported(f"{what} takes a plain column with declared bounds, or a CASE "
                               "whose branches are such columns or constants",
@@ -657,6 +667,46 @@ class _Planner:
         if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
             return -float(node.this.this), False
         return self._output_index(node, having=True), True
+
+
+_VARIANCES = (exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop)
+
+
+def _variance(node: exp.Expression) -> exp.Expression:
+    """var_samp, var_pop, stddev… of x from released n = count(x), s = sum(x) and
+    q = sum(x·x) (SPEC §7): (q − s²/n) / (n − 1) or / n, clamped at 0, NULL for too few
+    rows as in PostgreSQL; the square root for a standard deviation."""
+    x = node.this
+    if not isinstance(x, exp.Column):
+        raise unsupported(f"{node.sql_name()} takes a plain column with declared bounds")
+    value = exp.cast(x.copy(), "numeric")
+    n = exp.Count(this=x.copy())
+    total = exp.cast(exp.Sum(this=x.copy()), "numeric")
+    square = exp.Mul(this=value, expression=value.copy())
+    square.meta[TOTAL] = True  # numeric × numeric of a bounded column cannot fail
+    squares = exp.Sum(this=square)
+    # typed: PostgreSQL's own division, not a float one sqlglot would emulate.
+    spread = exp.func("GREATEST", exp.Sub(this=squares, expression=exp.Div(
+        this=exp.Mul(this=total, expression=total.copy()), expression=n.copy(), typed=True)),
+        exp.Literal.number(0))
+    population = isinstance(node, (exp.VariancePop, exp.StddevPop))
+    divisor = n.copy() if population else exp.Sub(this=n.copy(), expression=exp.Literal.number(1))
+    variance = exp.Case(ifs=[exp.If(
+        this=exp.GT(this=n.copy(), expression=exp.Literal.number(0 if population else 1)),
+        true=exp.Div(this=spread, expression=exp.Paren(this=divisor), typed=True))])
+    if isinstance(node, (exp.Stddev, exp.StddevSamp, exp.StddevPop)):
+        return exp.func("SQRT", variance)
+    return variance
+
+
+def _squared_column(node: exp.Expression) -> exp.Column | None:
+    """x in CAST(x AS numeric) * CAST(x AS numeric)."""
+    if not isinstance(node, exp.Mul):
+        return None
+    factors = [f.this if isinstance(f, exp.Cast) else f for f in (node.this, node.expression)]
+    if all(isinstance(f, exp.Column) for f in factors) and factors[0] == factors[1]:
+        return factors[0]
+    return None
 
 
 def _without_filter(node: exp.Expression, position: int | None) -> exp.Expression:

@@ -168,6 +168,8 @@ _HANDWRITTEN = [
     ("derived", "SELECT stddev(quantity) FROM orders"),
     ("derived", "SELECT stddev_samp(order_cost) FROM orders WHERE quantity > 2"),
     ("derived", "SELECT stddev_pop(quantity) FROM orders"),
+    ("derived", "SELECT quantity, stddev(order_cost), var_pop(order_cost) FROM orders "
+                "GROUP BY quantity ORDER BY 1"),
     ("derived", "SELECT sum(CASE WHEN quantity > 3 THEN 1 ELSE 0 END) FROM orders"),
     ("derived", "SELECT count(*) FILTER (WHERE order_cost > 100) AS big, count(*) FROM orders"),
     ("derived", "SELECT quantity, count(*) FILTER (WHERE order_cost > 100) FROM orders "

@@ -263,3 +263,10 @@ def test_budget_figures_are_the_decimals_a_person_writes(proxy: RunningProxy):
     listed = json.loads(proxy.cli("budget", "show", "--json").stdout)
     mine = next(a for a in listed["analysts"] if a["name"] == name)
     assert (mine["epsilon_spent"], mine["epsilon_left"]) == (0.3, 0.7)
+
+
+def test_variance_is_computed_from_count_sum_and_sum_of_squares():
+    plan = plan_of("SELECT var_samp(quantity) FROM orders")
+    assert [(p.aggregate, p.magnitude) for p in plan.parts] == \
+        [("count", 1.0), ("sum", 100.0), ("sum", 10.0)]  # x² within [1, 100]
+    assert "GREATEST(" in plan.post_sql and "> 1 THEN" in plan.post_sql  # ≥ 0; NULL for n ≤ 1
