@@ -61,6 +61,7 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
         raise unsupported(f"{tree.key.upper()} over private tables is not supported",
                           hint="Ask one SELECT of aggregates at a time.",
                           position=position_of(tree, offset))
+    _distinct_as_group_by(tree)
     for key, what in (("distinct", "SELECT DISTINCT"), ("windows", "WINDOW"),
                       ("qualify", "QUALIFY")):
         if tree.args.get(key):
@@ -667,6 +668,18 @@ class _Planner:
         if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
             return -float(node.this.this), False
         return self._output_index(node, having=True), True
+
+
+def _distinct_as_group_by(tree: exp.Select) -> None:
+    """SELECT DISTINCT a, b without aggregates is GROUP BY a, b, as PostgreSQL computes it
+    (the keys of declared domains, then, cost nothing)."""
+    distinct = tree.args.get("distinct")
+    if distinct is None or distinct.args.get("on") or tree.args.get("group") or \
+            any(p.find(exp.AggFunc) for p in tree.expressions):
+        return
+    tree.set("distinct", None)
+    tree.set("group", exp.Group(expressions=[
+        exp.Literal.number(i + 1) for i in range(len(tree.expressions))]))
 
 
 _VARIANCES = (exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop)

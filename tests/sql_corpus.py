@@ -130,6 +130,7 @@ _HANDWRITTEN = [
     ("rows", "SELECT order_id, order_cost FROM orders LIMIT 10"),
     ("rows", "SELECT name FROM customers WHERE customer_id = 42"),
     ("rows", "SELECT DISTINCT quantity FROM orders"),
+    ("rows", "SELECT DISTINCT quantity, product_id FROM orders ORDER BY 1, 2"),
     ("rows", "SELECT quantity, count(*) FROM orders GROUP BY quantity "
              "ORDER BY count(*) DESC LIMIT 1"),
     ("rows", "SELECT address, count(*) FROM customers GROUP BY address"),

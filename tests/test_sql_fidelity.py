@@ -270,3 +270,9 @@ def test_variance_is_computed_from_count_sum_and_sum_of_squares():
     assert [(p.aggregate, p.magnitude) for p in plan.parts] == \
         [("count", 1.0), ("sum", 100.0), ("sum", 10.0)]  # x² within [1, 100]
     assert "GREATEST(" in plan.post_sql and "> 1 THEN" in plan.post_sql  # ≥ 0; NULL for n ≤ 1
+
+
+def test_select_distinct_of_keys_is_a_group_by():
+    plan = plan_of("SELECT DISTINCT quantity FROM orders")
+    assert plan.parts == () and plan.keys == 1  # the domain, for free
+    assert plan_of("SELECT DISTINCT customer_id FROM orders").grouping.key_selection
