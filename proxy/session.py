@@ -34,6 +34,7 @@ from rewriter.plan import (
     SetDpSetting,
     ShowDpSetting,
 )
+from rewriter.policy_view import POLICY_COLUMNS, policy_rows
 
 from . import wire
 from .backend import BackendConnection, BackendError, BackendPool, Described, Parameters
@@ -54,6 +55,8 @@ DATA_EXCEPTION = "22000"
 BUDGET_COLUMNS = [(name, wire.FLOAT8_OID) for name in (
     "epsilon_total", "epsilon_spent", "epsilon_left", "delta_total", "delta_spent")
 ] + [("queries", wire.INT8_OID)]
+# SHOW dp.policy
+POLICY_ANSWER_COLUMNS = [(name, wire.TEXT_OID) for name in POLICY_COLUMNS]
 # Puts the backend's open transaction into the failed state after a refusal, so the
 # transaction behaves as PostgreSQL's would after any error.
 _FAIL_TRANSACTION = b"DO $$BEGIN RAISE EXCEPTION 'dpgate: statement failed'; END$$"
@@ -282,7 +285,7 @@ class Session:
                 f"privacy.max_{setting}).")
 
     async def show(self, plan: ShowDpSetting) -> Answer:
-        """SHOW dp.epsilon / dp.delta / dp.mechanism / dp.budget."""
+        """SHOW dp.epsilon / dp.delta / dp.mechanism / dp.budget / dp.policy."""
         if plan.name in DP_SETTINGS:
             value = {"dp.epsilon": repr(self.epsilon), "dp.delta": repr(self.delta),
                      "dp.mechanism": self.mechanism}[plan.name]
@@ -293,12 +296,20 @@ class Session:
                       budget.delta_total, budget.delta_spent, budget.queries]
             return Answer(BUDGET_COLUMNS, [[repr(as_written(v) if isinstance(v, float) else v)
                                             for v in values]], "SHOW")
+        if plan.name == "dp.policy":
+            if not self.knowledge.catalog_loaded:
+                await self._learn()
+            rows = policy_rows(self.config.policy, self.knowledge.metrics.columns)
+            return Answer(POLICY_ANSWER_COLUMNS, rows, f"SELECT {len(rows)}")
         raise StatementError(UNDEFINED_OBJECT,
                              f'unrecognized configuration parameter "{plan.name}"',
-                             hint=f"dpgate knows {', '.join(DP_SETTINGS)} and dp.budget.")
+                             hint=f"dpgate knows {', '.join(DP_SETTINGS)}, dp.budget and "
+                             "dp.policy.")
 
     def show_columns(self, plan: ShowDpSetting) -> list[tuple[str, int]]:
         """The columns `show` answers with, for Describe (which must not run anything)."""
+        if plan.name == "dp.policy":
+            return POLICY_ANSWER_COLUMNS
         return BUDGET_COLUMNS if plan.name == "dp.budget" else [(plan.name, wire.TEXT_OID)]
 
     def _send_answer(self, answer: Answer) -> None:

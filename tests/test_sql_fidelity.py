@@ -276,3 +276,21 @@ def test_select_distinct_of_keys_is_a_group_by():
     plan = plan_of("SELECT DISTINCT quantity FROM orders")
     assert plan.parts == () and plan.keys == 1  # the domain, for free
     assert plan_of("SELECT DISTINCT customer_id FROM orders").grouping.key_selection
+
+
+# -- the policy, visible from SQL -------------------------------------------------------------
+
+def test_show_dp_policy_lists_what_can_be_asked_of_each_column(proxy: RunningProxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        cursor = connection.execute("SHOW dp.policy")
+        rows = {(r[0], r[1]): r for r in cursor.fetchall()}
+    assert [d.name for d in cursor.description][:4] == ["table_name", "column_name",
+                                                         "private", "domain"]
+    date = rows[("public.orders", "order_date")]
+    assert date[2:6] == ("true", "2024-01-01 .. 2025-12-31", None, "false")
+    assert "GROUP BY over the whole domain" in date[7]
+    cost = rows[("public.orders", "order_cost")]
+    assert cost[4] == "[0, 5000]" and "sum, avg" in cost[7]
+    assert rows[("public.orders", "customer_id")][5] == "true"
+    assert rows[("public.products", "price")][2] == "false"
+    assert rows[("public.customers", "address")][7] == "count, count(DISTINCT), WHERE"
