@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from typing import Any
 
@@ -15,6 +16,7 @@ from rewriter.metrics import Metrics
 from .backend import BackendConnection, Endpoint
 from .cli_common import add_config_arguments, config_from_args
 from .config import Config, load_policy_file
+from .demo import DEMO_POLICY_FILE
 from .knowledge import Knowledge, fetch_columns, refresh_all
 
 
@@ -29,7 +31,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     source = explain_parser.add_mutually_exclusive_group()
     source.add_argument("--policy", help="a TOML policy file ([tables.NAME] …); no database "
                         "needed: join columns need a declared max_freq")
-    source.add_argument("--config", help="dpgate.toml: its policy and the ledger's metrics")
+    source.add_argument("--config", help="dpgate.toml: its policy and the ledger's metrics "
+                        "(default: $DPGATE_CONFIG, else the policy `dpgate demo` serves)")
     explain_parser.add_argument("--ledger", help="ledger file (overrides the configuration)")
     explain_parser.add_argument("--epsilon", type=float, help="default: the configured "
                                 "default_epsilon")
@@ -54,14 +57,17 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def cmd_explain(args: argparse.Namespace) -> int:
     if args.policy:
         config, metrics = Config(), Metrics()
-        policy = load_policy_file(args.policy)
+        policy, source = load_policy_file(args.policy), args.policy
     else:
         config = config_from_args(args)
-        policy = config.policy
+        policy, source = config.policy, args.config or os.environ.get("DPGATE_CONFIG")
+        if source is None:  # no configuration: what `dpgate demo` serves, and its ledger
+            policy, source = load_policy_file(DEMO_POLICY_FILE), str(DEMO_POLICY_FILE)
         metrics = Knowledge(SqliteLedger(config.ledger.path)).metrics
     epsilon = args.epsilon if args.epsilon is not None else config.privacy.default_epsilon
     delta = args.delta if args.delta is not None else config.privacy.default_delta
-    print(json.dumps(explain(args.sql, policy, metrics, epsilon, delta, args.k), indent=2))
+    report = explain(args.sql, policy, metrics, epsilon, delta, args.k)
+    print(json.dumps({**report, "policy": source}, indent=2))
     return 0
 
 

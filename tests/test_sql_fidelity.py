@@ -294,3 +294,11 @@ def test_show_dp_policy_lists_what_can_be_asked_of_each_column(proxy: RunningPro
     assert rows[("public.orders", "customer_id")][5] == "true"
     assert rows[("public.products", "price")][2] == "false"
     assert rows[("public.customers", "address")][7] == "count, count(DISTINCT), WHERE"
+
+
+def test_explain_without_flags_uses_the_demo_policy_and_says_so(monkeypatch):
+    monkeypatch.delenv("DPGATE_CONFIG", raising=False)
+    cli = dpgate_cli("explain", "SELECT order_date, count(*) FROM orders GROUP BY 1")
+    assert cli.returncode == 0, cli.stderr
+    report = json.loads(cli.stdout)
+    assert report["supported"] and report["policy"] == str(DEMO_POLICY_FILE)
