@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import errors
 
-from proxy.config import load_policy_file
+from proxy.config import load_config, load_policy_file
 from proxy.demo import DEMO_POLICY_FILE
 from rewriter.calibrate import calibrate
 from rewriter.classify import classify
@@ -302,3 +303,10 @@ def test_explain_without_flags_uses_the_demo_policy_and_says_so(monkeypatch):
     assert cli.returncode == 0, cli.stderr
     report = json.loads(cli.stdout)
     assert report["supported"] and report["policy"] == str(DEMO_POLICY_FILE)
+
+
+def test_the_shipped_dpgate_toml_serves_the_demo_policy():
+    """docker-compose mounts dpgate.toml: the README's walk-through needs the demo's
+    domains and bounds there too."""
+    shipped = load_config(Path(__file__).resolve().parent.parent / "dpgate.toml").policy
+    assert shipped == POLICY
