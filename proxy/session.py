@@ -259,14 +259,25 @@ class Session:
             self.settings.pop(plan.name, None)
         else:
             parse, what = DP_SETTINGS[plan.name]
+            # SET's value comes as tokens: "- 1" is the number -1.
+            written = plan.value.strip("'").replace(" ", "")
             try:
-                value = parse(plan.value.strip("'"))
+                value = parse(written)
             except ValueError:
                 raise StatementError(INVALID_PARAMETER_VALUE,
-                                     f"{plan.name} must be {what}, not {plan.value}") from None
+                                     f"{plan.name} must be {what}{self._range(plan.name)}, "
+                                     f"not {written}") from None
             self._check_range(plan.name, value)
             self.settings[plan.name] = value
         self.send(wire.command_complete("RESET" if plan.value is None else "SET"))
+
+    def _range(self, name: str) -> str:
+        privacy = self.config.privacy
+        if name == "dp.epsilon":
+            return f" between {privacy.min_epsilon:g} and {privacy.max_epsilon:g}"
+        if name == "dp.delta":
+            return f" (0, or between {privacy.min_delta:g} and {privacy.max_delta:g})"
+        return ""
 
     def _check_range(self, name: str, value: str) -> None:
         """ε and δ within the data owner's floor and ceiling (a zero δ stays allowed: it
@@ -523,7 +534,9 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
                      "(key selection)")
     elif plan.grouping is not None:
         lines.append("every key of the declared domain is listed, empty ones with noise")
-    if any(o.hidden for o in plan.outputs):
+    if plan.post_sql is not None or plan.outer_sql is not None:
+        lines.append("the statement's expressions were computed from the noisy values")
+    elif any(o.hidden for o in plan.outputs):
         lines.append("HAVING and ORDER BY used noisy aggregates")
     return "; ".join(lines)
 

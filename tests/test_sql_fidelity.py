@@ -310,3 +310,11 @@ def test_the_shipped_dpgate_toml_serves_the_demo_policy():
     domains and bounds there too."""
     shipped = load_config(Path(__file__).resolve().parent.parent / "dpgate.toml").policy
     assert shipped == POLICY
+
+
+def test_a_bad_epsilon_is_told_with_the_valid_range(proxy: RunningProxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        with pytest.raises(errors.InvalidParameterValue) as raised:
+            connection.execute("SET dp.epsilon = -1")
+    assert str(raised.value) == "dp.epsilon must be a positive number between 0.001 and 10, " \
+        "not -1"
