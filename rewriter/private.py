@@ -39,7 +39,7 @@ from .plan import (
     PostProcess,
     PrivateAggregate,
 )
-from .policy import ColumnDomain, Domain, Policy
+from .policy import ColumnDomain, Domain, Policy, RangeDomain, ValuesDomain
 from .positions import position_of
 from .relations import Analyzer, Relation, Resolved, refuse_missing
 from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite
@@ -413,7 +413,8 @@ class _Planner:
     def _column_bounds(self, argument: exp.Column, what: str, position: int | None
                        ) -> tuple[float, float]:
         origin = self.analyzer.resolve(argument, self.relation).origin
-        bounds = self.policy.column(*origin).bounds if origin else None
+        rule = self.policy.column(*origin) if origin else None
+        bounds = rule and (rule.bounds or _domain_bounds(rule.domain))
         if bounds is None:
             where = (f"[policy.tables.{origin[0].split('.', 1)[1]}.columns.{origin[1]}]"
                      if origin else "the policy")
@@ -710,6 +711,17 @@ def _variance(node: exp.Expression) -> exp.Expression:
     if isinstance(node, (exp.Stddev, exp.StddevSamp, exp.StddevPop)):
         return exp.func("SQRT", variance)
     return variance
+
+
+def _domain_bounds(domain: Domain | None) -> tuple[float, float] | None:
+    """A numeric declared domain bounds its column too (SPEC §7: MIN/MAX over it)."""
+    if isinstance(domain, RangeDomain) and isinstance(domain.low, int):
+        return float(domain.low), float(domain.high)  # type: ignore[arg-type]
+    if isinstance(domain, ValuesDomain) and domain.values and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in domain.values):
+        numbers = [float(v) for v in domain.values]  # type: ignore[arg-type]
+        return min(numbers), max(numbers)
+    return None
 
 
 def _squared_column(node: exp.Expression) -> exp.Column | None:

@@ -19,6 +19,7 @@ from rewriter.errors import Refusal
 from rewriter.explain import explain
 from rewriter.metrics import Metrics
 from rewriter.plan import PrivateAggregate
+from rewriter.policy import Policy
 from tests.conftest import RunningProxy, dpgate_cli
 from tests.test_leaks import fresh_analyst
 
@@ -318,3 +319,13 @@ def test_a_bad_epsilon_is_told_with_the_valid_range(proxy: RunningProxy):
             connection.execute("SET dp.epsilon = -1")
     assert str(raised.value) == "dp.epsilon must be a positive number between 0.001 and 10, " \
         "not -1"
+
+
+def test_a_numeric_domain_bounds_min_max_and_sums():
+    policy = Policy.from_dict({"tables": {"orders": {"private": True, "columns": {
+        "quantity": {"domain": {"range": [1, 10]}},
+        "product_id": {"domain": [3, 5, 8]}}}}})
+    plan = classify("SELECT min(quantity), max(quantity) FROM orders", policy, METRICS)[0].plan
+    assert isinstance(plan, PrivateAggregate) and plan.parts[0].grid.lo == 1
+    summed = classify("SELECT sum(product_id) FROM orders", policy, METRICS)[0].plan
+    assert isinstance(summed, PrivateAggregate) and summed.parts[0].magnitude == 8.0
