@@ -7,7 +7,11 @@ import asyncio
 import json
 import os
 import sys
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
+
+from psycopg.conninfo import make_conninfo
 
 from accounting import SqliteLedger
 from rewriter.explain import explain
@@ -15,7 +19,13 @@ from rewriter.metrics import Metrics
 
 from .backend import BackendConnection, Endpoint
 from .cli_common import add_config_arguments, config_from_args
-from .config import Config, load_policy_file
+from .config import (
+    BackendSettings,
+    Config,
+    LedgerSettings,
+    default_data_dir,
+    load_policy_file,
+)
 from .demo import DEMO_POLICY_FILE
 from .knowledge import Knowledge, fetch_columns, refresh_all
 
@@ -45,8 +55,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     metrics = commands.add_parser("metrics", help="FLEX metrics of the data").add_subparsers(
         dest="metrics_command", required=True)
     refresh = metrics.add_parser(
-        "refresh", help="measure maxFreq of every column of the policy's tables again")
+        "refresh", help="measure maxFreq of every column of the policy's tables again",
+        description="Without --config or $DPGATE_CONFIG: the database of `dpgate demo` "
+        "(its embedded PostgreSQL in --data-dir) and its ledger.")
     add_config_arguments(refresh)
+    refresh.add_argument("--data-dir", default=str(default_data_dir()),
+                         help="the demo's data folder (default: %(default)s)")
     refresh.set_defaults(func=cmd_metrics_refresh)
     show = metrics.add_parser("show", help="the metrics stored in the ledger")
     add_config_arguments(show)
@@ -73,9 +87,36 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_metrics_refresh(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    if not config.backend.dsn and not (args.config or os.environ.get("DPGATE_CONFIG")):
+        return _refresh_demo(args)
     if not config.backend.dsn:
         print("dpgate: backend.dsn is not set", file=sys.stderr)
         return 2
+    return _refresh(config)
+
+
+def _refresh_demo(args: argparse.Namespace) -> int:
+    """The demo's database, as the superuser of its embedded PostgreSQL (which keeps
+    running if `dpgate demo` uses it)."""
+    from .demo import DEMO_DATABASE, start_embedded_postgres
+
+    data_dir = Path(args.data_dir)
+    if not (data_dir / "pgdata").is_dir():
+        print(f"dpgate: no demo database in {data_dir} (run `dpgate demo` first, or give "
+              "--config)", file=sys.stderr)
+        return 2
+    server, admin = start_embedded_postgres(data_dir / "pgdata")
+    try:
+        dsn = make_conninfo(admin, dbname=DEMO_DATABASE)
+        return _refresh(replace(
+            Config(), backend=BackendSettings(dsn=dsn),
+            ledger=LedgerSettings(path=args.ledger or str(data_dir / "ledger.sqlite3")),
+            policy=load_policy_file(DEMO_POLICY_FILE)))
+    finally:
+        server.cleanup()
+
+
+def _refresh(config: Config) -> int:
     ledger = SqliteLedger(config.ledger.path)
 
     def progress(index: int, total: int, metric: Any, seconds: float) -> None:

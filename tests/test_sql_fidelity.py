@@ -4,6 +4,8 @@ in GROUP BY / ORDER BY / HAVING, and PostgreSQL's own errors where PostgreSQL fa
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from rewriter.explain import explain
 from rewriter.metrics import Metrics
 from rewriter.plan import PrivateAggregate
 from rewriter.policy import Policy
-from tests.conftest import RunningProxy, dpgate_cli
+from tests.conftest import RunningProxy, dpgate_cli, free_port, wait_for_port
 from tests.test_leaks import fresh_analyst
 
 POLICY = load_policy_file(DEMO_POLICY_FILE)
@@ -329,3 +331,19 @@ def test_a_numeric_domain_bounds_min_max_and_sums():
     assert isinstance(plan, PrivateAggregate) and plan.parts[0].grid.lo == 1
     summed = classify("SELECT sum(product_id) FROM orders", policy, METRICS)[0].plan
     assert isinstance(summed, PrivateAggregate) and summed.parts[0].magnitude == 8.0
+
+
+def test_metrics_refresh_without_configuration_measures_the_demo_database(tmp_path: Path):
+    port = free_port()
+    demo = subprocess.Popen([sys.executable, "-m", "proxy.cli", "demo", "--data-dir",
+                             str(tmp_path), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for_port(port, demo, seconds=300)
+        refreshed = dpgate_cli("metrics", "refresh", "--data-dir", str(tmp_path))
+    finally:
+        demo.terminate()
+        demo.wait(timeout=60)
+    assert refreshed.returncode == 0, refreshed.stderr
+    assert "public.orders.customer_id: max_freq 50" in refreshed.stdout
+    assert f"metrics stored in {tmp_path / 'ledger.sqlite3'}" in refreshed.stdout
