@@ -16,10 +16,11 @@ from .store import (
     Repeated,
     ScramVerifier,
     UnknownAnalyst,
+    as_written,
 )
 
 __all__ = [
     "Analyst", "AnalystBudget", "Budget", "BudgetExceeded", "ChargeRecord", "ChargeRequest",
     "Charged", "GlobalLoss", "Ledger", "Metric", "Repeated", "ScramVerifier", "SqliteLedger",
-    "UnknownAnalyst", "fingerprint",
+    "UnknownAnalyst", "as_written", "fingerprint",
 ]

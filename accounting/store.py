@@ -55,6 +55,12 @@ class Budget:
                 and self.delta_spent + delta <= self.delta_total * (1 + TOLERANCE))
 
 
+def as_written(value: float) -> float:
+    """A budget figure as a person writes it: a sum of decimal charges in binary floats
+    is off in the 16th digit (8.299999999999999 for 8.3); 12 significant digits are kept."""
+    return float(f"{value:.12g}")
+
+
 def _left(total: float, spent: float) -> float:
     # What the tolerance forgives is not shown as budget left (no "1.1e-16 left").
     left = total - spent

@@ -5,8 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
+
+from psycopg.conninfo import make_conninfo
 
 from accounting import SqliteLedger
 from rewriter.explain import explain
@@ -14,7 +19,14 @@ from rewriter.metrics import Metrics
 
 from .backend import BackendConnection, Endpoint
 from .cli_common import add_config_arguments, config_from_args
-from .config import Config, load_policy_file
+from .config import (
+    BackendSettings,
+    Config,
+    LedgerSettings,
+    default_data_dir,
+    load_policy_file,
+)
+from .demo import DEMO_POLICY_FILE
 from .knowledge import Knowledge, fetch_columns, refresh_all
 
 
@@ -29,7 +41,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     source = explain_parser.add_mutually_exclusive_group()
     source.add_argument("--policy", help="a TOML policy file ([tables.NAME] …); no database "
                         "needed: join columns need a declared max_freq")
-    source.add_argument("--config", help="dpgate.toml: its policy and the ledger's metrics")
+    source.add_argument("--config", help="dpgate.toml: its policy and the ledger's metrics "
+                        "(default: $DPGATE_CONFIG, else the policy `dpgate demo` serves)")
     explain_parser.add_argument("--ledger", help="ledger file (overrides the configuration)")
     explain_parser.add_argument("--epsilon", type=float, help="default: the configured "
                                 "default_epsilon")
@@ -42,8 +55,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     metrics = commands.add_parser("metrics", help="FLEX metrics of the data").add_subparsers(
         dest="metrics_command", required=True)
     refresh = metrics.add_parser(
-        "refresh", help="measure maxFreq of every column of the policy's tables again")
+        "refresh", help="measure maxFreq of every column of the policy's tables again",
+        description="Without --config or $DPGATE_CONFIG: the database of `dpgate demo` "
+        "(its embedded PostgreSQL in --data-dir) and its ledger.")
     add_config_arguments(refresh)
+    refresh.add_argument("--data-dir", default=str(default_data_dir()),
+                         help="the demo's data folder (default: %(default)s)")
     refresh.set_defaults(func=cmd_metrics_refresh)
     show = metrics.add_parser("show", help="the metrics stored in the ledger")
     add_config_arguments(show)
@@ -54,22 +71,52 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def cmd_explain(args: argparse.Namespace) -> int:
     if args.policy:
         config, metrics = Config(), Metrics()
-        policy = load_policy_file(args.policy)
+        policy, source = load_policy_file(args.policy), args.policy
     else:
         config = config_from_args(args)
-        policy = config.policy
+        policy, source = config.policy, args.config or os.environ.get("DPGATE_CONFIG")
+        if source is None:  # no configuration: what `dpgate demo` serves, and its ledger
+            policy, source = load_policy_file(DEMO_POLICY_FILE), str(DEMO_POLICY_FILE)
         metrics = Knowledge(SqliteLedger(config.ledger.path)).metrics
     epsilon = args.epsilon if args.epsilon is not None else config.privacy.default_epsilon
     delta = args.delta if args.delta is not None else config.privacy.default_delta
-    print(json.dumps(explain(args.sql, policy, metrics, epsilon, delta, args.k), indent=2))
+    report = explain(args.sql, policy, metrics, epsilon, delta, args.k)
+    print(json.dumps({**report, "policy": source}, indent=2))
     return 0
 
 
 def cmd_metrics_refresh(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    if not config.backend.dsn and not (args.config or os.environ.get("DPGATE_CONFIG")):
+        return _refresh_demo(args)
     if not config.backend.dsn:
         print("dpgate: backend.dsn is not set", file=sys.stderr)
         return 2
+    return _refresh(config)
+
+
+def _refresh_demo(args: argparse.Namespace) -> int:
+    """The demo's database, as the superuser of its embedded PostgreSQL (which keeps
+    running if `dpgate demo` uses it)."""
+    from .demo import DEMO_DATABASE, start_embedded_postgres
+
+    data_dir = Path(args.data_dir)
+    if not (data_dir / "pgdata").is_dir():
+        print(f"dpgate: no demo database in {data_dir} (run `dpgate demo` first, or give "
+              "--config)", file=sys.stderr)
+        return 2
+    server, admin = start_embedded_postgres(data_dir / "pgdata")
+    try:
+        dsn = make_conninfo(admin, dbname=DEMO_DATABASE)
+        return _refresh(replace(
+            Config(), backend=BackendSettings(dsn=dsn),
+            ledger=LedgerSettings(path=args.ledger or str(data_dir / "ledger.sqlite3")),
+            policy=load_policy_file(DEMO_POLICY_FILE)))
+    finally:
+        server.cleanup()
+
+
+def _refresh(config: Config) -> int:
     ledger = SqliteLedger(config.ledger.path)
 
     def progress(index: int, total: int, metric: Any, seconds: float) -> None:

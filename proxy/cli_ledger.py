@@ -17,6 +17,7 @@ from accounting import (
     GlobalLoss,
     SqliteLedger,
     UnknownAnalyst,
+    as_written,
 )
 from mechanisms.budget_plan import (
     TIE_BREAK,
@@ -126,7 +127,7 @@ def cmd_budget_show(args: argparse.Namespace) -> int:
     loss = GlobalLoss.of(budgets)
     if args.json:
         print(json.dumps({"analysts": [_budget_json(entry) for entry in budgets],
-                          "global": dataclasses.asdict(loss)}, indent=2))
+                          "global": _figures(dataclasses.asdict(loss))}, indent=2))
         return 0
     print(f"{'analyst':<24} {'epsilon':>9} {'spent':>9} {'left':>9} {'delta':>9} "
           f"{'spent':>9} {'queries':>8}")
@@ -140,8 +141,13 @@ def cmd_budget_show(args: argparse.Namespace) -> int:
 
 def _budget_json(entry: AnalystBudget) -> dict[str, Any]:
     budget = entry.budget
-    return {"name": entry.name, "active": entry.active, **dataclasses.asdict(budget),
-            "epsilon_left": budget.epsilon_left, "delta_left": budget.delta_left}
+    return {"name": entry.name, "active": entry.active, **_figures({
+        **dataclasses.asdict(budget), "epsilon_left": budget.epsilon_left,
+        "delta_left": budget.delta_left})}
+
+
+def _figures(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: as_written(v) if isinstance(v, float) else v for k, v in values.items()}
 
 
 def _budget_line(entry: AnalystBudget) -> str:

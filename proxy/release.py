@@ -80,6 +80,10 @@ def release(plan: PrivateAggregate, calibration: Calibration,
             if unshifted[plan.grouping.selection_part] <= calibration.threshold:
                 continue
         rows.append([_output_value(o, keys, noisy) for o in plan.outputs])
+    if plan.post_sql is not None:  # every output, for the statement's own expressions
+        return Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
+                                  in zip(row, columns, strict=True)] for row in rows],
+                       _bounds(plan, calibration, settings))
     return _released(plan, columns, _post_process(plan, key_types, rows),
                      _bounds(plan, calibration, settings))
 
@@ -165,6 +169,8 @@ def _output_value(output: OutputColumn, keys: list[str | None], noisy: list[int 
                   ) -> str | int | float | None:
     if output.kind == "key":
         return keys[output.parts[0]]
+    if output.kind == "computed":
+        return None
     if output.aggregate == "avg":
         total, count = (noisy[i] for i in output.parts)
         assert output.bounds is not None
@@ -229,6 +235,8 @@ def _type_oid(output: OutputColumn, key_types: list[int]) -> int:
         return key_types[output.parts[0]]
     if output.kind == "choice":
         return choice_type(output, key_types)
+    if output.kind == "computed":
+        return wire.TEXT_OID
     return wire.INT8_OID if output.aggregate in ("count", "count_distinct") else wire.NUMERIC_OID
 
 

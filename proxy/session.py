@@ -18,13 +18,16 @@ from accounting import (
     ChargeRequest,
     Ledger,
     Repeated,
+    as_written,
     fingerprint,
 )
 from mechanisms.random_source import RandomSource
 from rewriter.calibrate import MECHANISMS, Calibration
 from rewriter.classify import Statement, classify
+from rewriter.computed import with_rows
 from rewriter.errors import INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT, Refusal
 from rewriter.metrics import ColumnKey, MissingMetrics
+from rewriter.outer import with_answer
 from rewriter.plan import (
     EmptyStatement,
     Plan,
@@ -33,6 +36,7 @@ from rewriter.plan import (
     SetDpSetting,
     ShowDpSetting,
 )
+from rewriter.policy_view import POLICY_COLUMNS, policy_rows
 
 from . import wire
 from .backend import BackendConnection, BackendError, BackendPool, Described, Parameters
@@ -67,6 +71,8 @@ DATA_EXCEPTION = "22000"
 BUDGET_COLUMNS = [(name, wire.FLOAT8_OID) for name in (
     "epsilon_total", "epsilon_spent", "epsilon_left", "delta_total", "delta_spent")
 ] + [("queries", wire.INT8_OID)]
+# SHOW dp.policy
+POLICY_ANSWER_COLUMNS = [(name, wire.TEXT_OID) for name in POLICY_COLUMNS]
 # Puts the backend's open transaction into the failed state after a refusal, so the
 # transaction behaves as PostgreSQL's would after any error.
 _FAIL_TRANSACTION = b"DO $$BEGIN RAISE EXCEPTION 'dpgate: statement failed'; END$$"
@@ -298,11 +304,14 @@ class Session:
             self.settings.pop(plan.name, None)
         else:
             parse, what = DP_SETTINGS[plan.name]
+            # SET's value comes as tokens: "- 1" is the number -1.
+            written = plan.value.strip("'").replace(" ", "")
             try:
-                value = parse(plan.value.strip("'"))
+                value = parse(written)
             except ValueError:
                 raise StatementError(INVALID_PARAMETER_VALUE,
-                                     f"{plan.name} must be {what}, not {plan.value}") from None
+                                     f"{plan.name} must be {what}{self._range(plan.name)}, "
+                                     f"not {written}") from None
             self._check_range(plan.name, value)
             self.settings[plan.name] = value
         self.send(wire.command_complete("RESET" if plan.value is None else "SET"))
@@ -344,6 +353,14 @@ class Session:
                                          "could not be read or written") +
                 "; nothing was released", hint="Tell the data owner.") from None
 
+    def _range(self, name: str) -> str:
+        privacy = self.config.privacy
+        if name == "dp.epsilon":
+            return f" between {privacy.min_epsilon:g} and {privacy.max_epsilon:g}"
+        if name == "dp.delta":
+            return f" (0, or between {privacy.min_delta:g} and {privacy.max_delta:g})"
+        return ""
+
     def _check_range(self, name: str, value: str) -> None:
         """ε and δ within the data owner's floor and ceiling (a zero δ stays allowed: it
         refuses every query that needs one)."""
@@ -361,7 +378,7 @@ class Session:
                 f"privacy.max_{setting}).")
 
     async def show(self, plan: ShowDpSetting) -> Answer:
-        """SHOW dp.epsilon / dp.delta / dp.mechanism / dp.budget."""
+        """SHOW dp.epsilon / dp.delta / dp.mechanism / dp.budget / dp.policy."""
         if plan.name in DP_SETTINGS:
             value = {"dp.epsilon": repr(self.epsilon), "dp.delta": repr(self.delta),
                      "dp.mechanism": self.mechanism}[plan.name]
@@ -371,13 +388,22 @@ class Session:
                                         self.analyst.name)
             values = [budget.epsilon_total, budget.epsilon_spent, budget.epsilon_left,
                       budget.delta_total, budget.delta_spent, budget.queries]
-            return Answer(BUDGET_COLUMNS, [[repr(v) for v in values]], "SHOW")
+            return Answer(BUDGET_COLUMNS, [[repr(as_written(v) if isinstance(v, float) else v)
+                                            for v in values]], "SHOW")
+        if plan.name == "dp.policy":
+            if not self.knowledge.catalog_loaded:
+                await self._learn()
+            rows = policy_rows(self.config.policy, self.knowledge.metrics.columns)
+            return Answer(POLICY_ANSWER_COLUMNS, rows, f"SELECT {len(rows)}")
         raise StatementError(UNDEFINED_OBJECT,
                              f'unrecognized configuration parameter "{plan.name}"',
-                             hint=f"dpgate knows {', '.join(DP_SETTINGS)} and dp.budget.")
+                             hint=f"dpgate knows {', '.join(DP_SETTINGS)}, dp.budget and "
+                             "dp.policy.")
 
     def show_columns(self, plan: ShowDpSetting) -> list[tuple[str, int]]:
         """The columns `show` answers with, for Describe (which must not run anything)."""
+        if plan.name == "dp.policy":
+            return POLICY_ANSWER_COLUMNS
         return BUDGET_COLUMNS if plan.name == "dp.budget" else [(plan.name, wire.TEXT_OID)]
 
     def _send_answer(self, answer: Answer) -> None:
@@ -415,8 +441,9 @@ class Session:
         Schema errors (a misspelt column) surface here and cannot depend on the rows.
         """
         async with self.pool.connection() as backend:
+            written = await self._as_written(backend, text, plan, types, offset)
             sql = await self._prepare(backend, plan, None, check=False)
-            return await self._shape(backend, text, sql, plan, types, None, offset)
+            return await self._shape(backend, written, sql, plan, types, None)
 
     async def _prepare(self, backend: BackendConnection, plan: PrivateAggregate,
                        parameters: Parameters | None, check: bool = True) -> str:
@@ -429,28 +456,43 @@ class Session:
             raise StatementError(error.sqlstate, error.fields.get("M", "error"),
                                  error.fields.get("H")) from None
 
-    async def _shape(self, backend: BackendConnection, text: str, sql: str,
-                     plan: PrivateAggregate, types: tuple[int, ...],
-                     parameters: Parameters | None, offset: int) -> Shape:
-        """The statement as PostgreSQL reads it, then the rewritten SQL.
+    @staticmethod
+    async def _as_written(backend: BackendConnection, text: str, plan: PrivateAggregate,
+                          types: tuple[int, ...], offset: int) -> Described | None:
+        """PostgreSQL's parse analysis of the statement as written: its own errors come
+        before any of dpgate's (the rewritten SQL names tables otherwise)."""
+        if not plan.postgres_sql:
+            return None
+        try:
+            return await backend.describe(text, types)
+        except BackendError as error:
+            raise _backend_error(error, offset) from None
 
-        PostgreSQL's parse analysis of the text as written gives its own errors (names,
-        scopes, types) and the names and types of the columns it would return, which the
-        answer then has. A statement using dpgate's own aggregates (median) is not
-        PostgreSQL's, so its columns are dpgate's.
+    async def _shape(self, backend: BackendConnection, written: Described | None, sql: str,
+                     plan: PrivateAggregate, types: tuple[int, ...],
+                     parameters: Parameters | None) -> Shape:
+        """The rewritten SQL's key types and the columns of the answer.
+
+        The statement as PostgreSQL reads it (`written`) gives the names and types of the
+        columns it would return, which the answer then has. A statement using dpgate's
+        own aggregates (median) is not PostgreSQL's, so its columns are dpgate's.
         """
-        written = None
-        if plan.postgres_sql:
-            try:
-                written = await backend.describe(text, types)
-            except BackendError as error:
-                raise _backend_error(error, offset) from None
         described = await self._describe(backend, sql, types, parameters)
         key_types = [type_oid for _, type_oid in described.columns[:plan.keys]]
+        outer = written
+        if plan.outer_sql is not None:  # `written` is the outer query; the answer is inner
+            written = await self._as_written(backend, plan.inner_sql, plan, types, 0)
         columns = result_columns(plan, key_types)
         if written is not None and len(written.columns) == len(columns):
             columns = written.columns
-        return Shape(described.parameters, key_types, columns)
+        released = (await backend.describe(plan.probe_sql, types)).columns \
+            if plan.probe_sql is not None else []
+        names = await _type_names(backend, [t for _, t in released + columns])
+        return Shape(described.parameters, key_types,
+                     outer.columns if plan.outer_sql is not None and outer else columns,
+                     [(name, t) for name, (_, t) in zip(names[:len(released)], released,
+                                                        strict=True)],
+                     columns, names[len(released):])
 
     @staticmethod
     async def _describe(backend: BackendConnection, sql: str,
@@ -476,9 +518,10 @@ class Session:
         bound = _parameters_text(parameters)
         async with self.pool.connection() as backend:
             # Bad parameter values fail here, at bind time, before the charge.
-            sql = await self._prepare(backend, plan, parameters)
             types = parameters.types if parameters else ()
-            shape = await self._shape(backend, text, sql, plan, types, parameters, offset)
+            written = await self._as_written(backend, text, plan, types, offset)
+            sql = await self._prepare(backend, plan, parameters)
+            shape = await self._shape(backend, written, sql, plan, types, parameters)
             # Computed constants (current_date…) are part of the question asked.
             asked = bound + (f" -- computed: {sql}" if plan.constants else "")
             request = ChargeRequest(
@@ -525,14 +568,40 @@ class Session:
         finally:
             self.running = None
         arguments = (plan, calibration, shape.key_types, result.rows, charged.shift,
-                     self.config.privacy, self.rng, shape.columns)
+                     self.config.privacy, self.rng,
+                     shape.released if plan.post_sql else shape.answer)
         # Noise for a large histogram, or the exponential mechanism's sampling, takes long.
         large = len(result.rows) > INLINE_RELEASE_ROWS or any(p.choice for p in plan.parts)
         answer = await self.workers.cpu(release, *arguments) if large else release(*arguments)
+        rows = answer.rows
+        if plan.post_sql is not None:
+            sql = with_rows(plan.post_sql, rows, [name for name, _ in shape.released])
+            rows = await self._post_processed(backend, sql, parameters, charged)
+        if plan.outer_sql is not None:
+            sql = with_answer(plan.outer_sql, plan.outer_alias, rows, [
+                (name, type_name) for (name, _), type_name in
+                zip(shape.answer, shape.answer_types, strict=True)])
+            rows = await self._post_processed(backend, sql, parameters, charged)
         await self._ledger(self.workers.ledger_write, self.ledger.record_answer,
-                           charged.charge_id, answer.rows)
-        return answer.rows, answer_notice(plan, calibration, answer, charged.budget,
-                                          self.config.privacy.confidence)
+                           charged.charge_id, rows)
+        return rows, answer_notice(plan, calibration, answer, charged.budget,
+                                   self.config.privacy.confidence)
+
+    async def _post_processed(self, backend: BackendConnection, sql: str,
+                              parameters: Parameters | None, charged: Charged
+                              ) -> list[list[str | None]]:
+        """The statement's expressions over the released values only (post-processing).
+
+        Its failure (a noisy count of 0 as a divisor) depends on released values only, so
+        PostgreSQL's own error is reported; the charge stays, as the values were drawn.
+        """
+        try:
+            result = await backend.fetch(sql, parameters)
+        except BackendError as error:
+            await self._ledger(self.workers.ledger_write, self.ledger.record_failure,
+                               charged.charge_id, "failed")
+            raise _backend_error(error, 0) from None
+        return [[None if v is None else v.decode() for v in row] for row in result.rows]
 
 
 def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Release,
@@ -557,7 +626,9 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
                      "(key selection)")
     elif plan.grouping is not None:
         lines.append("every key of the declared domain is listed, empty ones with noise")
-    if any(o.hidden for o in plan.outputs):
+    if plan.post_sql is not None or plan.outer_sql is not None:
+        lines.append("the statement's expressions were computed from the noisy values")
+    elif any(o.hidden for o in plan.outputs):
         lines.append("HAVING and ORDER BY used noisy aggregates")
     return "; ".join(lines)
 
@@ -599,7 +670,21 @@ class Shape:
 
     parameters: list[int]
     key_types: list[int]
-    columns: list[tuple[str, int]]
+    columns: list[tuple[str, int]]  # what the client receives
+    # For a plan with post_sql: every output's (PostgreSQL type name, type OID).
+    released: list[tuple[str, int]]
+    # The aggregate's own answer (an outer query's inner one) and its type names.
+    answer: list[tuple[str, int]]
+    answer_types: list[str]
+
+
+async def _type_names(backend: BackendConnection, oids: list[int]) -> list[str]:
+    """PostgreSQL's names of types, to cast released values to them."""
+    if not oids:
+        return []
+    names = await backend.fetch("SELECT " + ", ".join(f"format_type({oid}, NULL)"
+                                                      for oid in oids))
+    return [name.decode() if name else "text" for name in names.rows[0]]
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ class OutputColumn:
     """
 
     name: str
-    kind: str  # "key", "noisy" or "choice"
+    kind: str  # "key", "noisy", "choice" or "computed" (by post_sql)
     # count, count_distinct, sum, avg; for a choice: mode, min, max, percentile_cont,
     # percentile_disc (median is percentile_cont)
     aggregate: str | None
@@ -151,6 +151,15 @@ class PrivateAggregate:
     fingerprint_text: str
     tables: tuple[str, ...]
     postgres_sql: bool = True
+    # Expressions over released values (computed.py): the answer is `post_sql` run over
+    # the released outputs; `probe_sql` is described for each output's type.
+    post_sql: str | None = None
+    probe_sql: str | None = None
+    # A query over this aggregate as a subquery or CTE (outer.py): `outer_sql` runs over
+    # the answer of `inner_sql`, named `outer_alias`.
+    outer_sql: str | None = None
+    outer_alias: str = ""
+    inner_sql: str = ""
     # Row-independent values the proxy has PostgreSQL compute first (constants.py).
     constants: tuple[Constant, ...] = ()
     # Private base tables the analysis saw, once per occurrence (plan_check.py).

@@ -16,7 +16,9 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 
+from .arithmetic import TOTAL
 from .choice import ChoiceSpec, choice_spec
+from .computed import placeholder, post_sql, probe, substitute
 from .constants import extract_constants
 from .elastic import constant, multiply
 from .errors import (
@@ -27,6 +29,7 @@ from .errors import (
     unsupported,
 )
 from .metrics import Metrics
+from .outer import split_outer
 from .plan import (
     Comparison,
     Condition,
@@ -36,7 +39,7 @@ from .plan import (
     PostProcess,
     PrivateAggregate,
 )
-from .policy import ColumnDomain, Domain, Policy
+from .policy import ColumnDomain, Domain, Policy, RangeDomain, ValuesDomain
 from .positions import position_of
 from .relations import Analyzer, Relation, Resolved, refuse_missing
 from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite
@@ -58,6 +61,7 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
         raise unsupported(f"{tree.key.upper()} over private tables is not supported",
                           hint="Ask one SELECT of aggregates at a time.",
                           position=position_of(tree, offset))
+    _distinct_as_group_by(tree)
     for key, what in (("distinct", "SELECT DISTINCT"), ("windows", "WINDOW"),
                       ("qualify", "QUALIFY")):
         if tree.args.get(key):
@@ -65,10 +69,23 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
                               position=position_of(tree, offset))
     # Names as PostgreSQL reads them: unquoted folded to lower case, quoted kept.
     normalize_identifiers(tree, dialect="postgres")
+    split = split_outer(tree)
+    if split is not None:
+        inner, outer, alias = split
+        plan = plan_private_aggregate(inner, policy, offset, metrics)
+        if plan.outer_sql is not None or not plan.postgres_sql:
+            raise unsupported("a query over an aggregate subquery is answered for one level "
+                              "of standard SQL aggregates",
+                              position=position_of(tree, offset))
+        return replace(plan, outer_sql=outer, outer_alias=alias,
+                       inner_sql=inner.sql(dialect="postgres"),
+                       fingerprint_text=tree.sql(dialect="postgres", normalize=True))
     constants = extract_constants(tree, policy, offset)
     analyzer = Analyzer(policy, metrics or Metrics(), offset)
-    plan = _Planner(analyzer, tree, offset).plan()
-    refuse_unsafe_nodes(tree, offset)  # the last net, after the analysis's own messages
+    planner = _Planner(analyzer, tree, offset)
+    plan = planner.plan()
+    # The last net, after the analysis's own messages, over what runs on private rows.
+    refuse_unsafe_nodes(planner.probe or tree, offset)
     return replace(plan, constants=constants, scans=tuple(sorted(analyzer.scans.elements())))
 
 
@@ -82,6 +99,9 @@ class _Planner:
     parts: list[PartSpec] = field(default_factory=list)
     outputs: list[OutputColumn] = field(default_factory=list)
     choices: list[tuple[ChoiceSpec, Resolved]] = field(default_factory=list)
+    probe: exp.Select | None = None  # with expressions over released values
+    # Per key: the GROUP BY expression of its column (a bucket), or None for the column.
+    key_expressions: list[exp.Expression | None] = field(default_factory=list)
 
     @property
     def policy(self) -> Policy:
@@ -90,20 +110,109 @@ class _Planner:
     def plan(self) -> PrivateAggregate:
         self.relation, _ = self.analyzer.select_relation(self.tree, {})
         self._group_keys()
+        computed = []
         for index, projection in enumerate(self.tree.expressions):
-            self.outputs.append(self._output(projection, index))
-        post = self._post_process()
+            output = self._output(projection, index)
+            if output is None:
+                computed.append(index)
+                output = OutputColumn(_name_of(projection), "computed", None, ())
+            self.outputs.append(output)
+        post, computed_post = self._post_or_none(bool(computed))
         refuse_missing(self.analyzer)
         if self.choices:
+            if computed_post:
+                raise unsupported("MIN, MAX, percentiles and mode cannot be combined with "
+                                  "expressions over released values",
+                                  hint="Ask them in a statement of their own.")
             return self._choice_plan(post)
         if self._most_frequent_group(post):
             return self._most_frequent_plan()
         grouping, domains = self._grouping()
         noisy_parts = tuple(self._noisy_part(part) for part in self.parts)
-        key_specs = [KeySpec(column, domain) for (_, column), domain in
-                     zip(self.keys, domains, strict=True)]
-        return self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping),
+        key_specs = [KeySpec(column, domain, expression) for (_, column), domain, expression
+                     in zip(self.keys, domains, self.key_expressions, strict=True)]
+        plan = self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping),
                              len(self.keys), noisy_parts, post, grouping)
+        if computed_post is None:
+            return plan
+        self.probe = probe(self.tree, [self._source(o) for o in self.outputs],
+                           [e or column for (_, column), e in
+                            zip(self.keys, self.key_expressions, strict=True)])
+        return replace(plan, post_sql=computed_post,
+                       probe_sql=self.probe.sql(dialect="postgres"))
+
+    # -- expressions over released values (computed.py) ------------------------------
+
+    def _post_or_none(self, computed: bool) -> tuple[PostProcess, str | None]:
+        """HAVING, ORDER BY and LIMIT applied by the proxy, or (when an output or one of
+        them is an expression over released values) the SQL that computes the answer."""
+        if not computed:
+            outputs, parts = len(self.outputs), len(self.parts)
+            try:
+                return self._post_process(), None
+            except Refusal:  # an expression: computed below, or refused there
+                del self.outputs[outputs:], self.parts[parts:]
+        visible = self.outputs[:len(self.tree.expressions)]
+        projections = [exp.alias_(self._substitute(_unalias(p)) if o.kind == "computed"
+                                  else placeholder(i), o.name, quoted=True)
+                       for i, (p, o) in enumerate(zip(self.tree.expressions, visible,
+                                                      strict=True))]
+        having = self.tree.args.get("having")
+        order = self.tree.args.get("order")
+        sql = post_sql(self.tree, projections,
+                       self._substitute(having.this) if having is not None else None,
+                       [self._post_order(item) for item in order.expressions] if order else [])
+        if not self.parts and not self.keys:
+            raise policy_refusal(f"{ONLY_AGGREGATES}: this statement has no aggregate and "
+                                 "would return one row per private row",
+                                 hint="Ask for an aggregate such as count(*).",
+                                 position=position_of(self.tree, self.offset))
+        return PostProcess(), sql
+
+    def _substitute(self, node: exp.Expression) -> exp.Expression:
+        expanded = node.copy().transform(
+            lambda n: _variance(n) if isinstance(n, _VARIANCES) else n)
+        return substitute(expanded, self._hidden_aggregate, self._hidden_key, self.offset,
+                          self._hidden_bucket)
+
+    def _hidden_bucket(self, node: exp.Expression) -> int | None:
+        if self._key_expression_index(node) is None:
+            return None
+        return self._hidden_key(node)
+
+    def _hidden_aggregate(self, node: exp.Expression) -> int:
+        self.outputs.append(self._aggregate(node, _default_name(node), True,
+                                            position_of(node, self.offset)))
+        return len(self.outputs) - 1
+
+    def _hidden_key(self, column: exp.Expression) -> int:
+        output = self._output(column, len(self.outputs), hidden=True)
+        assert output is not None
+        self.outputs.append(output)
+        return len(self.outputs) - 1
+
+    def _post_order(self, item: exp.Ordered) -> exp.Ordered:
+        """An ORDER BY item over the released rows: a position, an output's name (which
+        PostgreSQL looks up before input columns) as its position, or an expression."""
+        ordered = item.copy()
+        node = item.this
+        if isinstance(node, exp.Column) and not node.table:
+            named = [i for i, o in enumerate(self.outputs[:len(self.tree.expressions)])
+                     if o.name == node.name]
+            if named:
+                ordered.set("this", exp.Literal.number(named[0] + 1))
+                return ordered
+        if not (isinstance(node, exp.Literal) and not node.is_string):
+            ordered.set("this", self._substitute(node))
+        return ordered
+
+    def _source(self, output: OutputColumn) -> exp.Expression:
+        """An output as the statement asks for it, for PostgreSQL's type of it."""
+        if output.kind == "key":
+            return self.key_expressions[output.parts[0]] or self.keys[output.parts[0]][1]
+        if output.kind == "computed":
+            return exp.cast(exp.Null(), "text")
+        return self.parts[output.parts[0]].node
 
     # -- group keys ------------------------------------------------------------------
 
@@ -112,11 +221,30 @@ class _Planner:
         if group is None:
             return
         for item in group.expressions:
-            column = self._key_column(item)
+            target = self._key_column(item)
+            column = target if isinstance(target, exp.Column) else self._bucketed(target, item)
             resolved = self.analyzer.resolve(column, self.relation)
             self.keys.append((resolved, column))
+            self.key_expressions.append(None if target is column else target)
+            if target is not column and self._domain(resolved) is None:
+                raise policy_refusal(
+                    f"GROUP BY {target.sql(dialect='postgres')} needs a declared domain for "
+                    f"{column.sql(dialect='postgres')}: its groups are the image of the domain",
+                    hint=self._domain_hint(resolved), position=position_of(item, self.offset))
 
-    def _key_column(self, item: exp.Expression) -> exp.Column:
+    def _bucketed(self, target: exp.Expression, item: exp.Expression) -> exp.Column:
+        """The one column a computed GROUP BY key is a function of (a time bucket, a CASE
+        bucket): the key's groups are the image of that column's domain (SPEC §7)."""
+        columns = {c.sql(dialect="postgres") for c in target.find_all(exp.Column)}
+        if len(columns) != 1 or target.find(exp.AggFunc, exp.Subquery, exp.Select, exp.Window):
+            raise unsupported(
+                "GROUP BY a computed expression is supported only as a function of one "
+                "column with a declared domain",
+                hint="Group by such a column, or by date_trunc(…)/extract(…)/CASE of it.",
+                position=position_of(item, self.offset))
+        return next(target.find_all(exp.Column))
+
+    def _key_column(self, item: exp.Expression) -> exp.Expression:
         """A GROUP BY item as a column: by position, as written or by output alias.
 
         As in PostgreSQL, a bare name is an input column when the FROM clause has one of
@@ -135,11 +263,6 @@ class _Planner:
             aliased = [p.this for p in self.tree.expressions if isinstance(p, exp.Alias)
                        and p.alias.lower() == item.name.lower()]
             target = aliased[0] if aliased else item
-        if not isinstance(target, exp.Column):
-            raise unsupported(
-                "GROUP BY a computed expression is not supported over private tables",
-                hint="Group by a column that has a declared domain in the policy.",
-                position=position_of(item, self.offset))
         return target
 
     def _is_input_column(self, column: exp.Column) -> bool:
@@ -154,18 +277,30 @@ class _Planner:
     def _key_index(self, column: exp.Column) -> int | None:
         resolved = self.analyzer.resolve(column, self.relation)
         for index, (key, _) in enumerate(self.keys):
-            if key.source.alias == resolved.source.alias and key.origin == resolved.origin and \
-                    _same_name(column, self.keys[index][1]):
+            if self.key_expressions[index] is None and \
+                    key.source.alias == resolved.source.alias and \
+                    key.origin == resolved.origin and _same_name(column, self.keys[index][1]):
                 return index
         return None
+
+    def _key_expression_index(self, node: exp.Expression) -> int | None:
+        """The computed GROUP BY key written exactly as `node`, if any."""
+        text = node.sql(dialect="postgres", normalize=True)
+        return next((i for i, e in enumerate(self.key_expressions) if e is not None and
+                     e.sql(dialect="postgres", normalize=True) == text), None)
 
     # -- released columns ------------------------------------------------------------
 
     def _output(self, projection: exp.Expression, index: int, hidden: bool = False
-                ) -> OutputColumn:
+                ) -> OutputColumn | None:
+        """The output of a bare key, aggregate or choice; None for an expression that is
+        computed from released values (a visible one only)."""
         inner = _unalias(projection)
         position = position_of(projection, self.offset)
         name = projection.alias if isinstance(projection, exp.Alias) else _default_name(inner)
+        bucket = self._key_expression_index(inner)
+        if bucket is not None:
+            return OutputColumn(name, "key", None, (bucket,), hidden)
         if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
             key = self._key_index(inner)
             if key is None:
@@ -178,21 +313,27 @@ class _Planner:
         if isinstance(inner, exp.Window):
             raise unsupported("window functions are not supported over private tables",
                               position=position)
-        if isinstance(inner, (exp.Count, exp.Sum, exp.Avg)):
+        if isinstance(inner, (exp.Count, exp.Sum, exp.Avg)) or (
+                isinstance(inner, exp.Filter) and
+                isinstance(inner.this, (exp.Count, exp.Sum, exp.Avg))):
             return self._aggregate(inner, name, hidden, position)
         spec = choice_spec(inner, self.offset)
         if spec is not None:
             self.choices.append((spec, self.analyzer.resolve(spec.column, self.relation)))
             return OutputColumn(name, "choice", spec.aggregate, (len(self.choices) - 1,),
                                 hidden)
+        if isinstance(inner, _VARIANCES) and not hidden:
+            return None  # from released COUNT, SUM and SUM of squares: see _variance
         if isinstance(inner, exp.AggFunc):
             raise unsupported(
                 f"{inner.sql_name()} is not supported: dpgate answers COUNT, "
                 "COUNT(DISTINCT), SUM, AVG, MIN, MAX, median, percentile_cont, "
                 "percentile_disc and mode", position=position)
+        if not hidden:
+            return None  # computed from released values: see _computed
         if inner.find(exp.AggFunc):
             raise unsupported(
-                "arithmetic on a released aggregate is not supported",
+                "arithmetic on a released aggregate is not supported here",
                 hint="Select the aggregates themselves and compute with them in the client: "
                 "it costs no privacy.", position=position)
         raise policy_refusal(
@@ -203,6 +344,7 @@ class _Planner:
 
     def _aggregate(self, node: exp.Expression, name: str, hidden: bool, position: int | None
                    ) -> OutputColumn:
+        node = _without_filter(node, position)
         argument = node.this
         if isinstance(node, exp.Count):
             if isinstance(argument, exp.Distinct):
@@ -212,11 +354,12 @@ class _Planner:
                 self.analyzer.resolve(argument.expressions[0], self.relation)
                 part = self._part("count", node, 1.0, None)
                 return OutputColumn(name, "noisy", "count_distinct", (part,), hidden)
-            if not isinstance(argument, (exp.Star, exp.Column)):
-                raise unsupported("COUNT takes *, a column or DISTINCT column",
-                                  position=position)
-            if isinstance(argument, exp.Column):
-                self.analyzer.resolve(argument, self.relation)
+            # Whatever it counts, one row changes a count by at most one.
+            if argument.find(exp.AggFunc, exp.Subquery, exp.Select, exp.Window):
+                raise unsupported("COUNT takes *, a column, an expression of columns or "
+                                  "DISTINCT column", position=position)
+            for column in argument.find_all(exp.Column):
+                self.analyzer.resolve(column, self.relation)
             part = self._part("count", node, 1.0, None)
             return OutputColumn(name, "noisy", "count", (part,), hidden)
         bounds = self._bounds(node, position)
@@ -232,15 +375,46 @@ class _Planner:
         what = node.sql_name()
         if isinstance(argument, exp.Distinct):
             raise unsupported(f"{what}(DISTINCT …) is not supported", position=position)
+        if isinstance(argument, exp.Case):
+            return self._case_bounds(argument, what, position)
+        square = _squared_column(argument)
+        if square is not None:  # the sum of squares of a variance
+            lo, hi = self._column_bounds(square, what, position)
+            low = 0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)
+            return low, max(lo * lo, hi * hi)
         if not isinstance(argument, exp.Column):
-            raise unsupported(f"{what} takes a plain column with declared bounds",
+            raise unsupported(f"{what} takes a plain column with declared bounds, or a CASE "
+                              "whose branches are such columns or constants",
                               position=position)
         return self._column_bounds(argument, what, position)
+
+    def _case_bounds(self, case: exp.Case, what: str, position: int | None
+                     ) -> tuple[float, float]:
+        """sum(CASE WHEN … THEN 1 ELSE 0 END): the bounds span the branches' values, each
+        a constant or a column with declared bounds (a NULL branch adds nothing)."""
+        spans = []
+        branches = [i.args.get("true") for i in case.args.get("ifs", [])] + \
+            [case.args.get("default")]
+        for branch in (_unparen(b) for b in branches if b is not None):
+            if isinstance(branch, exp.Null):
+                continue
+            if isinstance(branch, exp.Column):
+                spans.append(self._column_bounds(branch, what, position))
+                continue
+            number = _number(branch)
+            if number is None:
+                raise unsupported(f"{what}(CASE …) takes constants or columns with declared "
+                                  "bounds in its branches", position=position)
+            spans.append((number, number))
+        if not spans:
+            raise unsupported(f"{what}(CASE …) has no value to sum", position=position)
+        return min(lo for lo, _ in spans), max(hi for _, hi in spans)
 
     def _column_bounds(self, argument: exp.Column, what: str, position: int | None
                        ) -> tuple[float, float]:
         origin = self.analyzer.resolve(argument, self.relation).origin
-        bounds = self.policy.column(*origin).bounds if origin else None
+        rule = self.policy.column(*origin) if origin else None
+        bounds = rule and (rule.bounds or _domain_bounds(rule.domain))
         if bounds is None:
             where = (f"[policy.tables.{origin[0].split('.', 1)[1]}.columns.{origin[1]}]"
                      if origin else "the policy")
@@ -497,6 +671,94 @@ class _Planner:
         return self._output_index(node, having=True), True
 
 
+def _distinct_as_group_by(tree: exp.Select) -> None:
+    """SELECT DISTINCT a, b without aggregates is GROUP BY a, b, as PostgreSQL computes it
+    (the keys of declared domains, then, cost nothing)."""
+    distinct = tree.args.get("distinct")
+    if distinct is None or distinct.args.get("on") or tree.args.get("group") or \
+            any(p.find(exp.AggFunc) for p in tree.expressions):
+        return
+    tree.set("distinct", None)
+    tree.set("group", exp.Group(expressions=[
+        exp.Literal.number(i + 1) for i in range(len(tree.expressions))]))
+
+
+_VARIANCES = (exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop)
+
+
+def _variance(node: exp.Expression) -> exp.Expression:
+    """var_samp, var_pop, stddev… of x from released n = count(x), s = sum(x) and
+    q = sum(x·x) (SPEC §7): (q − s²/n) / (n − 1) or / n, clamped at 0, NULL for too few
+    rows as in PostgreSQL; the square root for a standard deviation."""
+    x = node.this
+    if not isinstance(x, exp.Column):
+        raise unsupported(f"{node.sql_name()} takes a plain column with declared bounds")
+    value = exp.cast(x.copy(), "numeric")
+    n = exp.Count(this=x.copy())
+    total = exp.cast(exp.Sum(this=x.copy()), "numeric")
+    square = exp.Mul(this=value, expression=value.copy())
+    square.meta[TOTAL] = True  # numeric × numeric of a bounded column cannot fail
+    squares = exp.Sum(this=square)
+    # typed: PostgreSQL's own division, not a float one sqlglot would emulate.
+    spread = exp.func("GREATEST", exp.Sub(this=squares, expression=exp.Div(
+        this=exp.Mul(this=total, expression=total.copy()), expression=n.copy(), typed=True)),
+        exp.Literal.number(0))
+    population = isinstance(node, (exp.VariancePop, exp.StddevPop))
+    divisor = n.copy() if population else exp.Sub(this=n.copy(), expression=exp.Literal.number(1))
+    variance = exp.Case(ifs=[exp.If(
+        this=exp.GT(this=n.copy(), expression=exp.Literal.number(0 if population else 1)),
+        true=exp.Div(this=spread, expression=exp.Paren(this=divisor), typed=True))])
+    if isinstance(node, (exp.Stddev, exp.StddevSamp, exp.StddevPop)):
+        return exp.func("SQRT", variance)
+    return variance
+
+
+def _domain_bounds(domain: Domain | None) -> tuple[float, float] | None:
+    """A numeric declared domain bounds its column too (SPEC §7: MIN/MAX over it)."""
+    if isinstance(domain, RangeDomain) and isinstance(domain.low, int):
+        return float(domain.low), float(domain.high)  # type: ignore[arg-type]
+    if isinstance(domain, ValuesDomain) and domain.values and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in domain.values):
+        numbers = [float(v) for v in domain.values]  # type: ignore[arg-type]
+        return min(numbers), max(numbers)
+    return None
+
+
+def _squared_column(node: exp.Expression) -> exp.Column | None:
+    """x in CAST(x AS numeric) * CAST(x AS numeric)."""
+    if not isinstance(node, exp.Mul):
+        return None
+    factors = [f.this if isinstance(f, exp.Cast) else f for f in (node.this, node.expression)]
+    if all(isinstance(f, exp.Column) for f in factors) and factors[0] == factors[1]:
+        return factors[0]
+    return None
+
+
+def _without_filter(node: exp.Expression, position: int | None) -> exp.Expression:
+    """agg(x) FILTER (WHERE c) as agg(CASE WHEN c THEN x END), which PostgreSQL computes
+    alike: a row the filter leaves out contributes NULL, which the aggregate skips."""
+    if not isinstance(node, exp.Filter):
+        return node
+    aggregate = node.this.copy()
+    argument = aggregate.this
+    if isinstance(argument, exp.Distinct):
+        raise unsupported("an aggregate of DISTINCT values with FILTER is not supported",
+                          position=position)
+    value = exp.Literal.number(1) if isinstance(argument, exp.Star) else argument
+    aggregate.set("this", exp.Case(ifs=[exp.If(this=node.expression.this.copy(),
+                                               true=value)]))
+    return aggregate
+
+
+def _number(node: exp.Expression) -> float | None:
+    if isinstance(node, exp.Neg):
+        inner = _number(node.this)
+        return None if inner is None else -inner
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return float(node.this)
+    return None
+
+
 def _part_text(part: PartSpec) -> str:
     argument = part.node.this
     return f"{part.aggregate}:{argument.sql(dialect='postgres', normalize=True)}"
@@ -514,6 +776,12 @@ def _unparen(node: exp.Expression) -> exp.Expression:
 
 def _same_name(a: exp.Column, b: exp.Column) -> bool:
     return a.name.lower() == b.name.lower()
+
+
+def _name_of(projection: exp.Expression) -> str:
+    if isinstance(projection, exp.Alias):
+        return projection.alias
+    return _default_name(projection)
 
 
 def _default_name(node: exp.Expression) -> str:

@@ -26,6 +26,23 @@ from .scopes import cte_reference_ids
 class KeySpec:
     column: exp.Column
     domain: Domain | None  # None: plain GROUP BY, groups chosen by key selection
+    # A function of `column` grouped on (a time or CASE bucket); its groups are the image
+    # of the column's domain.
+    expression: exp.Expression | None = None
+
+    def value(self) -> exp.Expression:
+        return (self.expression or self.column).copy()
+
+    def domain_sql(self, name: str) -> str:
+        """The keys released: the domain, or its image under the expression."""
+        values = _domain_sql(self.domain, name)
+        if self.expression is None:
+            return values
+        image = self.expression.transform(
+            lambda n: exp.column(name.strip('"'), table="dom", quoted=True)
+            if isinstance(n, exp.Column) else n).sql(dialect="postgres")
+        return (f"SELECT DISTINCT {image} AS {name} FROM ({values}) AS dom "
+                f"WHERE {image} IS NOT NULL")
 
 
 @dataclass(frozen=True)
@@ -46,9 +63,9 @@ def rewrite(tree: exp.Select, policy: Policy, keys: list[KeySpec], parts: list[P
                            append=False).sql(dialect="postgres")
     if grouping is not None and grouping.key_selection:
         query = base.select(
-            *(_alias(k.column.copy(), f"k{i}") for i, k in enumerate(keys)),
+            *(_alias(k.value(), f"k{i}") for i, k in enumerate(keys)),
             *(_alias(_aggregate(p), f"c{i}") for i, p in enumerate(parts)), append=False,
-        ).group_by(*(k.column.copy() for k in keys))
+        ).group_by(*(k.value() for k in keys))
         return query.sql(dialect="postgres")
     return _filled_histogram(base, keys, parts)
 
@@ -115,12 +132,12 @@ def _aggregate(part: PartSpec) -> exp.Expression:
 
 def _filled_histogram(base: exp.Select, keys: list[KeySpec], parts: list[PartSpec]) -> str:
     inner = base.select(
-        *(_alias(k.column.copy(), f"k{i}") for i, k in enumerate(keys)),
+        *(_alias(k.value(), f"k{i}") for i, k in enumerate(keys)),
         *(_alias(_argument(p), f"a{i}") for i, p in enumerate(parts)), append=False,
     )
     key_names = [quote_identifier(f"k{i}") for i in range(len(keys))]
     domain = " CROSS JOIN ".join(
-        f"({_domain_sql(k.domain, name)}) AS d{i}"
+        f"({k.domain_sql(name)}) AS d{i}"
         for i, (k, name) in enumerate(zip(keys, key_names, strict=True)))
     outer_keys = ", ".join(f"d{i}.{name}" for i, name in enumerate(key_names))
     if not parts:  # only the keys: the domain itself, the private rows are not read

@@ -130,6 +130,7 @@ _HANDWRITTEN = [
     ("rows", "SELECT order_id, order_cost FROM orders LIMIT 10"),
     ("rows", "SELECT name FROM customers WHERE customer_id = 42"),
     ("rows", "SELECT DISTINCT quantity FROM orders"),
+    ("rows", "SELECT DISTINCT quantity, product_id FROM orders ORDER BY 1, 2"),
     ("rows", "SELECT quantity, count(*) FROM orders GROUP BY quantity "
              "ORDER BY count(*) DESC LIMIT 1"),
     ("rows", "SELECT address, count(*) FROM customers GROUP BY address"),
@@ -168,6 +169,8 @@ _HANDWRITTEN = [
     ("derived", "SELECT stddev(quantity) FROM orders"),
     ("derived", "SELECT stddev_samp(order_cost) FROM orders WHERE quantity > 2"),
     ("derived", "SELECT stddev_pop(quantity) FROM orders"),
+    ("derived", "SELECT quantity, stddev(order_cost), var_pop(order_cost) FROM orders "
+                "GROUP BY quantity ORDER BY 1"),
     ("derived", "SELECT sum(CASE WHEN quantity > 3 THEN 1 ELSE 0 END) FROM orders"),
     ("derived", "SELECT count(*) FILTER (WHERE order_cost > 100) AS big, count(*) FROM orders"),
     ("derived", "SELECT quantity, count(*) FILTER (WHERE order_cost > 100) FROM orders "
@@ -273,6 +276,15 @@ _HANDWRITTEN = [
                 "GROUP BY 1 ORDER BY 1"),
     ("buckets", "SELECT to_char(order_date, 'YYYY-MM') AS month, count(*) FROM orders "
                 "GROUP BY 1 ORDER BY 1"),
+    # -- queries over an aggregate subquery or CTE (post-processing of its answer) -------
+    ("outer", "SELECT sum(n) AS total FROM (SELECT quantity, count(*) AS n FROM orders "
+              "GROUP BY quantity) AS s"),
+    ("outer", "WITH m AS (SELECT date_trunc('month', order_date) AS month, count(*) AS n "
+              "FROM orders GROUP BY 1) SELECT month, n FROM m WHERE n > 100 ORDER BY month"),
+    ("outer", "SELECT s.q, s.n * 2 AS twice FROM (SELECT quantity AS q, count(*) AS n "
+              "FROM orders GROUP BY quantity) AS s ORDER BY 1"),
+    ("outer", "SELECT max(n) FROM (SELECT quantity, count(*) AS n FROM orders "
+              "GROUP BY quantity) AS s"),
     # -- session and settings ---------------------------------------------------------------
     ("session", "SHOW dp.epsilon"),
     ("session", "SELECT 1"),

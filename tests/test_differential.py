@@ -59,9 +59,9 @@ def exact_dsn(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFact
     port = free_port()
     config = directory / "dpgate.toml"
     write_config(config, port, directory / "ledger.sqlite3", demo_database)
-    config.write_text(config.read_text().replace(
-        "default_epsilon = 0.1", f"default_epsilon = {EXACT_EPSILON}\nmax_epsilon = "
-        f"{EXACT_EPSILON}\nshift_interval = [0.0, 0.0]"))
+    exact = (f"default_epsilon = {EXACT_EPSILON}\nmax_epsilon = {EXACT_EPSILON}\n"
+             "shift_interval = [0.0, 0.0]")
+    config.write_text(config.read_text().replace("default_epsilon = 0.1", exact))
     added = dpgate_cli("user", "add", ANALYST, "--epsilon", "1e18", "--config", str(config),
                        stdin=PASSWORD + "\n")
     assert added.returncode == 0, added.stderr

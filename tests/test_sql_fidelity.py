@@ -4,19 +4,25 @@ in GROUP BY / ORDER BY / HAVING, and PostgreSQL's own errors where PostgreSQL fa
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import errors
 
-from proxy.config import load_policy_file
+from proxy.config import load_config, load_policy_file
 from proxy.demo import DEMO_POLICY_FILE
 from rewriter.calibrate import calibrate
 from rewriter.classify import classify
+from rewriter.errors import Refusal
 from rewriter.explain import explain
 from rewriter.metrics import Metrics
 from rewriter.plan import PrivateAggregate
-from tests.conftest import RunningProxy, dpgate_cli
+from rewriter.policy import Policy
+from tests.conftest import RunningProxy, dpgate_cli, free_port, wait_for_port
 from tests.test_leaks import fresh_analyst
 
 POLICY = load_policy_file(DEMO_POLICY_FILE)
@@ -30,6 +36,12 @@ def plan_of(sql: str) -> PrivateAggregate:
     plan = classify(sql, POLICY, METRICS)[0].plan
     assert isinstance(plan, PrivateAggregate), plan
     return plan
+
+
+def refusal_of(sql: str) -> Refusal:
+    refusal = classify(sql, POLICY, METRICS)[0].plan
+    assert isinstance(refusal, Refusal), refusal
+    return refusal
 
 
 # -- group keys without an aggregate ----------------------------------------------------
@@ -130,3 +142,208 @@ def test_dpgate_refusals_stay_where_postgresql_would_answer(proxy: RunningProxy)
     with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
         with pytest.raises(errors.InsufficientPrivilege):
             connection.execute("SELECT order_id FROM orders")
+
+
+# -- expressions over released values (SPEC §7) -------------------------------------------
+
+def test_expressions_over_aggregates_are_computed_over_released_values_only():
+    plan = plan_of("SELECT quantity, count(*) * 100.0 / 7 AS pct FROM orders "
+                   "GROUP BY quantity HAVING count(*) * 2 > 100 ORDER BY count(*) * -1, 1")
+    assert plan.post_sql is not None and "orders" not in plan.post_sql
+    assert "count" not in plan.post_sql.lower()  # every aggregate is a released value
+    assert "HAVING" not in plan.sql.upper() and "ORDER BY" not in plan.post_sql.split(
+        "FROM")[0]
+    # What runs on private rows: the key and one count, nothing else.
+    assert plan.probe_sql == "SELECT quantity, CAST(NULL AS TEXT), COUNT(*), COUNT(*), " \
+        "COUNT(*) FROM orders GROUP BY quantity"
+    assert len(plan.parts) == 1  # the same count(*) is noised once
+
+
+def test_constants_alone_over_private_rows_are_refused():
+    assert "would return one row per private row" in refusal_of("SELECT 3 FROM orders").message
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT count(*) * 2 AS c, 3 AS three, 'x' AS label FROM orders",
+     [(2 * 50, 3, "x")]),
+    ("SELECT sum(quantity) / count(*) AS integer_division FROM orders", [(2,)]),
+    ("SELECT round(avg(quantity), 1) AS r, CASE WHEN count(*) > 10 THEN 'many' END AS c "
+     "FROM orders", [(Decimal("2.5"), "many")]),
+])
+def test_expressions_have_postgresqls_types_and_values(proxy: RunningProxy, sql: str,
+                                                       expected: list[tuple]):
+    """At ε = 10 the noise on 50 and 125 is small; the answer's types are PostgreSQL's."""
+    name = fresh_analyst(proxy, "--epsilon", "10")
+    with psycopg.connect(proxy.dsn(name, name), autocommit=True) as connection:
+        connection.execute("SET dp.epsilon = 10")
+        where = " WHERE customer_id <= 0 OR order_id <= 50 AND quantity IS NOT NULL"
+        cursor = connection.execute(sql.replace(" FROM orders", " FROM orders" + where))
+        row = cursor.fetchone()
+        direct = psycopg.connect(proxy.database.admin_dsn).execute(
+            sql.replace(" FROM orders", " FROM orders" + where))
+        assert [d.type_code for d in cursor.description] == \
+            [d.type_code for d in direct.description]
+        assert [type(v) for v in row] == [type(v) for v in expected[0]]
+
+
+def test_time_buckets_are_the_image_of_the_declared_domain():
+    plan = plan_of("SELECT date_trunc('month', order_date) AS month, count(*) FROM orders "
+                   "GROUP BY 1 ORDER BY 1")
+    assert plan.keys == 1 and plan.grouping.domain_size == 731
+    domain = plan.sql.split("LEFT JOIN")[0]
+    assert "generate_series" in domain and '"public"."orders"' not in domain
+
+
+def test_a_bucket_of_a_column_without_a_domain_is_refused():
+    refusal = refusal_of("SELECT CASE WHEN customer_id < 5 THEN 1 ELSE 2 END, count(*) "
+                         "FROM orders GROUP BY 1")
+    assert "needs a declared domain for customer_id" in refusal.message
+
+
+def test_time_buckets_through_the_proxy(proxy: RunningProxy):
+    name = fresh_analyst(proxy)
+    with psycopg.connect(proxy.dsn(name, name), autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT extract(year FROM order_date) AS y, count(*) FROM orders "
+            "GROUP BY 1 ORDER BY 1").fetchall()
+    assert [row[0] for row in rows] == [Decimal(2024), Decimal(2025)]
+
+
+# -- FILTER and CASE inside aggregates ------------------------------------------------------
+
+def test_filter_is_a_case_inside_the_aggregate():
+    plan = plan_of("SELECT count(*) FILTER (WHERE quantity > 3), "
+                   "sum(quantity) FILTER (WHERE order_cost > 10) FROM orders")
+    assert "COUNT(CASE WHEN quantity > 3 THEN 1 END)" in plan.sql
+    assert [(p.aggregate, p.magnitude) for p in plan.parts] == [("count", 1.0), ("sum", 10.0)]
+
+
+@pytest.mark.parametrize(("expression", "magnitude"), [
+    ("CASE WHEN quantity > 3 THEN 1 ELSE 0 END", 1.0),
+    ("CASE WHEN quantity > 3 THEN order_cost ELSE 0 END", 5000.0),
+    ("CASE WHEN quantity > 3 THEN -2 WHEN quantity > 1 THEN 7 END", 7.0),
+])
+def test_the_bounds_of_a_summed_case_span_its_branches(expression: str, magnitude: float):
+    plan = plan_of(f"SELECT sum({expression}) FROM orders")
+    assert plan.parts[0].magnitude == magnitude
+
+
+def test_a_summed_case_with_an_unbounded_branch_is_refused():
+    assert "needs declared bounds" in refusal_of(
+        "SELECT sum(CASE WHEN quantity > 3 THEN order_id ELSE 0 END) FROM orders").message
+
+
+# -- a query over an aggregate subquery or CTE ------------------------------------------------
+
+def test_a_query_over_an_aggregate_cte_runs_over_its_answer_only():
+    plan = plan_of("WITH t AS (SELECT quantity, count(*) AS n FROM orders GROUP BY 1) "
+                   "SELECT sum(n) FROM t")
+    assert plan.outer_sql == "SELECT SUM(n) FROM __dpgate_answer__"
+    assert plan.outer_alias == "t" and plan.keys == 1
+    assert "WITH" in plan.fingerprint_text  # the whole question, not the inner one
+
+
+def test_metabase_source_wrapper_through_the_proxy(proxy: RunningProxy):
+    name = fresh_analyst(proxy)
+    with psycopg.connect(proxy.dsn(name, name), autocommit=True) as connection:
+        cursor = connection.execute(
+            'SELECT "source"."count" AS "count" FROM (SELECT count(*) AS "count" '
+            'FROM "public"."orders") AS "source" LIMIT 1048575')
+        assert [(d.name, d.type_code) for d in cursor.description] == [("count", 20)]
+        assert len(cursor.fetchall()) == 1
+
+
+# -- figures a person writes ----------------------------------------------------------------
+
+def test_budget_figures_are_the_decimals_a_person_writes(proxy: RunningProxy):
+    name = fresh_analyst(proxy)
+    with psycopg.connect(proxy.dsn(name, name), autocommit=True) as connection:
+        connection.execute("SET dp.epsilon = 0.1")
+        for quantity in (1, 2, 3):  # 0.1 + 0.1 + 0.1 is 0.30000000000000004 in floats
+            connection.execute(f"SELECT count(*) FROM orders WHERE quantity = {quantity}")
+        cursor = connection.execute("SHOW dp.budget")
+        shown = dict(zip([d.name for d in cursor.description], cursor.fetchone(), strict=True))
+    assert (shown["epsilon_spent"], shown["epsilon_left"]) == (0.3, 0.7)
+    listed = json.loads(proxy.cli("budget", "show", "--json").stdout)
+    mine = next(a for a in listed["analysts"] if a["name"] == name)
+    assert (mine["epsilon_spent"], mine["epsilon_left"]) == (0.3, 0.7)
+
+
+def test_variance_is_computed_from_count_sum_and_sum_of_squares():
+    plan = plan_of("SELECT var_samp(quantity) FROM orders")
+    assert [(p.aggregate, p.magnitude) for p in plan.parts] == \
+        [("count", 1.0), ("sum", 100.0), ("sum", 10.0)]  # x² within [1, 100]
+    assert "GREATEST(" in plan.post_sql and "> 1 THEN" in plan.post_sql  # ≥ 0; NULL for n ≤ 1
+
+
+def test_select_distinct_of_keys_is_a_group_by():
+    plan = plan_of("SELECT DISTINCT quantity FROM orders")
+    assert plan.parts == () and plan.keys == 1  # the domain, for free
+    assert plan_of("SELECT DISTINCT customer_id FROM orders").grouping.key_selection
+
+
+# -- the policy, visible from SQL -------------------------------------------------------------
+
+def test_show_dp_policy_lists_what_can_be_asked_of_each_column(proxy: RunningProxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        cursor = connection.execute("SHOW dp.policy")
+        rows = {(r[0], r[1]): r for r in cursor.fetchall()}
+    assert [d.name for d in cursor.description][:4] == ["table_name", "column_name",
+                                                         "private", "domain"]
+    date = rows[("public.orders", "order_date")]
+    assert date[2:6] == ("true", "2024-01-01 .. 2025-12-31", None, "false")
+    assert "GROUP BY over the whole domain" in date[7]
+    cost = rows[("public.orders", "order_cost")]
+    assert cost[4] == "[0, 5000]" and "sum, avg" in cost[7]
+    assert rows[("public.orders", "customer_id")][5] == "true"
+    assert rows[("public.products", "price")][2] == "false"
+    assert rows[("public.customers", "address")][7] == "count, count(DISTINCT), WHERE"
+
+
+def test_explain_without_flags_uses_the_demo_policy_and_says_so(monkeypatch):
+    monkeypatch.delenv("DPGATE_CONFIG", raising=False)
+    cli = dpgate_cli("explain", "SELECT order_date, count(*) FROM orders GROUP BY 1")
+    assert cli.returncode == 0, cli.stderr
+    report = json.loads(cli.stdout)
+    assert report["supported"] and report["policy"] == str(DEMO_POLICY_FILE)
+
+
+def test_the_shipped_dpgate_toml_serves_the_demo_policy():
+    """docker-compose mounts dpgate.toml: the README's walk-through needs the demo's
+    domains and bounds there too."""
+    shipped = load_config(Path(__file__).resolve().parent.parent / "dpgate.toml").policy
+    assert shipped == POLICY
+
+
+def test_a_bad_epsilon_is_told_with_the_valid_range(proxy: RunningProxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        with pytest.raises(errors.InvalidParameterValue) as raised:
+            connection.execute("SET dp.epsilon = -1")
+    assert str(raised.value) == "dp.epsilon must be a positive number between 0.001 and 10, " \
+        "not -1"
+
+
+def test_a_numeric_domain_bounds_min_max_and_sums():
+    policy = Policy.from_dict({"tables": {"orders": {"private": True, "columns": {
+        "quantity": {"domain": {"range": [1, 10]}},
+        "product_id": {"domain": [3, 5, 8]}}}}})
+    plan = classify("SELECT min(quantity), max(quantity) FROM orders", policy, METRICS)[0].plan
+    assert isinstance(plan, PrivateAggregate) and plan.parts[0].grid.lo == 1
+    summed = classify("SELECT sum(product_id) FROM orders", policy, METRICS)[0].plan
+    assert isinstance(summed, PrivateAggregate) and summed.parts[0].magnitude == 8.0
+
+
+def test_metrics_refresh_without_configuration_measures_the_demo_database(tmp_path: Path):
+    port = free_port()
+    demo = subprocess.Popen([sys.executable, "-m", "proxy.cli", "demo", "--data-dir",
+                             str(tmp_path), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for_port(port, demo, seconds=300)
+        refreshed = dpgate_cli("metrics", "refresh", "--data-dir", str(tmp_path))
+    finally:
+        demo.terminate()
+        demo.wait(timeout=60)
+    assert refreshed.returncode == 0, refreshed.stderr
+    assert "public.orders.customer_id: max_freq 50" in refreshed.stdout
+    assert f"metrics stored in {tmp_path / 'ledger.sqlite3'}" in refreshed.stdout
