@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
-from .arithmetic import ARITHMETIC, NotTotal, total_form
+from .arithmetic import ARITHMETIC, NUMBER_TYPES, NotTotal, total_form
 from .elastic import (
     Elastic,
     add,
@@ -34,11 +34,12 @@ from .errors import (
     policy_refusal,
     unsupported,
 )
-from .functions import is_literal_constant, node_failure
+from .functions import function_name, is_literal_constant, node_failure
 from .metrics import ColumnKey, Metrics, MissingMetrics
 from .policy import Policy
 from .positions import position_of
 
+DATETIME_TYPES = frozenset({"date", "timestamp without time zone", "timestamp with time zone"})
 JOIN_HINT = ("Join private tables with equalities of plain columns: "
              "JOIN t ON a.x = t.y, USING (x), or FROM a, t WHERE a.x = t.y.")
 
@@ -540,6 +541,33 @@ class Analyzer:
             name = real
         return self._base_frequency(table, name, source.private), (table, name)
 
+    def _check_operand_types(self, node: exp.Expression, relation: Relation) -> None:
+        """Nodes total for some argument types only: extract and date_trunc on dates and
+        times (an interval or a time rejects some units, row by row), SUM and AVG on
+        numbers (an interval or money sum overflows), || on anything but arrays (arrays of
+        different dimensions do not concatenate). A column of unknown type passes: the
+        proxy always knows the types, `dpgate explain --policy` may not."""
+        if isinstance(node, (exp.Extract, exp.TimestampTrunc, exp.DateTrunc)):
+            argument = node.expression if isinstance(node, exp.Extract) else node.this
+            wanted, what = DATETIME_TYPES, f"{function_name(node)} on private rows"
+        elif isinstance(node, (exp.Sum, exp.Avg)):
+            argument, wanted, what = node.this, NUMBER_TYPES, f"{node.sql_name()}()"
+        elif isinstance(node, exp.DPipe):
+            for operand in (node.this, node.expression):
+                if isinstance(operand, exp.Column) and \
+                        self._type_of(operand, relation) == "ARRAY":
+                    raise unsupported("|| of array columns can fail on some rows only",
+                                      position=position_of(node, self.offset))
+            return
+        else:
+            return
+        if isinstance(argument, exp.Column):
+            kind = self._type_of(argument, relation)
+            if kind is not None and kind not in wanted:
+                raise unsupported(f"{what} takes {' or '.join(sorted(wanted))} columns here, "
+                                  f"not {kind}: it could fail on some rows only",
+                                  position=position_of(node, self.offset))
+
     def _type_of(self, column: exp.Column, relation: Relation) -> str | None:
         origin = self.resolve(column, relation).origin
         return self.metrics.column_types.get(origin) if origin is not None else None
@@ -586,6 +614,7 @@ class Analyzer:
                 hint="Use comparisons, AND/OR/NOT, IN, BETWEEN, LIKE, IS NULL, CASE and "
                 "simple functions (lower, upper, length, trim, extract, coalesce).",
                 position=position_of(node, self.offset))
+        self._check_operand_types(node, relation)
         for child in node.iter_expressions():
             self.check_row_expression(child, relation, allow_aggregates)
 

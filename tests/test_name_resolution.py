@@ -207,3 +207,24 @@ def test_arithmetic_without_a_total_form_is_refused(condition):
 def test_arithmetic_needs_known_column_types():
     refusal = refusal_of("SELECT count(*) FROM orders WHERE order_id % 2 = 0")
     assert "known type" in refusal.message
+
+
+TYPES_WITH_TIME = Metrics(columns=COLUMNS.columns, column_types={
+    **TYPED.column_types, ("public.orders", "quantity"): "interval",
+    ("public.orders", "order_id"): "time without time zone",
+    ("public.customers", "address"): "ARRAY",
+})
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*) FROM orders WHERE extract(day FROM order_id) = 1",  # a time
+    "SELECT count(*) FROM orders WHERE date_trunc('day', quantity) IS NULL",  # an interval
+    "SELECT count(*) FROM customers WHERE address || address IS NULL",  # arrays
+])
+def test_functions_total_only_for_some_types_check_the_column_type(sql):
+    with pytest.raises(Refusal) as caught:
+        plan_of(sql, TYPES_WITH_TIME)
+    assert caught.value.sqlstate == "0A000"
+    plan_of(sql.replace("order_id)", "order_date)").replace("quantity)", "order_date)")
+            .replace("address || address",
+                                                                  "name || name"), TYPED)
