@@ -125,6 +125,8 @@ listen_host = "127.0.0.1"
 listen_port = {port}
 auth_timeout = 5.0
 max_message_size = 65536
+# test_ledger_concurrency races 24 sessions of one analyst
+max_clients_per_analyst = 32
 
 [backend]
 dsn = "{database.reader_dsn}"
@@ -155,6 +157,29 @@ def start_proxy(config_path: Path) -> subprocess.Popen:
     log.close()
     process.log_path = config_path.parent / PROXY_LOG  # type: ignore[attr-defined]
     return process
+
+
+# Markers: `end_to_end` for tests that need PostgreSQL or run dpgate's CLI as a process,
+# `statistical` for the samplers' distribution tests (many draws), `unit` for the
+# in-process rest: `pytest -m unit` runs in seconds.
+PROCESS_MODULES = frozenset({"test_collusion", "test_ledger_cli", "test_ledger_crash",
+                             "test_demo_data"})
+STATISTICAL_MODULES = frozenset({"test_samplers_exponential", "test_samplers_reals",
+                                 "test_samplers_gaussian", "test_mechanisms"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        function = getattr(item, "function", None)
+        names = function.__code__.co_names if function else ()
+        if "postgres" in getattr(item, "fixturenames", ()) or module in PROCESS_MODULES \
+                or "dpgate_cli" in names or "subprocess" in names:
+            item.add_marker(pytest.mark.end_to_end)
+        elif module in STATISTICAL_MODULES:
+            item.add_marker(pytest.mark.statistical)
+        else:
+            item.add_marker(pytest.mark.unit)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
