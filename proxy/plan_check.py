@@ -11,10 +11,11 @@ import json
 from collections import Counter, OrderedDict
 
 from rewriter.constants import evaluation_sql, substitute
-from rewriter.errors import FEATURE_NOT_SUPPORTED, Refusal
+from rewriter.errors import FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, Refusal
 from rewriter.plan import PrivateAggregate
 from rewriter.plan_check import plan_failure, public_plan_failure
 from rewriter.policy import Policy
+from rewriter.private import CELLS_HINT
 
 from .backend import BackendConnection, Parameters
 
@@ -38,6 +39,12 @@ class PlanChecker:
         BackendError for PostgreSQL's own errors.
         """
         sql = plan.sql
+        if plan.cells_sql is not None:
+            (cells,) = (await backend.fetch(plan.cells_sql)).rows[0]
+            if int(bytes(cells or b"0")) > self.policy.max_cells:
+                raise Refusal(INSUFFICIENT_PRIVILEGE, "the histogram's public domain has more "
+                              f"keys than the {self.policy.max_cells} cells the policy allows",
+                              hint=CELLS_HINT)
         if plan.constants:
             evaluation = evaluation_sql(plan.constants)
             await self._check(backend, evaluation, None, lambda e: public_plan_failure(

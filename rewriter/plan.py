@@ -164,6 +164,9 @@ class PrivateAggregate:
     constants: tuple[Constant, ...] = ()
     # Private base tables the analysis saw, once per occurrence (plan_check.py).
     scans: tuple[str, ...] = ()
+    # The number of cells of a histogram whose domain a public table supplies: the proxy
+    # runs it before the charge and refuses more than the policy's max_cells.
+    cells_sql: str | None = None
 
     @property
     def visible(self) -> tuple[OutputColumn, ...]:

@@ -9,6 +9,7 @@ selection) and HAVING, ORDER BY and LIMIT, which the proxy applies after noise.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
@@ -28,7 +29,7 @@ from .errors import (
     policy_refusal,
     unsupported,
 )
-from .metrics import Metrics
+from .metrics import Metrics, quote_identifier
 from .outer import split_outer
 from .plan import (
     Comparison,
@@ -102,6 +103,8 @@ class _Planner:
     probe: exp.Select | None = None  # with expressions over released values
     # Per key: the GROUP BY expression of its column (a bucket), or None for the column.
     key_expressions: list[exp.Expression | None] = field(default_factory=list)
+    # Counts a histogram's cells when a public table supplies a domain (_check_cells).
+    cells_sql: str | None = None
 
     @property
     def policy(self) -> Policy:
@@ -469,7 +472,7 @@ class _Planner:
                     "domain: every value of the domain is a candidate, so the answer never "
                     "reveals a value of the data", hint=self._domain_hint(resolved),
                     position=position)
-            self._check_cells(domain.size, spec.column)
+            self._check_cells([domain], spec.column)
             sql, keys, grid = mode_sql(self.tree, self.policy, KeySpec(spec.column, domain)), \
                 1, None
         else:
@@ -502,7 +505,7 @@ class _Planner:
     def _most_frequent_plan(self) -> PrivateAggregate:
         resolved, column = self.keys[0]
         domain = self._domain(resolved)
-        self._check_cells(domain.size if domain else None, column)
+        self._check_cells([domain] if domain else [], column)
         key = next(o for o in self.outputs if not o.hidden)
         return self._plan_of(mode_sql(self.tree, self.policy, KeySpec(column, domain)), 1,
                              (NoisyPart("mode", self.relation.stability),), PostProcess(),
@@ -517,7 +520,7 @@ class _Planner:
             post=post, private_tables=self.relation.private_tables,
             fingerprint_text=self.tree.sql(dialect="postgres", normalize=True),
             tables=tuple(sorted(self.relation.base_tables)),
-            postgres_sql=self.tree.find(exp.Median) is None)
+            postgres_sql=self.tree.find(exp.Median) is None, cells_sql=self.cells_sql)
 
     def _refuse_private_joins(self, what: str, position: int | None) -> None:
         # The smooth sensitivity calibrates additive noise; for the exponential mechanism a
@@ -537,13 +540,22 @@ class _Planner:
         return (f"Declare one: [policy.tables.{table.split('.', 1)[1]}.columns.{column}] "
                 "domain = […].")
 
-    def _check_cells(self, size: int | None, node: exp.Expression) -> None:
-        if size is not None and size > self.policy.max_cells:
-            raise policy_refusal(
-                f"the histogram would have {size} cells, more than the {self.policy.max_cells}"
-                " the policy allows", hint="Group by fewer columns, filter on a narrower "
-                "domain in the policy, or raise [policy] max_cells.",
-                position=position_of(node, self.offset))
+    def _check_cells(self, domains: list[Domain], node: exp.Expression) -> None:
+        """Refuse a histogram of more than max_cells; when a public table supplies a domain,
+        its size is known only to the database: `cells_sql` has the proxy count it first,
+        before any charge (proxy/plan_check.py runs it)."""
+        sizes = [domain.size for domain in domains]
+        if all(size is not None for size in sizes):
+            cells = math.prod(size for size in sizes if size is not None)
+            if cells > self.policy.max_cells:
+                raise policy_refusal(too_many_cells(cells, self.policy.max_cells),
+                                     hint=CELLS_HINT, position=position_of(node, self.offset))
+            return
+        if all(size is not None or isinstance(d, ColumnDomain) for d, size in
+               zip(domains, sizes, strict=True)):
+            factors = [str(size) if size is not None else _distinct_count(d, self.policy)
+                       for d, size in zip(domains, sizes, strict=True)]
+            self.cells_sql = f"SELECT {' * '.join(factors)}"
 
     # -- which groups are released ---------------------------------------------------
 
@@ -555,7 +567,7 @@ class _Planner:
             size = 1
             for domain in domains:
                 size = None if size is None or domain.size is None else size * domain.size
-            self._check_cells(size, self.tree.args["group"])
+            self._check_cells(domains, self.tree.args["group"])
             return Grouping(len(self.keys), key_selection=False, domain_size=size), domains
         for (resolved, column), domain in zip(self.keys, domains, strict=True):
             origin = resolved.origin
@@ -793,3 +805,19 @@ def _default_name(node: exp.Expression) -> str:
     if isinstance(node, exp.Func):
         return node.sql_name().lower()
     return "?column?"
+
+
+CELLS_HINT = ("Group by fewer columns, filter on a narrower domain in the policy, or raise "
+              "[policy] max_cells.")
+
+
+def too_many_cells(cells: int, limit: int) -> str:
+    return f"the histogram would have {cells} cells, more than the {limit} the policy allows"
+
+
+def _distinct_count(domain: ColumnDomain, policy: Policy) -> str:
+    """How many keys a public column supplies, counted up to one past max_cells."""
+    schema, table = (quote_identifier(p) for p in domain.table.split(".", 1))
+    column = quote_identifier(domain.column)
+    return (f"(SELECT count(*) FROM (SELECT DISTINCT {column} FROM {schema}.{table} "
+            f"WHERE {column} IS NOT NULL LIMIT {policy.max_cells + 1}) AS d)")

@@ -237,3 +237,28 @@ def test_postgresqls_plan_catches_a_private_scan_the_analysis_missed(
     multiplied = replace(plan, sql=plan.sql.replace('COUNT(*) AS "c0"',
                                                     'COUNT(*) AS "c0", generate_series(1, 2)'))
     assert "set-returning" in asyncio.run(check(multiplied))
+
+
+def test_a_histogram_over_a_public_domain_is_capped_before_the_charge(
+        demo_database: DemoDatabase):
+    """orders.product_id takes its keys from products (1,000 of them): counted by the proxy
+    before anything runs, against max_cells (issue 14: every domain kind is capped)."""
+    sql = "SELECT product_id, count(*) FROM orders GROUP BY product_id"
+
+    async def check(max_cells: int) -> str | None:
+        policy = replace(POLICY, max_cells=max_cells)
+        (statement,) = classify(sql, policy)
+        plan = statement.plan
+        assert isinstance(plan, PrivateAggregate) and plan.cells_sql is not None
+        backend = await BackendConnection.connect(Endpoint.from_dsn(demo_database.reader_dsn))
+        try:
+            await PlanChecker(policy).prepare(backend, plan, None)
+            return None
+        except Refusal as refusal:
+            return f"{refusal.sqlstate}: {refusal.message}"
+        finally:
+            backend.close()
+
+    assert asyncio.run(check(1000)) is None
+    assert asyncio.run(check(999)) == ("42501: the histogram's public domain has more keys "
+                                       "than the 999 cells the policy allows")
