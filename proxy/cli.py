@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from .analysts import create_analyst, draw_shift
 from .cli_common import add_config_arguments, config_from_args
 from .config import Config, default_data_dir, load_config
 from .server import Proxy
+
+DEMO_METRICS_PORT = 9632
 
 
 async def _serve(config: Config, banner: str = "") -> None:
@@ -56,6 +59,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         DEMO_ANALYSTS,
         DEMO_DATABASE,
         demo_config,
+        demo_operations,
         ensure_demo_analysts,
         prepare_database,
         start_embedded_postgres,
@@ -70,17 +74,48 @@ def cmd_demo(args: argparse.Namespace) -> int:
         dsns = prepare_database(admin, DEMO_DATABASE)
         config = demo_config(data_dir, args.host, args.port, dsns,
                              load_config(args.config) if args.config else Config())
+        config = demo_operations(config, _free_or_off(args.host, args.metrics_port),
+                                 args.dashboard_port)
         ensure_demo_analysts(config)
         lines = [f'  psql "postgresql://{name}:{password}@{args.host}:{args.port}/'
                  f'{DEMO_DATABASE}"' for name, password in DEMO_ANALYSTS.items()]
         banner = ("Connect as an analyst:\n" + "\n".join(lines) +
                   f"\nLedger: {config.ledger.path}\n"
                   f"  dpgate user show alice --ledger {config.ledger.path}\n"
-                  "Press Ctrl-C to stop.")
+                  + _operations_banner(config) + "Press Ctrl-C to stop.")
         asyncio.run(_serve(config, banner))
     finally:
         server.cleanup()
     return 0
+
+
+def _operations_banner(config: Config) -> str:
+    """Where the demo's operator tools answer."""
+    from .demo import DEMO_ADMIN
+
+    server, (name, password) = config.server, DEMO_ADMIN
+    lines = [f'Admin console: psql "postgresql://{name}:{password}@{server.listen_host}:'
+             f'{server.listen_port}/dpgate" -c "SHOW ANALYSTS"']
+    if server.metrics_port:
+        lines.append(f"Metrics: http://{server.metrics_host}:{server.metrics_port}/metrics")
+    if server.dashboard_port:
+        lines.append(f"Dashboard: http://{server.dashboard_host}:{server.dashboard_port}/ "
+                     f"(user {name}, password {password})")
+    return "".join(line + "\n" for line in lines)
+
+
+def _free_or_off(host: str, port: int) -> int:
+    """The demo's metrics port, or 0 (off) when something else listens there: a second
+    demo, or the tests', should still start."""
+    if not port:
+        return 0
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            print(f"dpgate demo: port {port} is busy, Prometheus metrics are off", flush=True)
+            return 0
+    return port
 
 
 def _read_password(args: argparse.Namespace) -> str:
@@ -204,6 +239,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--port", type=int, default=6432)
     demo.add_argument("--config", help="take [privacy] settings from this dpgate.toml")
+    demo.add_argument("--metrics-port", type=int, default=DEMO_METRICS_PORT,
+                      help="Prometheus metrics on http://HOST:PORT/metrics (default "
+                      f"{DEMO_METRICS_PORT}; 0: off; a busy port turns them off)")
+    demo.add_argument("--dashboard-port", type=int, default=0,
+                      help="the data owner's dashboard on http://HOST:PORT/ (default off; "
+                      "log in as admin/admin)")
     demo.set_defaults(func=cmd_demo)
 
     setup = commands.add_parser(

@@ -49,6 +49,16 @@ class ServerSettings:
     analysis_timeout: float = 5.0
     # Bytes of statement text the plan cache may hold (least recently used go first).
     plan_cache_bytes: int = 64 << 20
+    # Operations (proxy/ops): Prometheus metrics and the data owner's dashboard on their
+    # own HTTP ports (0: off), a JSON line per statement decision ("" off, "-" stdout),
+    # and the ledger accounts (comma-separated) that may open the admin console database
+    # "dpgate" and the dashboard. Those accounts may not query the data.
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = 0
+    dashboard_host: str = "127.0.0.1"
+    dashboard_port: int = 0
+    audit_log: str = ""
+    admin_users: str = ""
 
 
 @dataclass(frozen=True)
@@ -185,10 +195,11 @@ def load_config(path: str | Path | None = None, environ: dict[str, str] | None =
                 given[name] = _coerce(given[name], getattr(settings, name), f"{section}.{name}")
         sections[section] = replace(settings, **given)
     base = Path(path).parent if path is not None else Path.cwd()
-    # Certificate paths, like policy.file, are relative to the configuration file.
+    # Certificate and audit log paths, like policy.file, are relative to the configuration
+    # file ("-" is standard output).
     sections["server"] = replace(sections["server"], **{
-        name: str(base / value) for name in ("tls_cert", "tls_key")
-        if (value := getattr(sections["server"], name))})
+        name: str(base / value) for name in ("tls_cert", "tls_key", "audit_log")
+        if (value := getattr(sections["server"], name)) and value != "-"})
     policy_data = dict(data.get("policy", {}))
     policy_file = environ.get("DPGATE_POLICY_FILE", policy_data.pop("file", None))
     if policy_file:

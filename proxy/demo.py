@@ -20,6 +20,9 @@ from .roles import READER, RELAY, prepare_roles
 
 DEMO_DATABASE = "demo"
 DEMO_ANALYSTS = {"alice": "alice", "bob": "bob"}
+# The operator account of the admin console and the dashboard (not an analyst: it cannot
+# query the data, so its budget is the smallest allowed).
+DEMO_ADMIN = ("admin", "admin")
 DEMO_BUDGET = 10.0
 PRIVATE_TABLES = ["customers", "orders", "recommendations"]
 PUBLIC_TABLES = ["products"]
@@ -63,9 +66,20 @@ def demo_config(data_dir: Path, host: str, port: int, dsns: dict[str, str],
     )
 
 
+def demo_operations(config: Config, metrics_port: int, dashboard_port: int) -> Config:
+    """Metrics (and the dashboard if asked) on the demo's host; `admin` operates."""
+    return replace(config, server=replace(
+        config.server, metrics_host=config.server.listen_host, metrics_port=metrics_port,
+        dashboard_host=config.server.listen_host, dashboard_port=dashboard_port,
+        admin_users=DEMO_ADMIN[0]))
+
+
 def ensure_demo_analysts(config: Config) -> SqliteLedger:
     ledger = SqliteLedger(config.ledger.path)
     for name, password in DEMO_ANALYSTS.items():
         if ledger.analyst(name) is None:
             create_analyst(ledger, name, password, DEMO_BUDGET, 1e-6, config.privacy)
+    name, password = DEMO_ADMIN
+    if ledger.analyst(name) is None:
+        create_analyst(ledger, name, password, config.privacy.min_epsilon, 0.0, config.privacy)
     return ledger

@@ -81,8 +81,9 @@ class ExtendedProtocol:
         self.skipping = False  # an error happened: skip until Sync
         self.own_error = False  # the proxy (not the backend) raised it
         session.forget_prepared = self.forget
-        self._handlers = {b"P": self._parse, b"B": self._bind, b"D": self._describe,
-                          b"E": self._execute, b"C": self._close, b"H": self._flush}
+        self._handlers = {b"P": self._parse_reported, b"B": self._bind,
+                          b"D": self._describe, b"E": self._execute_reported,
+                          b"C": self._close, b"H": self._flush}
 
     async def handle(self, kind: bytes, payload: bytes) -> None:
         if kind == b"S":
@@ -169,6 +170,25 @@ class ExtendedProtocol:
             self.portals.clear()
         else:
             self.statements.pop(statement, None)
+
+    async def _parse_reported(self, payload: bytes) -> None:
+        """Parse, its refusal reported as a statement decision (metrics, audit log)."""
+        with self.session.ops.refusals(wire.read_parse(payload).query):
+            await self._parse(payload)
+
+    async def _execute_reported(self, payload: bytes) -> None:
+        """Execute, reported as a statement decision: a relayed portal's is its forwarding
+        (PostgreSQL's answer is read later, at Sync or Flush)."""
+        portal = self.portals.get(wire.read_execute(payload)[0])
+        if portal is None:
+            await self._execute(payload)  # the error of an unknown portal
+            return
+        with self.session.ops.statement(portal.prepared.plan, portal.prepared.text) as tracker:
+            try:
+                await self._execute(payload)
+            except _Skipped:
+                tracker.skipped = True  # an earlier message failed: this one never ran
+                raise
 
     async def _parse(self, payload: bytes) -> None:
         parse = wire.read_parse(payload)

@@ -24,6 +24,9 @@ from .client_stream import ClientReader, IdleTimeout, ShuttingDown
 from .config import Config
 from .extended import ExtendedProtocol
 from .knowledge import Knowledge
+from .ops import Operations
+from .ops.console import CONSOLE_DATABASE, Console, serve_console
+from .ops.web import metrics_app, start_site
 from .outbox import Outbox
 from .plan_cache import PlanCache
 from .plan_check import PlanChecker
@@ -43,6 +46,7 @@ QUERY_CANCELED = "57014"
 ADMIN_SHUTDOWN = "57P01"
 TOO_MANY_CONNECTIONS = "53300"
 IDLE_SESSION_TIMEOUT = "57P05"
+INSUFFICIENT_PRIVILEGE = "42501"
 EXTENDED_PROTOCOL = frozenset({b"P", b"B", b"D", b"E", b"C", b"S", b"H"})
 # CopyData, CopyDone, CopyFail outside a COPY: ignored, as PostgreSQL does.
 COPY_MESSAGES = frozenset({b"d", b"c", b"f"})
@@ -75,9 +79,16 @@ class Proxy:
         # Sessions per analyst, counted from admission (before the relay connects).
         self.admitted: Counter[str] = Counter()
         self.stopping = False
+        # Metrics, audit log, console and dashboard (proxy/ops), and their HTTP sites.
+        self.ops = Operations(server.audit_log, server.admin_users)
+        self.sites: list = []
 
     async def start(self) -> asyncio.Server:
         server = self.config.server
+        if server.metrics_port:
+            self.sites.append(await start_site(
+                metrics_app(self.ops, self.ledger, self.workers), server.metrics_host,
+                server.metrics_port))
         loop = asyncio.get_running_loop()
         # asyncio.start_server, but with our reader, which knows when a client is idle.
         return await loop.create_server(
@@ -98,6 +109,9 @@ class Proxy:
         for task in list(self.clients):
             task.cancel()
         await asyncio.gather(*self.clients, return_exceptions=True)
+        for site in self.sites:
+            await site.cleanup()
+        self.ops.close()
         self.pool.close()
         self.workers.close()
 
@@ -152,6 +166,7 @@ class Proxy:
             await self._serve(session, reader, writer)
         finally:
             self.sessions.pop(key, None)
+            self.ops.closed(session.ops.info)
             self._leave(session.analyst.name)
             session.relay.close()
 
@@ -190,7 +205,8 @@ class Proxy:
         params = startup.parameters
         user = params["user"]
         database = params.get("database") or user
-        if database != self.relay_endpoint.database:
+        console = database == CONSOLE_DATABASE
+        if not console and database != self.relay_endpoint.database:
             writer.write(wire.error_response(
                 INVALID_CATALOG, f'database "{database}" does not exist',
                 hint=f'dpgate serves the database "{self.relay_endpoint.database}".',
@@ -205,12 +221,33 @@ class Proxy:
                 INVALID_PASSWORD, f'password authentication failed for user "{user}"',
                 severity="FATAL"))
             return None
+        if console != (analyst.name in self.ops.admins):
+            # Operators see every analyst's spend, analysts see the data: never both.
+            raise FatalError(INSUFFICIENT_PRIVILEGE, f'permission denied for database '
+                             f'"{database}"', hint="The console database \"dpgate\" is for "
+                             "the accounts of server.admin_users, the data for the others.")
+        if console:
+            await self._console(analyst.name, params, reader, writer)
+            return None
         self._admit(analyst.name)
         try:
             return await self._open_session(analyst, params, writer)
         except BaseException:
             self._leave(analyst.name)
             raise
+
+    async def _console(self, name: str, params: dict[str, str], reader: ClientReader,
+                       writer: asyncio.StreamWriter) -> None:
+        """An operator's admin console session, until the client leaves."""
+        ops = self.ops.session(name, _peer(writer), CONSOLE_DATABASE,
+                               params.get("application_name", ""))
+        self.ops.metrics.console_sessions.inc()
+        try:
+            await serve_console(Console(self.ops, self.ledger, self.workers, writer.write),
+                                reader, writer.drain, self.config.server.max_message_size)
+        finally:
+            self.ops.metrics.console_sessions.dec()
+            self.ops.closed(ops.info)
 
     async def _open_session(self, analyst: Analyst, params: dict[str, str],
                             writer: asyncio.StreamWriter) -> tuple[Session, tuple[int, int]]:
@@ -222,6 +259,7 @@ class Proxy:
         try:
             relay = await BackendConnection.connect(self.relay_endpoint, **options)
         except BackendError as error:
+            self.ops.metrics.backend_errors.inc()
             log.error("the backend refused a relay connection: %s", error)
             if error.sqlstate == TOO_MANY_CONNECTIONS:  # PostgreSQL's own slots are full
                 raise FatalError(TOO_MANY_CONNECTIONS, "the database behind dpgate has no "
@@ -229,6 +267,7 @@ class Proxy:
                                  "owner can lower server.max_clients.") from None
             raise FatalError(CANNOT_CONNECT, "dpgate cannot reach its database") from None
         except OSError as error:
+            self.ops.metrics.backend_errors.inc()
             log.error("cannot connect to the backend: %s", error)
             raise FatalError(CANNOT_CONNECT, "dpgate cannot reach its database") from None
         key = (secrets.randbits(31), secrets.randbits(31))
@@ -236,6 +275,9 @@ class Proxy:
                           pool=self.pool, rng=self.rng, send=writer.write,
                           knowledge=self.knowledge, plans=self.plans, checker=self.checker,
                           workers=self.workers,
+                          ops=self.ops.session(analyst.name, _peer(writer),
+                                               self.relay_endpoint.database,
+                                               options["application_name"]),
                           reconnect=lambda: BackendConnection.connect(self.relay_endpoint,
                                                                       **options))
         for name, value in relay.parameters.items():
@@ -279,6 +321,12 @@ class Proxy:
         session = self.sessions.get(struct.unpack("!ii", payload))
         if session is not None and session.running is not None:
             await session.running.cancel()
+
+
+def _peer(writer: asyncio.StreamWriter) -> str:
+    """The client's address as host:port (a Unix socket has none)."""
+    peer = writer.get_extra_info("peername")
+    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer or "")
 
 
 def _try_write(writer: asyncio.StreamWriter, data: bytes) -> None:

@@ -49,6 +49,7 @@ from .limits import (
     TooMuchWork,
     check_statement,
 )
+from .ops import SessionOps
 from .plan_cache import PlanCache, calibrate_cached
 from .plan_check import PlanChecker
 from .release import Release, release, result_columns
@@ -116,6 +117,7 @@ class StatementError(Exception):
     def __init__(self, code: str, text: str, hint: str | None = None,
                  position: int | None = None):
         super().__init__(text)
+        self.sqlstate = code
         self.response = wire.error_response(code, text, hint, position)
 
 
@@ -140,6 +142,8 @@ class Session:
     forget_prepared: Callable[[str | None], None] = lambda _: None
     # Waits while the client is slow to read what `send` queued (streams long answers).
     relieve: Callable[[], Awaitable[None]] = _nothing
+    # Where statement decisions are reported (metrics, audit log, console).
+    ops: SessionOps = field(default_factory=SessionOps)
 
     @property
     def epsilon(self) -> float:
@@ -160,12 +164,14 @@ class Session:
         except Refusal as refusal:
             statements = [Statement(sql, 0, refusal)]
         except StatementError as error:
+            self.ops.refused(sql, error.sqlstate)
             self.send(error.response)
             await self.fail_open_transaction()
             statements = []
         for statement in statements:
             try:
-                await self._run(statement)
+                with self.ops.statement(statement.plan, statement.text):
+                    await self._run(statement)
             except StatementError as error:
                 self.send(error.response)
                 await self.fail_open_transaction()
@@ -534,6 +540,8 @@ class Session:
             try:
                 outcome = await self._ledger(self.workers.ledger_write,
                                              self.ledger.charge_or_repeat, request)
+                self.ops.tracker.charge(request.fingerprint, request.epsilon, request.delta,
+                                        isinstance(outcome, Repeated))
             except BudgetExceeded as exceeded:
                 raise StatementError(BUDGET_EXHAUSTED, str(exceeded),
                                      hint="Ask the data owner for more budget, or lower "
@@ -702,4 +710,5 @@ class _AlreadyReported(StatementError):
 
     def __init__(self) -> None:
         Exception.__init__(self, "relayed error")
+        self.sqlstate = ""  # PostgreSQL's, in the relayed ErrorResponse
         self.response = b""

@@ -1,0 +1,78 @@
+"""What the operations side learns of one statement: the decision, never the answer."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from rewriter.errors import Refusal
+from rewriter.plan import (
+    EmptyStatement,
+    Plan,
+    PrivateAggregate,
+    Relay,
+    SetDpSetting,
+    ShowDpSetting,
+)
+
+# Outcomes of a statement.
+ANSWERED = "answered"  # a fresh private answer, charged
+REPEATED = "repeated"  # a stored private answer returned again, free
+RELAYED = "relayed"  # passed to PostgreSQL as is (catalog, session, public tables)
+REFUSED = "refused"  # dpgate's (or PostgreSQL's) error before anything was released
+FAILED = "failed"  # an error after the charge (the charge stays) or from the backend
+LOCAL = "local"  # SET/SHOW dp.*, empty statements: answered by dpgate, nothing released
+
+# SQLSTATEs that say the ledger or the backend failed (counted as errors of the service).
+LEDGER_ERRORS = frozenset({"53100", "58030"})
+BACKEND_ERRORS = frozenset({"08006", "22000"})
+
+
+def plan_kind(plan: Plan | Refusal | None) -> str:
+    """A short name for what the rewriter made of a statement (a metric label)."""
+    if isinstance(plan, PrivateAggregate):
+        return "private"
+    if isinstance(plan, Relay):
+        return "relay"
+    if isinstance(plan, SetDpSetting | ShowDpSetting):
+        return "setting"
+    if isinstance(plan, EmptyStatement):
+        return "empty"
+    return "refused"
+
+
+def statement_fingerprint(text: str) -> str:
+    """A stable hash of a statement's text: lets an operator see that the same statement
+    came again without the log holding the text (or the literals an analyst typed)."""
+    normal = " ".join(text.split()).lower()
+    return hashlib.sha256(normal.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One statement's fate. `fingerprint` is the ledger's for charged statements (so the
+    audit log joins `dpgate ledger export`), the text's hash otherwise."""
+
+    at: datetime
+    analyst: str
+    client: str
+    kind: str
+    outcome: str
+    sqlstate: str
+    epsilon: float
+    delta: float
+    fingerprint: str
+    seconds: float
+
+    def as_json(self) -> dict[str, object]:
+        """The audit log's record: every field, times in UTC ISO 8601."""
+        return {"time": self.at.astimezone(UTC).isoformat(timespec="milliseconds"),
+                "analyst": self.analyst, "client": self.client, "kind": self.kind,
+                "fingerprint": self.fingerprint, "outcome": self.outcome,
+                "sqlstate": self.sqlstate or None, "epsilon": self.epsilon,
+                "delta": self.delta, "duration_ms": round(self.seconds * 1000, 3)}
+
+
+def now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,187 @@
+"""Where sessions report their statement decisions, and what the operator's views read.
+
+`Operations` is one per proxy process: it feeds the metrics and the audit log and keeps
+the open sessions and the recent decisions (for the console and the dashboard). Each
+session holds a `SessionOps`, through which it reports; a proxy without operations
+settings still keeps these in memory (the console needs them), which costs little.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter, deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from rewriter.errors import Refusal
+from rewriter.plan import Plan
+
+from .audit import AuditLog
+from .decision import (
+    ANSWERED,
+    FAILED,
+    LOCAL,
+    REFUSED,
+    RELAYED,
+    REPEATED,
+    Decision,
+    now,
+    plan_kind,
+    statement_fingerprint,
+)
+from .metrics import Metrics
+
+INTERNAL_ERROR = "XX000"
+SHUTDOWN = "57P01"
+# Decisions kept in memory for the dashboard (recent refusals, answers per minute).
+RECENT_DECISIONS = 10_000
+
+
+@dataclass
+class SessionInfo:
+    """One open session as the console shows it."""
+
+    analyst: str
+    client: str
+    database: str
+    application: str
+    connected_at: datetime = field(default_factory=now)
+    statements: int = 0
+    epsilon: float = 0.0
+    delta: float = 0.0
+    active: bool = False  # a statement is running
+
+
+@dataclass
+class Tracker:
+    """A statement in flight: what the session reports of its charge."""
+
+    epsilon: float = 0.0
+    delta: float = 0.0
+    fingerprint: str = ""
+    repeated: bool = False
+    charged: bool = False
+    skipped: bool = False  # never ran (the protocol skipped it after an earlier error)
+
+    def charge(self, fingerprint: str, epsilon: float, delta: float, repeated: bool) -> None:
+        """The ledger charged (or, repeated, did not charge) this statement."""
+        self.fingerprint, self.repeated, self.charged = fingerprint, repeated, True
+        if not repeated:
+            self.epsilon, self.delta = epsilon, delta
+
+
+class Operations:
+    def __init__(self, audit_log: str = "", admin_users: str = ""):
+        self.metrics = Metrics()
+        self.audit = AuditLog(audit_log) if audit_log else None
+        self.admins = frozenset(name.strip() for name in admin_users.split(",")
+                                if name.strip())
+        self.sessions: list[SessionInfo] = []
+        self.recent: deque[Decision] = deque(maxlen=RECENT_DECISIONS)
+        # Since this process started, per analyst: outcome -> statements, and charges.
+        self.counts: dict[str, Counter[str]] = {}
+        self.charged: dict[str, list[float]] = {}
+        self.seconds: dict[str, float] = {}
+        self.started = now()
+
+    def session(self, analyst: str, client: str, database: str, application: str
+                ) -> SessionOps:
+        """A new session opened: its handle for reporting (call `closed` at its end)."""
+        info = SessionInfo(analyst, client, database, application)
+        self.sessions.append(info)
+        self.metrics.sessions.inc()
+        return SessionOps(self, info)
+
+    def closed(self, info: SessionInfo) -> None:
+        self.sessions.remove(info)
+        self.metrics.sessions.dec()
+
+    def record(self, decision: Decision) -> None:
+        """One statement decided: count it, log it, keep it for the views."""
+        self.metrics.observe(decision)
+        if self.audit is not None:
+            self.audit.write(decision)
+        self.recent.append(decision)
+        self.counts.setdefault(decision.analyst, Counter())[decision.outcome] += 1
+        totals = self.charged.setdefault(decision.analyst, [0.0, 0.0])
+        totals[0] += decision.epsilon
+        totals[1] += decision.delta
+        self.seconds[decision.analyst] = self.seconds.get(decision.analyst, 0.0) + \
+            decision.seconds
+
+    def close(self) -> None:
+        if self.audit is not None:
+            self.audit.close()
+
+
+class SessionOps:
+    """A session's line to Operations. `Operations` may be None (a session made in a test
+    without a proxy): then nothing is recorded."""
+
+    def __init__(self, operations: Operations | None = None, info: SessionInfo | None = None):
+        self.operations = operations
+        self.info = info or SessionInfo("", "", "", "")
+        self.tracker = Tracker()
+
+    @contextmanager
+    def statement(self, plan: Plan | Refusal | None, text: str) -> Iterator[Tracker]:
+        """Around running one statement: its decision is recorded when it ends, a
+        StatementError (anything with `sqlstate`) being a refusal or a failure."""
+        self.tracker = tracker = Tracker()
+        self.info.active = True
+        started = time.perf_counter()
+        sqlstate: str | None = None
+        try:
+            yield tracker
+        except asyncio.CancelledError:
+            sqlstate = SHUTDOWN  # the session was ended while the statement ran
+            raise
+        except Exception as error:
+            # A relayed statement's error is PostgreSQL's, passed on as it came ("").
+            sqlstate = getattr(error, "sqlstate", INTERNAL_ERROR)
+            raise
+        finally:
+            self.info.active = False
+            self._record(plan, text, tracker, sqlstate, time.perf_counter() - started)
+
+    @contextmanager
+    def refusals(self, text: str) -> Iterator[None]:
+        """Around a step that can only refuse (Parse): records refusals, nothing else."""
+        try:
+            yield
+        except Exception as error:
+            sqlstate = getattr(error, "sqlstate", "")
+            if sqlstate:
+                self.refused(text, sqlstate)
+            raise
+
+    def refused(self, text: str, sqlstate: str) -> None:
+        """A statement refused before it was planned (too long, unparsable…)."""
+        self._record(None, text, Tracker(), sqlstate, 0.0)
+
+    def _record(self, plan: Plan | Refusal | None, text: str, tracker: Tracker,
+                sqlstate: str | None, seconds: float) -> None:
+        if tracker.skipped:
+            return
+        kind = plan_kind(plan)
+        if sqlstate is not None:
+            outcome = FAILED if tracker.charged or kind == "relay" else REFUSED
+        elif tracker.charged:
+            outcome = REPEATED if tracker.repeated else ANSWERED
+        elif kind == "relay":
+            outcome = RELAYED
+        else:
+            outcome = ANSWERED if kind == "private" else LOCAL  # free domain keys
+        info = self.info
+        info.statements += 1
+        info.epsilon += tracker.epsilon
+        info.delta += tracker.delta
+        if self.operations is None:
+            return
+        self.operations.record(Decision(
+            at=now(), analyst=info.analyst, client=info.client, kind=kind, outcome=outcome,
+            sqlstate=sqlstate or "", epsilon=tracker.epsilon, delta=tracker.delta,
+            fingerprint=tracker.fingerprint or statement_fingerprint(text), seconds=seconds))
