@@ -4,7 +4,11 @@ the operator account `ops`."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
+import subprocess
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,7 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import DemoDatabase, dpgate_cli, free_port
-from tests.proxies import USER, OwnProxy, start_own_proxy
+from tests.proxies import PASSWORD, USER, OwnProxy, start_own_proxy
 
 OPERATOR, OPERATOR_PASSWORD = "ops", "ops-pw"
 
@@ -101,3 +105,81 @@ def test_metrics_move_with_a_real_session(ops: Ops):
     assert "dpgate_backend_errors_total" in text and "dpgate_ledger_errors_total" in text
     final, _ = scrape(ops)
     assert final[("dpgate_sessions_active", ())] == during[("dpgate_sessions_active", ())] - 1
+
+
+def _audit_lines(ops: Ops) -> list[dict]:
+    return [json.loads(line) for line in ops.audit.read_text().splitlines()]
+
+
+def test_the_audit_log_has_one_line_per_decision_and_no_value(ops: Ops):
+    seen = len(_audit_lines(ops)) if ops.audit.exists() else 0
+    with psycopg.connect(ops.proxy.dsn(), autocommit=True) as connection:
+        released = connection.execute(
+            "SELECT sum(order_cost) FROM orders WHERE order_cost > 1234.5").fetchone()[0]
+        with pytest.raises(psycopg.errors.UndefinedColumn):
+            connection.execute("SELECT count(*) FROM orders WHERE name = 'zebra-literal'")
+        connection.execute("SELECT 1").fetchone()
+    lines = _audit_lines(ops)[seen:]
+    assert [line["outcome"] for line in lines] == ["answered", "refused", "relayed"]
+    answered, refused, relayed = lines
+    assert set(answered) == {"time", "analyst", "client", "kind", "fingerprint", "outcome",
+                             "sqlstate", "epsilon", "delta", "duration_ms"}
+    assert answered["analyst"] == USER and answered["kind"] == "private"
+    assert answered["epsilon"] == pytest.approx(0.1) and answered["sqlstate"] is None
+    assert re.fullmatch(r"127\.0\.0\.1:\d+", answered["client"])
+    assert refused["sqlstate"] == "42703" and refused["epsilon"] == 0
+    assert relayed["kind"] == "relay"
+    # The fingerprint of a charge is the ledger's: the log joins `dpgate ledger export`.
+    charges = json.loads(dpgate_cli("user", "show", USER, "--json", "--config",
+                                    str(ops.config)).stdout)["charges"]
+    assert answered["fingerprint"] == charges[-1]["fingerprint"]
+    # Neither the released value nor what the analyst typed is in the log or the metrics.
+    log = ops.audit.read_text()
+    _, metrics = scrape(ops)
+    for secret in (str(released), f"{released:.2f}", "zebra-literal", "1234.5"):
+        assert secret not in log and secret not in metrics
+
+
+def _psql(dsn: str, command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["psql", dsn, "--csv", "-c", command], capture_output=True,
+                          text=True, timeout=30, check=False)
+
+
+def test_the_console_answers_psql_and_psycopg_from_the_ledger(ops: Ops):
+    with psycopg.connect(ops.proxy.dsn(), autocommit=True) as analyst:
+        analyst.execute("SELECT count(*) FROM orders WHERE quantity = 2").fetchone()
+        # psql, simple protocol, while carol's session is open.
+        shown = _psql(ops.console_dsn(), "SHOW ANALYSTS")
+        assert shown.returncode == 0, shown.stderr
+        rows = {row["analyst"]: row for row in csv.DictReader(io.StringIO(shown.stdout))}
+        budget = json.loads(dpgate_cli("user", "show", USER, "--json", "--config",
+                                       str(ops.config)).stdout)
+        assert float(rows[USER]["epsilon_spent"]) == pytest.approx(budget["epsilon_spent"])
+        assert float(rows[USER]["epsilon_left"]) == pytest.approx(budget["epsilon_left"])
+        assert rows[USER]["sessions"] == "1" and rows[OPERATOR]["admin"] == "yes"
+        sessions = _psql(ops.console_dsn(), "SHOW SESSIONS")
+        assert [row["analyst"] for row in csv.DictReader(io.StringIO(sessions.stdout))
+                ].count(USER) == 1
+    # psycopg prepares its statements: the extended protocol.
+    with psycopg.connect(ops.console_dsn(), autocommit=True) as console:
+        charges = console.execute(f"SHOW CHARGES {USER}").fetchall()
+        names = [column.name for column in console.execute("SHOW CHARGES").description]
+        stats = {row[0]: row for row in console.execute("SHOW STATS").fetchall()}
+        with pytest.raises(psycopg.errors.SyntaxError):
+            console.execute("SELECT * FROM orders")
+        global_spent = console.execute("SHOW GLOBAL").fetchone()[0]
+    assert [row[0] for row in charges] == [charge["id"] for charge in budget["charges"]]
+    assert names[:4] == ["id", "at", "analyst", "epsilon"]
+    assert stats[USER][1] >= 1  # answered, counted since the proxy started
+    assert global_spent == pytest.approx(budget["epsilon_spent"])  # carol alone spent
+
+
+def test_only_operators_open_the_console_and_operators_cannot_read_data(ops: Ops):
+    with pytest.raises(psycopg.OperationalError, match="permission denied for database"):
+        psycopg.connect(ops.console_dsn(USER, PASSWORD))
+    denied = _psql(ops.proxy.dsn().replace(f"{USER}:{PASSWORD}",
+                                           f"{OPERATOR}:{OPERATOR_PASSWORD}"), "SELECT 1")
+    assert denied.returncode != 0 and "permission denied" in denied.stderr
+    # A wrong password fails like any other, before anyone learns who operates.
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(ops.console_dsn(OPERATOR, "wrong"))
