@@ -26,6 +26,7 @@ from .extended import ExtendedProtocol
 from .knowledge import Knowledge
 from .ops import Operations
 from .ops.console import CONSOLE_DATABASE, Console, serve_console
+from .ops.dashboard import dashboard_app
 from .ops.web import metrics_app, start_site
 from .outbox import Outbox
 from .plan_cache import PlanCache
@@ -89,6 +90,10 @@ class Proxy:
             self.sites.append(await start_site(
                 metrics_app(self.ops, self.ledger, self.workers), server.metrics_host,
                 server.metrics_port))
+        if server.dashboard_port:
+            self.sites.append(await start_site(
+                dashboard_app(self.ops, self.ledger, self.workers), server.dashboard_host,
+                server.dashboard_port))
         loop = asyncio.get_running_loop()
         # asyncio.start_server, but with our reader, which knows when a client is idle.
         return await loop.create_server(

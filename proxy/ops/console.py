@@ -81,7 +81,8 @@ class Console:
         if what == "STATS":
             return views.stats(self.ops)
         if what == "GLOBAL":
-            return views.global_loss(await read(self.ledger.budgets))
+            budgets = await read(self.ledger.budgets)
+            return views.global_loss([e for e in budgets if e.name not in self.ops.admins])
         if what == "CHARGES":
             name = argument.strip('"') if argument else None
             return views.charges(await read(self.ledger.charges, name))

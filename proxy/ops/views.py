@@ -85,7 +85,8 @@ def charges(records: list[ChargeRecord]) -> Table:
 
 
 def global_loss(budgets: list[AnalystBudget]) -> Table:
-    """SHOW GLOBAL: the loss if every analyst colludes (spend summed, removed ones too)."""
+    """SHOW GLOBAL: the loss if every analyst colludes (spend summed, removed ones too;
+    the caller leaves out operator accounts, which cannot query)."""
     loss = GlobalLoss.of(budgets)
     return Table([("epsilon_spent", FLOAT8), ("delta_spent", FLOAT8),
                   ("epsilon_allocated", FLOAT8), ("delta_allocated", FLOAT8)],
