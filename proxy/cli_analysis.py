@@ -28,6 +28,7 @@ from .config import (
 )
 from .demo import DEMO_POLICY_FILE
 from .knowledge import Knowledge, fetch_columns, refresh_all
+from .ops.progress import Progress
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -119,9 +120,13 @@ def _refresh_demo(args: argparse.Namespace) -> int:
 def _refresh(config: Config) -> int:
     ledger = SqliteLedger(config.ledger.path)
 
+    bars: list[Progress] = []  # made at the first column, when the total is known
+
     def progress(index: int, total: int, metric: Any, seconds: float) -> None:
-        print(f"[{index}/{total}] {metric.table}.{metric.column}: max_freq {metric.max_freq} "
-              f"({seconds:.2f} s)", flush=True)
+        if not bars:
+            bars.append(Progress(total, "measuring maxFreq", lines=sys.stdout))
+        bars[0].step(f"[{index}/{total}] {metric.table}.{metric.column}: max_freq "
+                     f"{metric.max_freq} ({seconds:.2f} s)")
 
     async def run() -> int:
         backend = await BackendConnection.connect(Endpoint.from_dsn(config.backend.dsn),
@@ -134,6 +139,8 @@ def _refresh(config: Config) -> int:
             measured = await refresh_all(backend, sorted(wanted), progress)
         finally:
             backend.close()
+            for bar in bars:
+                bar.close()
         ledger.store_metrics(measured)
         print(f"{len(measured)} metrics stored in {config.ledger.path}")
         return 0

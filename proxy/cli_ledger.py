@@ -7,7 +7,8 @@ import csv
 import dataclasses
 import json
 import sys
-from collections.abc import Iterable, Mapping
+import textwrap
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -31,8 +32,11 @@ from mechanisms.budget_plan import (
 )
 
 from .cli_common import add_config_arguments, config_from_args
+from .ops.progress import Progress
 
 EXPORT_FIELDS = [field.name for field in dataclasses.fields(ChargeRecord)]
+# Without a terminal, an export reports progress every this many rows at least.
+EXPORT_PROGRESS_ROWS = 10_000
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -311,25 +315,36 @@ def cmd_ledger_export(args: argparse.Namespace) -> int:
     if args.analyst is not None and not charges and ledger.analyst(args.analyst) is None:
         print(f"dpgate: no analyst named {args.analyst}", file=sys.stderr)
         return 1
-    if args.output:
-        with open(args.output, "w", newline="", encoding="utf-8") as out:
-            write_charges(charges, args.format, out)
-        print(f"{len(charges)} charges written to {args.output}", file=sys.stderr)
-    else:
-        write_charges(charges, args.format, sys.stdout)
+    # Progress on stderr (the charges may be on stdout): a bar on a terminal, else a
+    # line every tenth of a large export.
+    with Progress(len(charges), "exporting charges",
+                  every=max(EXPORT_PROGRESS_ROWS, len(charges) // 10)) as progress:
+        if args.output:
+            with open(args.output, "w", newline="", encoding="utf-8") as out:
+                write_charges(charges, args.format, out, progress.step)
+            print(f"{len(charges)} charges written to {args.output}", file=sys.stderr)
+        else:
+            write_charges(charges, args.format, sys.stdout, progress.step)
     return 0
 
 
-def write_charges(charges: list[ChargeRecord], form: str, out: TextIO) -> None:
-    """Every charge as CSV (with a header) or as a JSON list of objects."""
-    rows = [dataclasses.asdict(charge) for charge in charges]
+def write_charges(charges: list[ChargeRecord], form: str, out: TextIO,
+                  done: Callable[[], None] = lambda: None) -> None:
+    """Every charge as CSV (with a header) or as a JSON list of objects (what
+    json.dump(…, indent=2) writes), one at a time, calling `done` after each."""
     if form == "json":
-        json.dump(rows, out, indent=2)
-        out.write("\n")
+        out.write("[" if charges else "[]")
+        for index, charge in enumerate(charges):
+            item = json.dumps(dataclasses.asdict(charge), indent=2)
+            out.write(("," if index else "") + "\n" + textwrap.indent(item, "  "))
+            done()
+        out.write("\n]\n" if charges else "\n")
         return
     writer = csv.DictWriter(out, fieldnames=EXPORT_FIELDS)
     writer.writeheader()
-    writer.writerows(rows)
+    for charge in charges:
+        writer.writerow(dataclasses.asdict(charge))
+        done()
 
 
 def cmd_ledger_forget_answers(args: argparse.Namespace) -> int:
