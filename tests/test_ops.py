@@ -133,6 +133,14 @@ def test_the_audit_log_has_one_line_per_decision_and_no_value(ops: Ops):
     charges = json.loads(dpgate_cli("user", "show", USER, "--json", "--config",
                                     str(ops.config)).stdout)["charges"]
     assert answered["fingerprint"] == charges[-1]["fingerprint"]
+    # psql speaks the simple protocol: the same decisions, one line each.
+    simple = subprocess.run(["psql", ops.proxy.dsn(), "-c", "SELECT count(*) FROM orders "
+                             "WHERE quantity = 9", "-c", "SELECT * FROM orders"],
+                            capture_output=True, text=True, timeout=30, check=False)
+    assert "only aggregates" in simple.stderr
+    lines = _audit_lines(ops)[seen + 3:]
+    assert [(line["kind"], line["outcome"], line["sqlstate"]) for line in lines] == [
+        ("private", "answered", None), ("refused", "refused", "42501")]
     # Neither the released value nor what the analyst typed is in the log or the metrics.
     log = ops.audit.read_text()
     _, metrics = scrape(ops)

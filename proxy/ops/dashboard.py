@@ -10,9 +10,11 @@ this process's statement decisions: no released or private value is on the page.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from html import escape
@@ -147,6 +149,9 @@ def render(snapshot: Snapshot, ops: Operations) -> str:
 
 def dashboard_app(ops: Operations, ledger: Ledger, workers: Workers) -> web.Application:
     """GET / (the page) behind basic authentication; nothing can be changed here."""
+    # Password checks (PBKDF2, 4096 rounds) on a thread of their own: a flood of wrong
+    # passwords slows this page down, not the analysts' logins on the ledger's threads.
+    checks = ThreadPoolExecutor(1, thread_name_prefix="dpgate-dashboard")
 
     @web.middleware
     async def authenticate(request: web.Request, handler):  # type: ignore[no-untyped-def]
@@ -155,8 +160,9 @@ def dashboard_app(ops: Operations, ledger: Ledger, workers: Workers) -> web.Appl
             credentials = BasicAuth.decode(header) if header else None
         except ValueError:
             credentials = None
-        if credentials is None or not await workers.ledger_read(
-                check_password, ledger, ops.admins, credentials.login, credentials.password):
+        if credentials is None or not await asyncio.get_running_loop().run_in_executor(
+                checks, check_password, ledger, ops.admins, credentials.login,
+                credentials.password):
             return web.Response(status=401, text="dpgate dashboard: log in as an operator "
                                 "(server.admin_users)\n", headers={"WWW-Authenticate": REALM})
         response = await handler(request)
@@ -169,8 +175,12 @@ def dashboard_app(ops: Operations, ledger: Ledger, workers: Workers) -> web.Appl
         html = await workers.cpu(render, snapshot, ops)
         return web.Response(text=html, content_type="text/html")
 
+    async def stop_checks(_: web.Application) -> None:
+        checks.shutdown(wait=False, cancel_futures=True)
+
     app = web.Application(middlewares=[authenticate])
     app.router.add_get("/", page)
+    app.on_cleanup.append(stop_checks)
     return app
 
 
