@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import multiprocessing
+import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from html import escape
@@ -30,6 +32,7 @@ from .decision import ANSWERED, FAILED, REFUSED, REPEATED, Decision, now
 from .hub import Operations
 from .views import number
 
+CACHE_SECONDS = 5.0  # a page younger than this is served again
 WINDOW = timedelta(hours=1)  # refusals and answers per minute over this much time
 RECENT_REFUSALS = 20
 REALM = 'Basic realm="dpgate dashboard", charset="UTF-8"'
@@ -62,12 +65,20 @@ def reason(sqlstate: str) -> str:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What the page shows, read at one moment."""
+    """What the page shows, read at one moment: plain data, sent to the drawing process."""
 
     at: datetime
     budgets: list[AnalystBudget]
     charges: list[ChargeRecord]
     recent: list[Decision]
+    admins: frozenset[str]
+    sessions: dict[str, int]  # open sessions per analyst
+
+    @classmethod
+    def read(cls, ops: Operations, budgets: list[AnalystBudget],
+             charges: list[ChargeRecord]) -> Snapshot:
+        return cls(now(), budgets, charges, list(ops.recent), ops.admins,
+                   dict(Counter(info.analyst for info in ops.sessions)))
 
 
 def _spend_series(charges: list[ChargeRecord]) -> dict[str, tuple[list[datetime], list[float]]]:
@@ -90,13 +101,15 @@ def _per_minute(decisions: list[Decision], at: datetime) -> tuple[list[str], lis
     return [label if i % 10 == 0 else "" for i, label in enumerate(labels)], values
 
 
-def render(snapshot: Snapshot, ops: Operations) -> str:
-    """The page's HTML (plots inline); runs on a worker thread (matplotlib is slow)."""
+def render(snapshot: Snapshot) -> str:
+    """The page's HTML (plots inline). matplotlib takes a good part of a second here, so
+    this runs in a process of its own, not on a thread holding the proxy's GIL."""
+    admins = snapshot.admins
     active = [entry for entry in snapshot.budgets if entry.active]
-    analysts = [entry for entry in active if entry.name not in ops.admins]
+    analysts = [entry for entry in active if entry.name not in admins]
     # Operator accounts cannot query: their token allocation is not the analysts'.
-    loss = GlobalLoss.of([e for e in snapshot.budgets if e.name not in ops.admins])
-    sessions = Counter(info.analyst for info in ops.sessions)
+    loss = GlobalLoss.of([e for e in snapshot.budgets if e.name not in admins])
+    sessions = snapshot.sessions
     since = snapshot.at - WINDOW
     recent = [d for d in snapshot.recent if d.at >= since]
     refusals = [d for d in recent if d.outcome in (REFUSED, FAILED)]
@@ -127,7 +140,7 @@ def render(snapshot: Snapshot, ops: Operations) -> str:
         '<tr><td colspan="5">none in the last hour</td></tr>'
     spend_plot = plots.spend_over_time(
         {name: series for name, series in _spend_series(snapshot.charges).items()
-         if name not in ops.admins},
+         if name not in admins},
         {e.name: e.budget.epsilon_total for e in analysts}, snapshot.at)
     budget_plot = plots.budget_bars([e.name for e in analysts],
                                     [e.budget.epsilon_spent for e in analysts],
@@ -169,14 +182,26 @@ def dashboard_app(ops: Operations, ledger: Ledger, workers: Workers) -> web.Appl
         response.headers.update(HEADERS)
         return response
 
+    # The page is drawn in a process of its own (spawned: a fork would copy the proxy's
+    # threads and sockets), at most once per CACHE_SECONDS however many operators look.
+    drawing = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    cached: list[tuple[float, str]] = []
+    lock = asyncio.Lock()
+
     async def page(_: web.Request) -> web.Response:
-        snapshot = Snapshot(now(), await workers.ledger_read(ledger.budgets),
-                            await workers.ledger_read(ledger.charges), list(ops.recent))
-        html = await workers.cpu(render, snapshot, ops)
+        async with lock:
+            if not cached or time.monotonic() - cached[0][0] > CACHE_SECONDS:
+                snapshot = Snapshot.read(ops, await workers.ledger_read(ledger.budgets),
+                                         await workers.ledger_read(ledger.charges))
+                html = await asyncio.get_running_loop().run_in_executor(
+                    drawing, render, snapshot)
+                cached[:] = [(time.monotonic(), html)]
+            html = cached[0][1]
         return web.Response(text=html, content_type="text/html")
 
     async def stop_checks(_: web.Application) -> None:
         checks.shutdown(wait=False, cancel_futures=True)
+        drawing.shutdown(wait=False, cancel_futures=True)
 
     app = web.Application(middlewares=[authenticate])
     app.router.add_get("/", page)
