@@ -67,6 +67,9 @@ class Proxy:
         self.relay_endpoint = Endpoint.from_dsn(
             self.config.backend.relay_dsn or self.config.backend.dsn
         )
+        if self.relay_endpoint.database == CONSOLE_DATABASE:
+            raise ValueError(f'the database behind dpgate may not be named "{CONSOLE_DATABASE}"'
+                             ": that name is the admin console's")
         self.pool = BackendPool(self.reader_endpoint, self.config.backend.pool_size,
                                 self.config.backend.private_statement_timeout)
         self.knowledge = Knowledge(self.ledger)
