@@ -201,7 +201,7 @@ def dashboard_app(ops: Operations, ledger: Ledger, workers: Workers) -> web.Appl
 
     async def stop_checks(_: web.Application) -> None:
         checks.shutdown(wait=False, cancel_futures=True)
-        drawing.shutdown(wait=False, cancel_futures=True)
+        drawing.shutdown(wait=True, cancel_futures=True)  # quick: at most one page drawn
 
     app = web.Application(middlewares=[authenticate])
     app.router.add_get("/", page)
