@@ -30,8 +30,8 @@ from pathlib import Path
 import psycopg
 
 from bench.clients import DATABASE, free_port, stop, wait_for_port
-from proxy.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
-from proxy.roles import READER, RELAY
+from proxy.demo.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
+from proxy.demo.roles import READER, RELAY
 
 ANALYST, OPERATOR = ("ann", "ann-pw"), ("ops", "ops-pw")
 
@@ -58,7 +58,7 @@ path = "{directory / 'ledger.sqlite3'}"
 [policy]
 file = "{DEMO_POLICY_FILE}"
 """)
-    cli = [sys.executable, "-m", "proxy.cli"]
+    cli = [sys.executable, "-m", "proxy"]
     for name, password in (ANALYST, OPERATOR):
         subprocess.run([*cli, "user", "add", name, "--epsilon", "1000000", "--password-stdin",
                         "--config", str(config)], input=password + "\n", text=True,

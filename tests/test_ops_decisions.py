@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from proxy.config import load_policy_file
-from proxy.demo import DEMO_POLICY_FILE
+from proxy.demo.demo import DEMO_POLICY_FILE
 from proxy.ops import Operations
 from rewriter.classify import classify
 

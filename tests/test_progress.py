@@ -15,8 +15,8 @@ import termios
 from pathlib import Path
 
 from accounting import ChargeRequest, SqliteLedger
-from proxy.analysts import create_analyst
 from proxy.config import PrivacySettings
+from proxy.demo.analysts import create_analyst
 from proxy.ops.progress import Progress
 
 CHARGES = 40
@@ -33,7 +33,7 @@ def _ledger(path: Path) -> Path:
 
 def _export(ledger: Path, output: Path, terminal: bool) -> tuple[int, str]:
     """`dpgate ledger export` with its stderr on a pseudo-terminal or on a pipe."""
-    command = [sys.executable, "-m", "proxy.cli", "ledger", "export", "--format", "json",
+    command = [sys.executable, "-m", "proxy", "ledger", "export", "--format", "json",
                "--ledger", str(ledger), "--output", str(output)]
     if not terminal:
         done = subprocess.run(command, capture_output=True, text=True, timeout=60,

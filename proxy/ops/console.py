@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 
 from accounting import Ledger
 
-from .. import wire
-from ..workers import Workers
+from ..engine.workers import Workers
+from ..pgwire import wire
 from . import views
 from .hub import Operations
 

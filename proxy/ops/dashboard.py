@@ -26,7 +26,7 @@ from aiohttp import BasicAuth, web
 
 from accounting import AnalystBudget, ChargeRecord, GlobalLoss, Ledger
 
-from ..workers import Workers
+from ..engine.workers import Workers
 from . import plots
 from .decision import ANSWERED, FAILED, REFUSED, REPEATED, Decision, now
 from .hub import Operations

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from accounting import AnalystBudget, ChargeRecord, GlobalLoss, as_written
 
-from .. import wire
+from ..pgwire import wire
 from .hub import Operations
 
 TEXT, INT8, FLOAT8 = wire.TEXT_OID, wire.INT8_OID, wire.FLOAT8_OID

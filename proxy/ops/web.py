@@ -8,7 +8,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from accounting import Ledger
 
-from ..workers import Workers
+from ..engine.workers import Workers
 from .hub import Operations
 
 

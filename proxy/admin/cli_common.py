@@ -6,7 +6,7 @@ import argparse
 import os
 from dataclasses import replace
 
-from .config import Config, LedgerSettings, load_config
+from ..config import Config, LedgerSettings, load_config
 
 
 def add_config_arguments(sub: argparse.ArgumentParser, ledger: bool = True) -> None:

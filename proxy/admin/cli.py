@@ -15,11 +15,11 @@ from pathlib import Path
 
 from accounting import SqliteLedger, UnknownAnalyst
 
+from ..config import Config, default_data_dir, load_config
+from ..demo.analysts import create_analyst, draw_shift
+from ..server.server import Proxy
 from . import cli_analysis, cli_experiment, cli_ledger
-from .analysts import create_analyst, draw_shift
 from .cli_common import add_config_arguments, config_from_args
-from .config import Config, default_data_dir, load_config
-from .server import Proxy
 
 DEMO_METRICS_PORT = 9632
 
@@ -55,7 +55,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import (
+    from ..demo.demo import (
         DEMO_ANALYSTS,
         DEMO_DATABASE,
         demo_config,
@@ -91,7 +91,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _operations_banner(config: Config) -> str:
     """Where the demo's operator tools answer."""
-    from .demo import DEMO_ADMIN
+    from ..demo.demo import DEMO_ADMIN
 
     server, (name, password) = config.server, DEMO_ADMIN
     lines = [f'Admin console: psql "postgresql://{name}:{password}@{server.listen_host}:'
@@ -203,8 +203,8 @@ def cmd_user_rotate_shift(args: argparse.Namespace) -> int:
 
 
 def cmd_setup_roles(args: argparse.Namespace) -> int:
-    from .demo_data import load_demo_dataset
-    from .roles import prepare_roles
+    from ..demo.demo_data import load_demo_dataset
+    from ..demo.roles import prepare_roles
 
     config = config_from_args(args)
     admin = args.admin_dsn or os.environ.get("DPGATE_ADMIN_DSN", "")

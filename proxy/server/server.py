@@ -17,24 +17,24 @@ from dataclasses import dataclass, field
 from accounting import Analyst, Ledger
 from mechanisms.random_source import RandomSource, SecureRandomSource
 
-from . import wire
-from .auth import AuthenticationFailed, authenticate
-from .backend import BackendConnection, BackendError, BackendPool, Endpoint
-from .client_stream import ClientReader, IdleTimeout, ShuttingDown
-from .config import Config
+from ..config import Config
+from ..engine.knowledge import Knowledge
+from ..engine.plan_cache import PlanCache
+from ..engine.plan_check import PlanChecker
+from ..engine.workers import Workers
+from ..ops import Operations
+from ..ops.console import CONSOLE_DATABASE, Console, serve_console
+from ..ops.dashboard import dashboard_app
+from ..ops.web import metrics_app, start_site
+from ..pgwire import wire
+from ..pgwire.auth import AuthenticationFailed, authenticate
+from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Endpoint
+from ..pgwire.client_stream import ClientReader, IdleTimeout, ShuttingDown
+from ..pgwire.outbox import Outbox
+from ..pgwire.startup import INVALID_AUTHORIZATION, CancelRequest, FatalError, negotiate
+from ..pgwire.tls import ServerTls
 from .extended import ExtendedProtocol
-from .knowledge import Knowledge
-from .ops import Operations
-from .ops.console import CONSOLE_DATABASE, Console, serve_console
-from .ops.dashboard import dashboard_app
-from .ops.web import metrics_app, start_site
-from .outbox import Outbox
-from .plan_cache import PlanCache
-from .plan_check import PlanChecker
 from .session import Session
-from .startup import INVALID_AUTHORIZATION, CancelRequest, FatalError, negotiate
-from .tls import ServerTls
-from .workers import Workers
 
 log = logging.getLogger("dpgate.server")
 

@@ -31,8 +31,8 @@ from mechanisms.budget_plan import (
     verify,
 )
 
+from ..ops.progress import Progress
 from .cli_common import add_config_arguments, config_from_args
-from .ops.progress import Progress
 
 EXPORT_FIELDS = [field.name for field in dataclasses.fields(ChargeRecord)]
 # Without a terminal, an export reports progress every this many rows at least.

@@ -1,0 +1,7 @@
+"""The asyncio glue: accepting clients, cancel requests and shutdown (`server`), one
+session per client running each statement per its plan (`session`) and the extended
+protocol, Parse/Bind/Describe/Execute/Close/Sync/Flush (`extended`).
+
+May import: `proxy.engine`, `proxy.pgwire`, `proxy.config`, rewriter/, accounting/,
+mechanisms/. Never `proxy.demo` or `proxy.admin`.
+"""
