@@ -138,9 +138,14 @@ def test_the_audit_log_has_one_line_per_decision_and_no_value(ops: Ops):
                              "WHERE quantity = 9", "-c", "SELECT * FROM orders"],
                             capture_output=True, text=True, timeout=30, check=False)
     assert "only aggregates" in simple.stderr
+    # A relayed statement PostgreSQL refuses: its own SQLSTATE (22012), read in passing.
+    missing = subprocess.run(["psql", ops.proxy.dsn(), "-c", "SELECT 1 / 0"],
+                             capture_output=True, text=True, timeout=30, check=False)
+    assert "division by zero" in missing.stderr
     lines = _audit_lines(ops)[seen + 3:]
     assert [(line["kind"], line["outcome"], line["sqlstate"]) for line in lines] == [
-        ("private", "answered", None), ("refused", "refused", "42501")]
+        ("private", "answered", None), ("refused", "refused", "42501"),
+        ("relay", "failed", "22012")]
     # Neither the released value nor what the analyst typed is in the log or the metrics.
     log = ops.audit.read_text()
     _, metrics = scrape(ops)

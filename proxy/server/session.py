@@ -282,9 +282,16 @@ class Session:
     async def _relay(self, plan: Relay) -> None:
         await self.ensure_relay()
         self.running = self.relay
+        codes: list[str] = []  # PostgreSQL's SQLSTATE if it refused, for proxy/ops
+
+        async def forward(data: bytes) -> None:
+            if data[:1] == b"E":
+                codes.append(wire.parse_error_fields(data[5:]).get("C", ""))
+            await self._forward(data)
+
         try:
             ok = await self.relay.relay(
-                wire.message(b"Q", plan.text.encode() + b"\0"), self._forward
+                wire.message(b"Q", plan.text.encode() + b"\0"), forward
             )
         except (OSError, asyncio.IncompleteReadError):
             self.relay.status = b"I"
@@ -294,7 +301,7 @@ class Session:
         finally:
             self.running = None
         if not ok:
-            raise _AlreadyReported()
+            raise _AlreadyReported(codes[0] if codes else "")
         if plan.resets_dp:
             self.settings.clear()
         if plan.deallocates_all or plan.deallocates:
@@ -708,7 +715,7 @@ class Answer:
 class _AlreadyReported(StatementError):
     """The backend's own ErrorResponse was relayed already."""
 
-    def __init__(self) -> None:
+    def __init__(self, sqlstate: str = "") -> None:
         Exception.__init__(self, "relayed error")
-        self.sqlstate = ""  # PostgreSQL's, in the relayed ErrorResponse
+        self.sqlstate = sqlstate  # PostgreSQL's, read from the relayed ErrorResponse
         self.response = b""
