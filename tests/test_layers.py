@@ -114,5 +114,5 @@ def test_the_checker_resolves_relative_imports() -> None:
     # The walk above must resolve relative imports, or it would pass on anything.
     imports = _imports(ROOT / "proxy" / "server" / "session.py")
     assert "proxy.pgwire.wire" in imports
-    assert "proxy.engine.release" in imports
+    assert "proxy.engine.dispatch" in imports
     assert _imports(ROOT / "proxy" / "__main__.py") == {"proxy.admin.cli"}

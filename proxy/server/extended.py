@@ -11,21 +11,16 @@ once per Execute. After an error every message up to Sync is skipped, as Postgre
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from rewriter.errors import SYNTAX_ERROR, Refusal
-from rewriter.plan import (
-    EmptyStatement,
-    Plan,
-    PrivateAggregate,
-    Relay,
-    SetDpSetting,
-    ShowDpSetting,
-)
+from rewriter.plan import Plan, Relay, ShowDpSetting
 
+from ..engine.errors import StatementError
+from ..engine.outcome import Reply
 from ..pgwire import wire
 from ..pgwire.backend import Parameters
-from .session import Session, StatementError
+from .prepared import Portal, Prepared
+from .session import Session
 
 PROTOCOL_VIOLATION = "08P01"
 DUPLICATE_STATEMENT = "42P05"
@@ -38,49 +33,20 @@ MAX_PENDING = 256
 COMPLETES = {b"P": b"1", b"B": b"2", b"C": b"3", b"D": b"Tn", b"E": b"CIs"}
 
 
-@dataclass
-class Prepared:
-    """A parsed statement. Relayed ones exist on the backend; the others only here."""
-
-    text: str
-    plan: Plan
-    parameter_types: tuple[int, ...] = ()
-    columns: tuple[tuple[str, int], ...] = ()  # result columns; none: NoData
-
-    @property
-    def relayed(self) -> bool:
-        return isinstance(self.plan, Relay)
-
-
-@dataclass
-class Portal:
-    """A bound statement; a private one keeps its encoded answer to resume after a limit."""
-
-    prepared: Prepared
-    parameters: Parameters | None = None
-    formats: tuple[int, ...] = ()  # result format of each column
-    rows: list[bytes] | None = None
-    sent: int = 0
-
-    @property
-    def relayed(self) -> bool:
-        return self.prepared.relayed
-
-
 class ExtendedProtocol:
     """One session's prepared statements and portals, and its place in the message flow."""
 
     def __init__(self, session: Session):
         self.session = session
-        self.statements: dict[str, Prepared] = {}
-        self.portals: dict[str, Portal] = {}
+        # The session's registry: it forgets them when DEALLOCATE or DISCARD ran.
+        self.statements = session.prepared.statements
+        self.portals = session.prepared.portals
         # Forwarded messages whose completion is unread, each with what undoes its entry
         # here if the backend refuses it (or skips it after refusing an earlier one).
         self.pending: list[tuple[bytes, Callable[[], None]]] = []
         self.forwarded = False  # something went to the backend since the last Sync
         self.skipping = False  # an error happened: skip until Sync
         self.own_error = False  # the proxy (not the backend) raised it
-        session.forget_prepared = self.forget
         self._handlers = {b"P": self._parse, b"B": self._bind, b"D": self._describe,
                           b"E": self._execute, b"C": self._close, b"H": self._flush}
 
@@ -135,8 +101,7 @@ class ExtendedProtocol:
         completed (until=b"") or until a message of kind `until`."""
         session = self.session
         relay = session.relay
-        session.running = relay
-        try:
+        with session.running.on(relay):
             await relay.flush()
             while until or self.pending:
                 kind, payload = await relay.read()
@@ -151,8 +116,6 @@ class ExtendedProtocol:
                     self.skipping = True
                 elif self.pending and kind in COMPLETES[self.pending[0][0]]:
                     self.pending.pop(0)
-        finally:
-            session.running = None
 
     async def _forward(self, message: bytes, undo: Callable[[], None] = lambda: None
                        ) -> None:
@@ -162,30 +125,22 @@ class ExtendedProtocol:
         if len(self.pending) >= MAX_PENDING:  # a client that never syncs: read as we go
             await self.settle()
 
-    def forget(self, statement: str | None) -> None:
-        """DEALLOCATE or DISCARD ran: drop one statement (None: all, and every portal)."""
-        if statement is None:
-            self.statements.clear()
-            self.portals.clear()
-        else:
-            self.statements.pop(statement, None)
-
     async def _parse(self, payload: bytes) -> None:
         parse = wire.read_parse(payload)
         if parse.statement and parse.statement in self.statements:
             raise StatementError(DUPLICATE_STATEMENT,
                                  f'prepared statement "{parse.statement}" already exists')
         try:
-            statements = await self.session.statements(parse.query)
+            statements = await self.session.engine.statements(parse.query)
         except Refusal as refusal:  # a syntax error
-            raise await self.session.refused(parse.query, refusal,
+            raise await self.session.engine.refused(parse.query, refusal,
                                              types=parse.parameter_types) from None
         if len(statements) > 1:
             raise StatementError(SYNTAX_ERROR,
                                  "cannot insert multiple commands into a prepared statement")
         plan = statements[0].plan
         if isinstance(plan, Refusal):
-            raise await self.session.refused(parse.query, plan, types=parse.parameter_types)
+            raise await self.session.engine.refused(parse.query, plan, types=parse.parameter_types)
         if isinstance(plan, Relay):
             prepared = self.statements[parse.statement] = Prepared(parse.query, plan)
             # plan.text: the statement as classified (row counts neutralised, say).
@@ -199,12 +154,8 @@ class ExtendedProtocol:
         self.session.send(wire.PARSE_COMPLETE)
 
     async def _prepare(self, text: str, plan: Plan, types: tuple[int, ...]) -> Prepared:
-        if isinstance(plan, PrivateAggregate):
-            shape = await self.session.describe_private(text, plan, types)
-            return Prepared(text, plan, tuple(shape.parameters), tuple(shape.columns))
-        if isinstance(plan, ShowDpSetting):
-            return Prepared(text, plan, columns=tuple(self.session.show_columns(plan)))
-        return Prepared(text, plan)
+        described = await self.session.engine.describe(text, plan, types)
+        return Prepared(text, plan, described.parameter_types, described.columns)
 
     async def _bind(self, payload: bytes) -> None:
         bind = wire.read_bind(payload)
@@ -252,25 +203,20 @@ class ExtendedProtocol:
             await self._forward(wire.message(b"E", payload))
             return
         await self._own_turn()
-        session, plan = self.session, portal.prepared.plan
-        session.refuse_if_aborted(plan)
-        if isinstance(plan, EmptyStatement):
-            session.send(wire.empty_query_response())
-        elif isinstance(plan, SetDpSetting):
-            session.set_dp(plan)
-        elif portal.rows is None:
-            if isinstance(plan, PrivateAggregate):
-                answer = await session.private_answer(portal.prepared.text, plan,
-                                                      portal.parameters)
-            else:
-                assert isinstance(plan, ShowDpSetting)
-                answer = await session.show(plan)
-            portal.rows = await session.encode(answer, portal.formats)
+        session = self.session
+        if portal.rows is not None:  # resumed after a row limit
+            session.refuse_if_aborted(portal.prepared.plan)
             self._send_rows(portal, limit)
-            if answer.notice:
-                session.send(wire.notice_response(answer.notice))
-        else:
-            self._send_rows(portal, limit)
+            return
+        answer = await session.execute(portal.prepared.text, portal.prepared.plan,
+                                       portal.parameters)
+        if isinstance(answer, Reply):  # nothing kept: a second Execute runs it again
+            session.send(answer.message)
+            return
+        portal.rows = await session.engine.encode(answer, portal.formats)
+        self._send_rows(portal, limit)
+        if answer.notice:
+            session.send(wire.notice_response(answer.notice))
 
     def _send_rows(self, portal: Portal, limit: int) -> None:
         rows = portal.rows or []

@@ -18,18 +18,22 @@ from accounting import Analyst, Ledger
 from mechanisms.random_source import RandomSource, SecureRandomSource
 
 from ..config import Config
+from ..engine.dispatch import Engine
 from ..engine.knowledge import Knowledge
 from ..engine.plan_cache import PlanCache
 from ..engine.plan_check import PlanChecker
+from ..engine.planning import Planner
 from ..engine.workers import Workers
 from ..pgwire import wire
 from ..pgwire.auth import AuthenticationFailed, authenticate
 from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Endpoint
 from ..pgwire.client_stream import ClientReader, IdleTimeout, ShuttingDown
 from ..pgwire.outbox import Outbox
+from ..pgwire.running import Running
 from ..pgwire.startup import INVALID_AUTHORIZATION, CancelRequest, FatalError, negotiate
 from ..pgwire.tls import ServerTls
 from .extended import ExtendedProtocol
+from .prepared import PreparedStatements
 from .session import Session
 
 log = logging.getLogger("dpgate.server")
@@ -68,6 +72,7 @@ class Proxy:
         self.plans = PlanCache(max_bytes=self.config.server.plan_cache_bytes)
         self.checker = PlanChecker(self.config.policy)
         self.workers = Workers()
+        self.planner = Planner(self.config, self.knowledge, self.plans, self.pool, self.workers)
         server = self.config.server
         self.tls = ServerTls.load(server.tls_cert, server.tls_key) if server.tls_cert else None
         # Every client's task and the stream it reads from.
@@ -137,8 +142,10 @@ class Proxy:
 
     async def _client(self, reader: ClientReader, writer: asyncio.StreamWriter) -> None:
         settings = self.config.server
+        outbox = Outbox(writer)  # the session's messages, written once per batch
         try:
-            startup = await asyncio.wait_for(self._startup(reader, writer), settings.auth_timeout)
+            startup = await asyncio.wait_for(self._startup(reader, writer, outbox),
+                                             settings.auth_timeout)
         except TimeoutError:
             _try_write(writer, wire.error_response(
                 QUERY_CANCELED, "canceling authentication due to timeout", severity="FATAL"))
@@ -149,7 +156,7 @@ class Proxy:
         self.sessions[key] = session
         reader.watch(settings.idle_timeout, lambda: session.relay.status != b"I")
         try:
-            await self._serve(session, reader, writer)
+            await self._serve(session, reader, writer, outbox)
         finally:
             self.sessions.pop(key, None)
             self._leave(session.analyst.name)
@@ -176,7 +183,7 @@ class Proxy:
             del self.admitted[analyst]
 
     async def _startup(
-        self, reader: ClientReader, writer: asyncio.StreamWriter
+        self, reader: ClientReader, writer: asyncio.StreamWriter, outbox: Outbox
     ) -> tuple[Session, tuple[int, int]] | None:
         settings = self.config.server
         startup = await negotiate(reader, writer, self.tls)
@@ -207,13 +214,14 @@ class Proxy:
             return None
         self._admit(analyst.name)
         try:
-            return await self._open_session(analyst, params, writer)
+            return await self._open_session(analyst, params, writer, outbox)
         except BaseException:
             self._leave(analyst.name)
             raise
 
     async def _open_session(self, analyst: Analyst, params: dict[str, str],
-                            writer: asyncio.StreamWriter) -> tuple[Session, tuple[int, int]]:
+                            writer: asyncio.StreamWriter, outbox: Outbox
+                            ) -> tuple[Session, tuple[int, int]]:
         """The relay connection and the session of an authenticated, admitted analyst."""
         options = {"application_name": params.get("application_name", "") or "dpgate"}
         for name in ("client_encoding", "DateStyle", "TimeZone", "search_path"):
@@ -232,12 +240,14 @@ class Proxy:
             log.error("cannot connect to the backend: %s", error)
             raise FatalError(CANNOT_CONNECT, "dpgate cannot reach its database") from None
         key = (secrets.randbits(31), secrets.randbits(31))
-        session = Session(analyst=analyst, config=self.config, ledger=self.ledger, relay=relay,
-                          pool=self.pool, rng=self.rng, send=writer.write,
-                          knowledge=self.knowledge, plans=self.plans, checker=self.checker,
-                          workers=self.workers,
+        running = Running()
+        engine = Engine(analyst, self.config, self.ledger, self.pool, self.rng, self.planner,
+                        self.checker, self.workers, running)
+        session = Session(analyst, engine, relay,
                           reconnect=lambda: BackendConnection.connect(self.relay_endpoint,
-                                                                      **options))
+                                                                      **options),
+                          send=outbox.send, relieve=outbox.relieve,
+                          prepared=PreparedStatements(), running=running)
         for name, value in relay.parameters.items():
             writer.write(wire.parameter_status(name, value))
         writer.write(wire.backend_key_data(*key))
@@ -246,10 +256,8 @@ class Proxy:
         return session, key
 
     async def _serve(self, session: Session, reader: asyncio.StreamReader,
-                     writer: asyncio.StreamWriter) -> None:
+                     writer: asyncio.StreamWriter, outbox: Outbox) -> None:
         max_size = self.config.server.max_message_size
-        outbox = Outbox(writer)
-        session.send, session.relieve = outbox.send, outbox.relieve
         extended = ExtendedProtocol(session)
         while True:
             kind, payload = await wire.read_message(reader, max_size)
@@ -277,7 +285,7 @@ class Proxy:
         if len(payload) != 8:
             return
         session = self.sessions.get(struct.unpack("!ii", payload))
-        if session is not None and session.running is not None:
+        if session is not None:
             await session.running.cancel()
 
 

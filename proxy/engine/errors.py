@@ -1,0 +1,74 @@
+"""The one place where what went wrong becomes the client's ErrorResponse.
+
+A statement's error is a `StatementError`: the rest of the query string is skipped and the
+protocol layer sends `response`. dpgate's refusals (`Refusal`) and PostgreSQL's errors
+(`BackendError`) become one through `client_error`, so positions are treated alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from rewriter.errors import Refusal
+
+from ..pgwire import wire
+from ..pgwire.backend import BackendError
+
+log = logging.getLogger("dpgate.session")
+T = TypeVar("T")
+
+DISK_FULL = "53100"
+IO_ERROR = "58030"
+
+
+class StatementError(Exception):
+    """An error to report for one statement; the rest of the query string is skipped."""
+
+    def __init__(self, code: str, text: str, hint: str | None = None,
+                 position: int | None = None):
+        super().__init__(text)
+        self.response = wire.error_response(code, text, hint, position)
+
+
+class AlreadyReported(StatementError):
+    """The backend's own ErrorResponse was relayed already."""
+
+    def __init__(self) -> None:
+        Exception.__init__(self, "relayed error")
+        self.response = b""
+
+
+def client_error(error: Refusal | BackendError, offset: int | None = None) -> StatementError:
+    """The client's error for a refusal of dpgate's or an error of PostgreSQL's.
+
+    A refusal's position is already counted in the client's query string. A backend
+    error's position is shifted by `offset`, where the statement starts in that string;
+    with `offset=None` the backend ran SQL the client never wrote (the rewritten query),
+    so its position would point nowhere and is dropped.
+    """
+    if isinstance(error, Refusal):
+        return StatementError(error.sqlstate, error.message, error.hint, error.position)
+    position = error.fields.get("P")
+    shifted = int(position) + offset if offset is not None and position and \
+        position.isdigit() else None
+    return StatementError(error.sqlstate, error.fields.get("M", "error"),
+                          error.fields.get("H"), shifted)
+
+
+async def ledger_call(pool: Callable[..., Awaitable[T]], call: Callable[..., T],
+                      *args: object) -> T:
+    """A ledger call on its worker pool; a storage failure is this statement's error
+    (nothing is released without its charge), never the end of the session."""
+    try:
+        return await pool(call, *args)
+    except sqlite3.Error as error:
+        log.error("privacy ledger failure: %s", error)
+        full = "full" in str(error).lower()
+        raise StatementError(
+            DISK_FULL if full else IO_ERROR,
+            "the privacy ledger " + ("is out of disk space" if full else
+                                     "could not be read or written") +
+            "; nothing was released", hint="Tell the data owner.") from None
