@@ -10,6 +10,7 @@ from typing import Any
 
 import platformdirs
 
+from mechanisms.names import Mechanism
 from rewriter.policy import Policy
 
 
@@ -79,7 +80,7 @@ class PrivacySettings:
     default_delta: float = 1e-8
     # Noise of a session that does not SET dp.mechanism: shifted_laplace (seed 000, the
     # default), laplace (no shift) or gaussian (costs delta; no private joins).
-    default_mechanism: str = "shifted_laplace"
+    default_mechanism: str = Mechanism.SHIFTED_LAPLACE
     # The ε a session may SET per query. Below the floor each exact bit of a failed
     # defence would cost next to nothing, and calibration work grows as 1/ε.
     min_epsilon: float = 1e-3
@@ -134,7 +135,7 @@ class Config:
         if not 0 < privacy.min_delta <= privacy.default_delta <= privacy.max_delta < 1:
             raise ValueError("privacy.default_delta must lie in [privacy.min_delta, "
                              "privacy.max_delta], within (0, 1)")
-        if privacy.default_mechanism not in ("shifted_laplace", "laplace", "gaussian"):
+        if privacy.default_mechanism not in tuple(Mechanism):
             raise ValueError("privacy.default_mechanism must be shifted_laplace, laplace or "
                              "gaussian")
         if not 0 < privacy.confidence < 1:

@@ -37,6 +37,7 @@ from .plan import (
     Grouping,
     NoisyPart,
     OutputColumn,
+    OutputKind,
     PostProcess,
     PrivateAggregate,
 )
@@ -118,7 +119,7 @@ class _Planner:
             output = self._output(projection, index)
             if output is None:
                 computed.append(index)
-                output = OutputColumn(_name_of(projection), "computed", None, ())
+                output = OutputColumn(_name_of(projection), OutputKind.COMPUTED, None, ())
             self.outputs.append(output)
         post, computed_post = self._post_or_none(bool(computed))
         refuse_missing(self.analyzer)
@@ -303,7 +304,7 @@ class _Planner:
         name = projection.alias if isinstance(projection, exp.Alias) else _default_name(inner)
         bucket = self._key_expression_index(inner)
         if bucket is not None:
-            return OutputColumn(name, "key", None, (bucket,), hidden)
+            return OutputColumn(name, OutputKind.KEY, None, (bucket,), hidden)
         if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
             key = self._key_index(inner)
             if key is None:
@@ -312,7 +313,7 @@ class _Planner:
                     f"({projection.sql(dialect='postgres')}) would reveal rows",
                     hint="Group by it (GROUP BY a column with a declared domain) or wrap it "
                     "in an aggregate such as count(…).", position=position)
-            return OutputColumn(name, "key", None, (key,), hidden)
+            return OutputColumn(name, OutputKind.KEY, None, (key,), hidden)
         if isinstance(inner, exp.Window):
             raise unsupported("window functions are not supported over private tables",
                               position=position)
@@ -323,7 +324,7 @@ class _Planner:
         spec = choice_spec(inner, self.offset)
         if spec is not None:
             self.choices.append((spec, self.analyzer.resolve(spec.column, self.relation)))
-            return OutputColumn(name, "choice", spec.aggregate, (len(self.choices) - 1,),
+            return OutputColumn(name, OutputKind.CHOICE, spec.aggregate, (len(self.choices) - 1,),
                                 hidden)
         if isinstance(inner, _VARIANCES) and not hidden:
             return None  # from released COUNT, SUM and SUM of squares: see _variance
@@ -356,7 +357,7 @@ class _Planner:
                     raise unsupported("COUNT(DISTINCT …) takes one column", position=position)
                 self.analyzer.resolve(argument.expressions[0], self.relation)
                 part = self._part("count", node, 1.0, None)
-                return OutputColumn(name, "noisy", "count_distinct", (part,), hidden)
+                return OutputColumn(name, OutputKind.NOISY, "count_distinct", (part,), hidden)
             # Whatever it counts, one row changes a count by at most one.
             if argument.find(exp.AggFunc, exp.Subquery, exp.Select, exp.Window):
                 raise unsupported("COUNT takes *, a column, an expression of columns or "
@@ -364,14 +365,14 @@ class _Planner:
             for column in argument.find_all(exp.Column):
                 self.analyzer.resolve(column, self.relation)
             part = self._part("count", node, 1.0, None)
-            return OutputColumn(name, "noisy", "count", (part,), hidden)
+            return OutputColumn(name, OutputKind.NOISY, "count", (part,), hidden)
         bounds = self._bounds(node, position)
         magnitude = max(abs(bounds[0]), abs(bounds[1]))
         total = self._part("sum", node, magnitude, bounds)
         if isinstance(node, exp.Sum):
-            return OutputColumn(name, "noisy", "sum", (total,), hidden, bounds)
+            return OutputColumn(name, OutputKind.NOISY, "sum", (total,), hidden, bounds)
         count = self._part("count", exp.Count(this=argument.copy()), 1.0, None)
-        return OutputColumn(name, "noisy", "avg", (total, count), hidden, bounds)
+        return OutputColumn(name, OutputKind.NOISY, "avg", (total, count), hidden, bounds)
 
     def _bounds(self, node: exp.Expression, position: int | None) -> tuple[float, float]:
         argument = node.this
@@ -509,7 +510,7 @@ class _Planner:
         key = next(o for o in self.outputs if not o.hidden)
         return self._plan_of(mode_sql(self.tree, self.policy, KeySpec(column, domain)), 1,
                              (NoisyPart("mode", self.relation.stability),), PostProcess(),
-                             outputs=(OutputColumn(key.name, "choice", "mode", (0,)),))
+                             outputs=(OutputColumn(key.name, OutputKind.CHOICE, "mode", (0,)),))
 
     def _plan_of(self, sql: str, keys: int, parts: tuple[NoisyPart, ...], post: PostProcess,
                  grouping: Grouping | None = None,

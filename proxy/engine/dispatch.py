@@ -13,6 +13,7 @@ from mechanisms.random_source import RandomSource
 from rewriter.classify import Statement
 from rewriter.errors import Refusal
 from rewriter.plan import EmptyStatement, Plan, PrivateAggregate, SetDpSetting, ShowDpSetting
+from rewriter.sqlstate import SqlState
 
 from ..config import Config
 from ..pgwire import wire
@@ -27,7 +28,6 @@ from .private import PrivateAnswers
 from .workers import Workers
 
 _MULTIPLE_COMMANDS = "cannot insert multiple commands into a prepared statement"
-UNDEFINED_FUNCTION = "42883"
 _DPGATE_FUNCTIONS = ("function median(",)
 
 
@@ -124,7 +124,8 @@ class Engine:
                 return await backend.encode(answer.rows, [oid for _, oid in answer.columns],
                                             list(formats))
             except BackendError as error:
-                raise StatementError("XX000", f"dpgate could not encode its answer: {error}"
+                raise StatementError(SqlState.INTERNAL_ERROR,
+                                     f"dpgate could not encode its answer: {error}"
                                      ) from None
 
 
@@ -133,4 +134,4 @@ def _ours(error: BackendError) -> bool:
     statements cannot be parsed in one go, and dpgate's own aggregates are unknown there."""
     text = error.fields.get("M", "")
     return text == _MULTIPLE_COMMANDS or (
-        error.sqlstate == UNDEFINED_FUNCTION and text.startswith(_DPGATE_FUNCTIONS))
+        error.sqlstate == SqlState.UNDEFINED_FUNCTION and text.startswith(_DPGATE_FUNCTIONS))

@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 from accounting import Analyst, Ledger, as_written
 from rewriter.calibrate import MECHANISMS
-from rewriter.errors import INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT
 from rewriter.plan import SetDpSetting, ShowDpSetting
 from rewriter.policy_view import POLICY_COLUMNS, policy_rows
+from rewriter.sqlstate import SqlState
 
 from ..config import Config
 from ..pgwire import wire
@@ -86,7 +86,7 @@ class DpSettings:
     def set(self, plan: SetDpSetting) -> str:
         """SET or RESET a dp.* setting of this session; returns the command tag."""
         if plan.name not in DP_SETTINGS:
-            raise StatementError(UNDEFINED_OBJECT,
+            raise StatementError(SqlState.UNDEFINED_OBJECT,
                                  f'unrecognized configuration parameter "{plan.name}"',
                                  hint=f"dpgate knows {', '.join(DP_SETTINGS)}.")
         if plan.value is None:
@@ -98,7 +98,7 @@ class DpSettings:
             try:
                 value = parse(written)
             except ValueError:
-                raise StatementError(INVALID_PARAMETER_VALUE,
+                raise StatementError(SqlState.INVALID_PARAMETER_VALUE,
                                      f"{plan.name} must be {what}{self._range(plan.name)}, "
                                      f"not {written}") from None
             self._check_range(plan.name, value)
@@ -124,7 +124,7 @@ class DpSettings:
         low, high, setting = ranges[name]
         if not low <= float(value) <= high:
             raise StatementError(
-                INVALID_PARAMETER_VALUE,
+                SqlState.INVALID_PARAMETER_VALUE,
                 f"{name} must be between {low:g} and {high:g}, not {float(value):g}",
                 hint=f"The data owner sets the range (privacy.min_{setting}, "
                 f"privacy.max_{setting}).")
@@ -148,7 +148,7 @@ class DpSettings:
                 await self.planner.learn()
             rows = policy_rows(self.config.policy, knowledge.metrics.columns)
             return Answer(POLICY_ANSWER_COLUMNS, rows, f"SELECT {len(rows)}")
-        raise StatementError(UNDEFINED_OBJECT,
+        raise StatementError(SqlState.UNDEFINED_OBJECT,
                              f'unrecognized configuration parameter "{plan.name}"',
                              hint=f"dpgate knows {', '.join(DP_SETTINGS)}, dp.budget and "
                              "dp.policy.")

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from rewriter.errors import Refusal
+from rewriter.sqlstate import SqlState
 
 from ..pgwire import wire
 from ..pgwire.backend import BackendError
@@ -20,8 +21,6 @@ from ..pgwire.backend import BackendError
 log = logging.getLogger("dpgate.session")
 T = TypeVar("T")
 
-DISK_FULL = "53100"
-IO_ERROR = "58030"
 
 
 class StatementError(Exception):
@@ -68,7 +67,7 @@ async def ledger_call(pool: Callable[..., Awaitable[T]], call: Callable[..., T],
         log.error("privacy ledger failure: %s", error)
         full = "full" in str(error).lower()
         raise StatementError(
-            DISK_FULL if full else IO_ERROR,
+            SqlState.DISK_FULL if full else SqlState.IO_ERROR,
             "the privacy ledger " + ("is out of disk space" if full else
                                      "could not be read or written") +
             "; nothing was released", hint="Tell the data owner.") from None

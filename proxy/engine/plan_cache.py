@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from functools import lru_cache
 
+from mechanisms.names import Mechanism
 from rewriter.calibrate import Calibration, calibrate
 from rewriter.classify import Statement
 from rewriter.plan import PrivateAggregate
@@ -58,6 +59,6 @@ def _weight(key: CacheKey, statements: list[Statement]) -> int:
 
 @lru_cache(maxsize=4096)
 def calibrate_cached(plan: PrivateAggregate, epsilon: float, delta: float,
-                     mechanism: str = "shifted_laplace") -> Calibration:
+                     mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration:
     """calibrate(), remembered: the smooth-sensitivity scan is the costly part."""
     return calibrate(plan, epsilon, delta, mechanism=mechanism)

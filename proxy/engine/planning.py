@@ -7,22 +7,15 @@ import asyncio
 
 from rewriter.classify import Statement, classify
 from rewriter.metrics import ColumnKey, MissingMetrics
+from rewriter.sqlstate import SqlState
 
 from ..config import Config
 from ..pgwire.backend import BackendError, BackendPool
 from .errors import StatementError, client_error
 from .knowledge import Knowledge
-from .limits import (
-    INLINE_ANALYSIS_SIZE,
-    PROGRAM_LIMIT_EXCEEDED,
-    STATEMENT_TOO_COMPLEX,
-    TooMuchWork,
-    check_statement,
-)
+from .limits import INLINE_ANALYSIS_SIZE, TooMuchWork, check_statement
 from .plan_cache import PlanCache
 from .workers import Workers
-
-DATA_EXCEPTION = "22000"
 
 
 class Planner:
@@ -57,7 +50,7 @@ class Planner:
                 continue
             self.plans.put(key, statements)
             return statements
-        raise StatementError(DATA_EXCEPTION, "dpgate could not measure the join metrics")
+        raise StatementError(SqlState.DATA_EXCEPTION, "dpgate could not measure the join metrics")
 
     async def _analyse(self, sql: str) -> list[Statement]:
         """classify(), within the limits of limits.py; a long text on a worker thread."""
@@ -72,10 +65,11 @@ class Planner:
         except TooMuchWork as limit:
             raise StatementError(limit.sqlstate, limit.message, limit.hint) from None
         except RecursionError:
-            raise StatementError(STATEMENT_TOO_COMPLEX, "statement is too complex for dpgate "
+            raise StatementError(SqlState.STATEMENT_TOO_COMPLEX,
+                                 "statement is too complex for dpgate "
                                  "to analyse", hint="Split it or simplify it.") from None
         except TimeoutError:
-            raise StatementError(PROGRAM_LIMIT_EXCEEDED, "dpgate gave up analysing the "
+            raise StatementError(SqlState.PROGRAM_LIMIT_EXCEEDED, "dpgate gave up analysing the "
                                  f"statement after {server.analysis_timeout:g} s",
                                  hint="Ask a shorter or simpler statement.") from None
 

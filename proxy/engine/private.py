@@ -28,6 +28,7 @@ from rewriter.computed import with_rows
 from rewriter.errors import Refusal
 from rewriter.outer import with_answer
 from rewriter.plan import PrivateAggregate
+from rewriter.sqlstate import SqlState
 
 from ..config import Config
 from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Described, Parameters
@@ -42,8 +43,6 @@ from .workers import Workers
 
 log = logging.getLogger("dpgate.session")
 
-BUDGET_EXHAUSTED = "53400"
-DATA_EXCEPTION = "22000"
 # Answers with more rows than this are noised on a worker thread.
 INLINE_RELEASE_ROWS = 64
 
@@ -162,7 +161,7 @@ class PrivateAnswers:
                 outcome = await ledger_call(self.workers.ledger_write,
                                              self.ledger.charge_or_repeat, request)
             except BudgetExceeded as exceeded:
-                raise StatementError(BUDGET_EXHAUSTED, str(exceeded),
+                raise StatementError(SqlState.BUDGET_EXHAUSTED, str(exceeded),
                                      hint="Ask the data owner for more budget, or lower "
                                      "dp.epsilon.") from None
             if isinstance(outcome, Repeated):
@@ -188,7 +187,7 @@ class PrivateAnswers:
                                charged.charge_id, "failed")
             # The failure may depend on the rows, so neither its detail nor a refund.
             raise StatementError(
-                DATA_EXCEPTION,
+                SqlState.DATA_EXCEPTION,
                 f"the query failed while reading private data; its charge of epsilon "
                 f"{calibration.epsilon:g} is kept",
             ) from None

@@ -12,25 +12,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rewriter.errors import SYNTAX_ERROR, Refusal
+from rewriter.errors import Refusal
 from rewriter.plan import Plan, Relay, ShowDpSetting
+from rewriter.sqlstate import SqlState
 
 from ..engine.errors import StatementError
 from ..engine.outcome import Reply
 from ..pgwire import wire
 from ..pgwire.backend import Parameters
+from ..pgwire.codes import Backend, Frontend, Target, TransactionStatus
 from .prepared import Portal, Prepared
 from .session import Session
 
-PROTOCOL_VIOLATION = "08P01"
-DUPLICATE_STATEMENT = "42P05"
-DUPLICATE_CURSOR = "42P03"
-UNDEFINED_STATEMENT = "26000"
-UNDEFINED_CURSOR = "34000"
 # Forwarded messages whose answers may wait unread; past this, they are read at once.
 MAX_PENDING = 256
 # The backend message that completes each forwarded client message.
-COMPLETES = {b"P": b"1", b"B": b"2", b"C": b"3", b"D": b"Tn", b"E": b"CIs"}
+COMPLETES = {
+    Frontend.PARSE: {Backend.PARSE_COMPLETE},
+    Frontend.BIND: {Backend.BIND_COMPLETE},
+    Frontend.CLOSE: {Backend.CLOSE_COMPLETE},
+    Frontend.DESCRIBE: {Backend.ROW_DESCRIPTION, Backend.NO_DATA},
+    Frontend.EXECUTE: {Backend.COMMAND_COMPLETE, Backend.EMPTY_QUERY_RESPONSE,
+                       Backend.PORTAL_SUSPENDED},
+}
 
 
 class ExtendedProtocol:
@@ -47,11 +51,12 @@ class ExtendedProtocol:
         self.forwarded = False  # something went to the backend since the last Sync
         self.skipping = False  # an error happened: skip until Sync
         self.own_error = False  # the proxy (not the backend) raised it
-        self._handlers = {b"P": self._parse, b"B": self._bind, b"D": self._describe,
-                          b"E": self._execute, b"C": self._close, b"H": self._flush}
+        self._handlers = {Frontend.PARSE: self._parse, Frontend.BIND: self._bind,
+                          Frontend.DESCRIBE: self._describe, Frontend.EXECUTE: self._execute,
+                          Frontend.CLOSE: self._close, Frontend.FLUSH: self._flush}
 
     async def handle(self, kind: bytes, payload: bytes) -> None:
-        if kind == b"S":
+        if kind == Frontend.SYNC:
             await self.sync()
             return
         if self.skipping:
@@ -73,12 +78,13 @@ class ExtendedProtocol:
         relay = self.session.relay
         if self.forwarded:
             relay.send(wire.SYNC)
-            await self._read_relay(until=b"Z")
+            await self._read_relay(until=Backend.READY_FOR_QUERY)
             self.pending.clear()
             self.forwarded = False
         if self.own_error:
             await self.session.fail_open_transaction()
-        if relay.status == b"I":  # the transaction ended, and every portal with it
+        # Outside a transaction: the transaction ended, and every portal with it.
+        if relay.status == TransactionStatus.IDLE:
             self.portals.clear()
         self.skipping = self.own_error = False
         self.session.send(wire.ready_for_query(relay.status))
@@ -105,11 +111,11 @@ class ExtendedProtocol:
             await relay.flush()
             while until or self.pending:
                 kind, payload = await relay.read()
-                if kind == b"Z":
+                if kind == Backend.READY_FOR_QUERY:
                     return
                 session.send(wire.message(kind, payload))
                 await session.relieve()
-                if kind == b"E":
+                if kind == Backend.ERROR_RESPONSE:
                     for _, undo in self.pending:
                         undo()
                     self.pending.clear()
@@ -128,7 +134,7 @@ class ExtendedProtocol:
     async def _parse(self, payload: bytes) -> None:
         parse = wire.read_parse(payload)
         if parse.statement and parse.statement in self.statements:
-            raise StatementError(DUPLICATE_STATEMENT,
+            raise StatementError(SqlState.DUPLICATE_PREPARED_STATEMENT,
                                  f'prepared statement "{parse.statement}" already exists')
         try:
             statements = await self.session.engine.statements(parse.query)
@@ -136,7 +142,7 @@ class ExtendedProtocol:
             raise await self.session.engine.refused(parse.query, refusal,
                                              types=parse.parameter_types) from None
         if len(statements) > 1:
-            raise StatementError(SYNTAX_ERROR,
+            raise StatementError(SqlState.SYNTAX_ERROR,
                                  "cannot insert multiple commands into a prepared statement")
         plan = statements[0].plan
         if isinstance(plan, Refusal):
@@ -161,16 +167,17 @@ class ExtendedProtocol:
         bind = wire.read_bind(payload)
         prepared = self._statement(bind.statement)
         if bind.portal and bind.portal in self.portals:
-            raise StatementError(DUPLICATE_CURSOR, f'portal "{bind.portal}" already exists')
+            raise StatementError(SqlState.DUPLICATE_CURSOR,
+                                 f'portal "{bind.portal}" already exists')
         if prepared.relayed:
             portal = self.portals[bind.portal] = Portal(prepared)
-            await self._forward(wire.message(b"B", payload),
+            await self._forward(wire.message(Frontend.BIND, payload),
                                 undo=lambda: _drop(self.portals, bind.portal, portal))
             return
         await self._own_turn()
         expected = len(prepared.parameter_types)
         if len(bind.values) != expected:
-            raise StatementError(PROTOCOL_VIOLATION,
+            raise StatementError(SqlState.PROTOCOL_VIOLATION,
                                  f"bind message supplies {len(bind.values)} parameters, but "
                                  f'prepared statement "{bind.statement}" requires {expected}')
         parameters = Parameters(prepared.parameter_types,
@@ -182,16 +189,16 @@ class ExtendedProtocol:
 
     async def _describe(self, payload: bytes) -> None:
         kind, name = wire.read_target(payload)
-        if kind == b"S":
+        if kind == Target.STATEMENT:
             prepared, formats = self._statement(name), ()
         else:
             portal = self._portal(name)
             prepared, formats = portal.prepared, portal.formats
         if prepared.relayed:
-            await self._forward(wire.message(b"D", payload))
+            await self._forward(wire.message(Frontend.DESCRIBE, payload))
             return
         await self._own_turn()
-        if kind == b"S":
+        if kind == Target.STATEMENT:
             self.session.send(wire.parameter_description(prepared.parameter_types))
         self.session.send(wire.row_description(prepared.columns, formats)
                           if prepared.columns else wire.NO_DATA)
@@ -200,7 +207,7 @@ class ExtendedProtocol:
         name, limit = wire.read_execute(payload)
         portal = self._portal(name)
         if portal.relayed:
-            await self._forward(wire.message(b"E", payload))
+            await self._forward(wire.message(Frontend.EXECUTE, payload))
             return
         await self._own_turn()
         session = self.session
@@ -232,10 +239,10 @@ class ExtendedProtocol:
 
     async def _close(self, payload: bytes) -> None:
         kind, name = wire.read_target(payload)
-        table: dict = self.statements if kind == b"S" else self.portals
+        table: dict = self.statements if kind == Target.STATEMENT else self.portals
         closed = table.pop(name, None)
         if closed is not None and closed.relayed:
-            await self._forward(wire.message(b"C", payload))
+            await self._forward(wire.message(Frontend.CLOSE, payload))
             return
         await self._own_turn()
         self.session.send(wire.CLOSE_COMPLETE)
@@ -246,14 +253,14 @@ class ExtendedProtocol:
     def _statement(self, name: str) -> Prepared:
         prepared = self.statements.get(name)
         if prepared is None:
-            raise StatementError(UNDEFINED_STATEMENT,
+            raise StatementError(SqlState.INVALID_SQL_STATEMENT_NAME,
                                  f'prepared statement "{name}" does not exist')
         return prepared
 
     def _portal(self, name: str) -> Portal:
         portal = self.portals.get(name)
         if portal is None:
-            raise StatementError(UNDEFINED_CURSOR, f'portal "{name}" does not exist')
+            raise StatementError(SqlState.INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
         return portal
 
 
@@ -269,13 +276,14 @@ def _drop(table: dict, name: str, entry: object) -> None:
 def _formats(codes: tuple[int, ...], count: int, what: str) -> tuple[int, ...]:
     """Bind's format codes expanded to one per value: none is text, one applies to all."""
     if any(code not in (0, 1) for code in codes):
-        raise StatementError(PROTOCOL_VIOLATION, f"unsupported format code in {what} formats")
+        raise StatementError(SqlState.PROTOCOL_VIOLATION,
+                             f"unsupported format code in {what} formats")
     if not codes:
         return (0,) * count
     if len(codes) == 1:
         return codes * count
     if len(codes) != count:
-        raise StatementError(PROTOCOL_VIOLATION,
+        raise StatementError(SqlState.PROTOCOL_VIOLATION,
                              f"bind message has {len(codes)} {what} formats but {count} "
                              f"{what}s")
     return codes

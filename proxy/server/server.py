@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from accounting import Analyst, Ledger
 from mechanisms.random_source import RandomSource, SecureRandomSource
+from rewriter.sqlstate import SqlState
 
 from ..config import Config
 from ..engine.dispatch import Engine
@@ -28,9 +29,10 @@ from ..pgwire import wire
 from ..pgwire.auth import AuthenticationFailed, authenticate
 from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Endpoint
 from ..pgwire.client_stream import ClientReader, IdleTimeout, ShuttingDown
+from ..pgwire.codes import Frontend, TransactionStatus
 from ..pgwire.outbox import Outbox
 from ..pgwire.running import Running
-from ..pgwire.startup import INVALID_AUTHORIZATION, CancelRequest, FatalError, negotiate
+from ..pgwire.startup import CancelRequest, FatalError, negotiate
 from ..pgwire.tls import ServerTls
 from .extended import ExtendedProtocol
 from .prepared import PreparedStatements
@@ -38,18 +40,11 @@ from .session import Session
 
 log = logging.getLogger("dpgate.server")
 
-PROTOCOL_VIOLATION = "08P01"
-INVALID_PASSWORD = "28P01"
-INVALID_CATALOG = "3D000"
-CANNOT_CONNECT = "08006"
-FEATURE_NOT_SUPPORTED = "0A000"
-QUERY_CANCELED = "57014"
-ADMIN_SHUTDOWN = "57P01"
-TOO_MANY_CONNECTIONS = "53300"
-IDLE_SESSION_TIMEOUT = "57P05"
-EXTENDED_PROTOCOL = frozenset({b"P", b"B", b"D", b"E", b"C", b"S", b"H"})
+EXTENDED_PROTOCOL = frozenset({Frontend.PARSE, Frontend.BIND, Frontend.DESCRIBE,
+                               Frontend.EXECUTE, Frontend.CLOSE, Frontend.SYNC,
+                               Frontend.FLUSH})
 # CopyData, CopyDone, CopyFail outside a COPY: ignored, as PostgreSQL does.
-COPY_MESSAGES = frozenset({b"d", b"c", b"f"})
+COPY_MESSAGES = frozenset({Frontend.COPY_DATA, Frontend.COPY_DONE, Frontend.COPY_FAIL})
 
 
 @dataclass
@@ -117,11 +112,11 @@ class Proxy:
         except (ShuttingDown, asyncio.CancelledError):
             if self.stopping:
                 _try_write(writer, wire.error_response(
-                    ADMIN_SHUTDOWN, "terminating connection due to administrator command",
+                    SqlState.ADMIN_SHUTDOWN, "terminating connection due to administrator command",
                     severity="FATAL"))
         except IdleTimeout:
             _try_write(writer, wire.error_response(
-                IDLE_SESSION_TIMEOUT, "terminating connection due to idle-session timeout",
+                SqlState.IDLE_SESSION_TIMEOUT, "terminating connection due to idle-session timeout",
                 severity="FATAL"))
         except FatalError as error:
             _try_write(writer, error.response())
@@ -130,11 +125,11 @@ class Proxy:
         except ssl.SSLError as error:
             log.info("TLS handshake with a client failed: %s", error)
         except wire.ProtocolError as error:
-            _try_write(writer, wire.error_response(PROTOCOL_VIOLATION, str(error),
+            _try_write(writer, wire.error_response(SqlState.PROTOCOL_VIOLATION, str(error),
                                                    severity="FATAL"))
         except Exception:
             log.exception("internal error in a client session")
-            _try_write(writer, wire.error_response("XX000", "dpgate internal error",
+            _try_write(writer, wire.error_response(SqlState.INTERNAL_ERROR, "dpgate internal error",
                                                    severity="FATAL"))
         finally:
             del self.clients[task]
@@ -148,13 +143,14 @@ class Proxy:
                                              settings.auth_timeout)
         except TimeoutError:
             _try_write(writer, wire.error_response(
-                QUERY_CANCELED, "canceling authentication due to timeout", severity="FATAL"))
+                SqlState.QUERY_CANCELED,
+                "canceling authentication due to timeout", severity="FATAL"))
             return
         if startup is None:
             return
         session, key = startup
         self.sessions[key] = session
-        reader.watch(settings.idle_timeout, lambda: session.relay.status != b"I")
+        reader.watch(settings.idle_timeout, lambda: session.relay.status != TransactionStatus.IDLE)
         try:
             await self._serve(session, reader, writer, outbox)
         finally:
@@ -167,11 +163,11 @@ class Proxy:
         share: one analyst's flood must leave room for the others to log in."""
         settings = self.config.server
         if sum(self.admitted.values()) >= settings.max_clients:
-            raise FatalError(TOO_MANY_CONNECTIONS, "sorry, too many clients already",
+            raise FatalError(SqlState.TOO_MANY_CONNECTIONS, "sorry, too many clients already",
                              hint=f"dpgate serves at most {settings.max_clients} sessions "
                              "(server.max_clients).")
         if self.admitted[analyst] >= settings.max_clients_per_analyst:
-            raise FatalError(TOO_MANY_CONNECTIONS, f'too many connections for analyst '
+            raise FatalError(SqlState.TOO_MANY_CONNECTIONS, f'too many connections for analyst '
                              f'"{analyst}"', hint=f"Each analyst may open at most "
                              f"{settings.max_clients_per_analyst} sessions "
                              "(server.max_clients_per_analyst); close some first.")
@@ -191,7 +187,7 @@ class Proxy:
             await self._cancel(startup.payload)
             return None
         if self.tls and settings.require_tls_for_password and not startup.tls:
-            raise FatalError(INVALID_AUTHORIZATION,
+            raise FatalError(SqlState.INVALID_AUTHORIZATION,
                              "password authentication over an unencrypted connection is refused",
                              hint="Connect with TLS, e.g. sslmode=verify-full (or require).")
         params = startup.parameters
@@ -199,7 +195,7 @@ class Proxy:
         database = params.get("database") or user
         if database != self.relay_endpoint.database:
             writer.write(wire.error_response(
-                INVALID_CATALOG, f'database "{database}" does not exist',
+                SqlState.INVALID_CATALOG_NAME, f'database "{database}" does not exist',
                 hint=f'dpgate serves the database "{self.relay_endpoint.database}".',
                 severity="FATAL"))
             return None
@@ -209,7 +205,7 @@ class Proxy:
                                          self.tls.end_point if startup.tls else None)
         except AuthenticationFailed:
             writer.write(wire.error_response(
-                INVALID_PASSWORD, f'password authentication failed for user "{user}"',
+                SqlState.INVALID_PASSWORD, f'password authentication failed for user "{user}"',
                 severity="FATAL"))
             return None
         self._admit(analyst.name)
@@ -231,14 +227,16 @@ class Proxy:
             relay = await BackendConnection.connect(self.relay_endpoint, **options)
         except BackendError as error:
             log.error("the backend refused a relay connection: %s", error)
-            if error.sqlstate == TOO_MANY_CONNECTIONS:  # PostgreSQL's own slots are full
-                raise FatalError(TOO_MANY_CONNECTIONS, "the database behind dpgate has no "
+            if error.sqlstate == SqlState.TOO_MANY_CONNECTIONS:  # PostgreSQL's own slots are full
+                raise FatalError(SqlState.TOO_MANY_CONNECTIONS, "the database behind dpgate has no "
                                  "connection slot left", hint="Try again later; the data "
                                  "owner can lower server.max_clients.") from None
-            raise FatalError(CANNOT_CONNECT, "dpgate cannot reach its database") from None
+            raise FatalError(SqlState.CONNECTION_FAILURE,
+                             "dpgate cannot reach its database") from None
         except OSError as error:
             log.error("cannot connect to the backend: %s", error)
-            raise FatalError(CANNOT_CONNECT, "dpgate cannot reach its database") from None
+            raise FatalError(SqlState.CONNECTION_FAILURE,
+                             "dpgate cannot reach its database") from None
         key = (secrets.randbits(31), secrets.randbits(31))
         running = Running()
         engine = Engine(analyst, self.config, self.ledger, self.pool, self.rng, self.planner,
@@ -261,19 +259,19 @@ class Proxy:
         extended = ExtendedProtocol(session)
         while True:
             kind, payload = await wire.read_message(reader, max_size)
-            if kind == b"X":
+            if kind == Frontend.TERMINATE:
                 return
             if kind in EXTENDED_PROTOCOL:
                 await extended.handle(kind, payload)
             elif extended.skipping or kind in COPY_MESSAGES:
                 pass  # skipped until Sync, or left over from a COPY that never started
-            elif kind == b"Q":
+            elif kind == Frontend.QUERY:
                 sql, _ = wire.cstring(payload)
                 await extended.settle()
                 await session.simple_query(sql)
-            elif kind == b"F":
+            elif kind == Frontend.FUNCTION_CALL:
                 session.send(wire.error_response(
-                    FEATURE_NOT_SUPPORTED, "the function call protocol is refused",
+                    SqlState.FEATURE_NOT_SUPPORTED, "the function call protocol is refused",
                     hint="Call functions in a SELECT statement."))
                 session.send(wire.ready_for_query(session.relay.status))
             else:

@@ -10,16 +10,17 @@ from accounting import Analyst
 from rewriter.classify import Statement
 from rewriter.errors import Refusal
 from rewriter.plan import Plan, Relay
+from rewriter.sqlstate import SqlState
 
 from ..engine.dispatch import Engine
 from ..engine.errors import AlreadyReported, StatementError
 from ..engine.outcome import Answer, Outcome
 from ..pgwire import wire
 from ..pgwire.backend import BackendConnection, BackendError, Parameters
+from ..pgwire.codes import Frontend, TransactionStatus
 from ..pgwire.running import Running
 from .prepared import PreparedStatements
 
-CONNECTION_FAILURE = "08006"
 # Puts the backend's open transaction into the failed state after a refusal, so the
 # transaction behaves as PostgreSQL's would after any error.
 _FAIL_TRANSACTION = b"DO $$BEGIN RAISE EXCEPTION 'dpgate: statement failed'; END$$"
@@ -64,8 +65,9 @@ class Session:
 
     async def fail_open_transaction(self) -> None:
         """After an error of the proxy's own, fail the backend's open transaction too."""
-        if self.relay.status == b"T":
-            await self.relay.relay(wire.message(b"Q", _FAIL_TRANSACTION + b"\0"), lambda _: None)
+        if self.relay.status == TransactionStatus.IN_TRANSACTION:
+            await self.relay.relay(wire.message(Frontend.QUERY, _FAIL_TRANSACTION + b"\0"),
+                                   lambda _: None)
 
     async def _run(self, statement: Statement) -> None:
         plan = statement.plan
@@ -93,9 +95,10 @@ class Session:
 
     def refuse_if_aborted(self, plan: Plan) -> None:
         """Inside a failed transaction only relayed statements (ROLLBACK…) may run."""
-        if self.relay.status == b"E" and not isinstance(plan, Relay):
+        if self.relay.status == TransactionStatus.FAILED and not isinstance(plan, Relay):
             raise StatementError(
-                "25P02", "current transaction is aborted, commands ignored until end of "
+                SqlState.IN_FAILED_SQL_TRANSACTION,
+                "current transaction is aborted, commands ignored until end of "
                 "transaction block"
             )
 
@@ -104,11 +107,12 @@ class Session:
         try:
             with self.running.on(self.relay):
                 ok = await self.relay.relay(
-                    wire.message(b"Q", plan.text.encode() + b"\0"), self._forward
+                    wire.message(Frontend.QUERY, plan.text.encode() + b"\0"), self._forward
                 )
         except (OSError, asyncio.IncompleteReadError):
-            self.relay.status = b"I"
-            raise StatementError(CONNECTION_FAILURE, "the connection to the database was lost "
+            self.relay.status = TransactionStatus.IDLE
+            raise StatementError(SqlState.CONNECTION_FAILURE,
+                                 "the connection to the database was lost "
                                  "while the statement ran", hint="Ask again: dpgate "
                                  "reconnects. Settings made with SET are reset.") from None
         if not ok:
@@ -124,20 +128,21 @@ class Session:
         the client is told; outside one the statement goes on, on the new connection."""
         if self.relay.alive:
             return
-        in_transaction = self.relay.status != b"I"
+        in_transaction = self.relay.status != TransactionStatus.IDLE
         self.relay.close()
         try:
             self.relay = await self.reconnect()
         except (OSError, asyncio.IncompleteReadError, BackendError) as error:
-            self.relay.status = b"I"
-            code = getattr(error, "sqlstate", CONNECTION_FAILURE)
+            self.relay.status = TransactionStatus.IDLE
+            code = getattr(error, "sqlstate", SqlState.CONNECTION_FAILURE)
             raise StatementError(code, "dpgate cannot reach its database at the moment",
                                  hint="Ask again in a moment.") from None
         self.prepared.forget(None)
         self.send(wire.notice_response("dpgate: the connection to the database was renewed; "
                                        "settings made with SET are reset"))
         if in_transaction:
-            raise StatementError(CONNECTION_FAILURE, "the connection to the database was lost "
+            raise StatementError(SqlState.CONNECTION_FAILURE,
+                                 "the connection to the database was lost "
                                  "and the open transaction with it")
 
     def _send_answer(self, answer: Answer) -> None:
