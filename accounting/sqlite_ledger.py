@@ -291,7 +291,8 @@ class SqliteLedger:
             )
             (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
                                           (request.analyst,)).fetchone()
-            return Charged(int(cursor.lastrowid), _budget(connection, request.analyst), shift)
+            assert cursor.lastrowid is not None  # the INSERT above made a row
+            return Charged(cursor.lastrowid, _budget(connection, request.analyst), shift)
 
     def record_answer(self, charge_id: int, rows: list[list[object]]) -> None:
         """Store the released answer so a repeat of the question gets it back for free.

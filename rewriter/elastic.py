@@ -10,6 +10,7 @@ coefficients exact and evaluate at many k at once.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -81,7 +82,8 @@ class Elastic:
         return "(" + joiner.join(map(str, self.parts)) + ")"
 
 
-_COMBINE_EXACT = {"sum": sum, "product": math.prod, "max": max, "min": min}
+_COMBINE_EXACT: dict[str, Callable[[list[int]], int]] = {
+    "sum": sum, "product": math.prod, "max": max, "min": min}
 _COMBINE_ARRAYS = {
     "sum": lambda arrays: np.sum(arrays, axis=0),
     "product": lambda arrays: np.prod(arrays, axis=0),

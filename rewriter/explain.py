@@ -27,9 +27,10 @@ def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: f
         if isinstance(plan, Refusal):
             raise plan
         if isinstance(plan, Relay):
-            plan = _public_aggregate(plan.text, policy, metrics)
-            if plan is None:
+            public = _public_aggregate(plan.text, policy, metrics)
+            if public is None:
                 return {"supported": True, "kind": "relay", "rewritten_sql": sql.strip()}
+            plan = public
         if not isinstance(plan, PrivateAggregate):
             return {"supported": True, "kind": "session"}
         return _report(plan, calibrate(plan, epsilon, delta, k))

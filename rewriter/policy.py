@@ -43,8 +43,10 @@ class RangeDomain:
     @property
     def size(self) -> int:
         if isinstance(self.low, dt.date):
-            span = (self.high - self.low).days  # type: ignore[operator]
+            assert isinstance(self.high, dt.date)  # both ends are dates, or both numbers
+            span = (self.high - self.low).days
         else:
+            assert not isinstance(self.high, dt.date)
             span = int(self.high) - int(self.low)
         return max(0, span // self.step + 1)
 

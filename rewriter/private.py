@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
@@ -48,8 +49,8 @@ from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite
 from .totality import refuse_unsafe_nodes
 
 ONLY_AGGREGATES = "only aggregates of private tables are answered"
-_COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
-                exp.GTE: ">="}
+_COMPARISONS: dict[type[exp.Expr], str] = {
+    exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 
 
 def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
@@ -173,7 +174,7 @@ class _Planner:
                                  position=position_of(self.tree, self.offset))
         return PostProcess(), sql
 
-    def _substitute(self, node: exp.Expression) -> exp.Expression:
+    def _substitute(self, node: exp.Expression) -> exp.Expr:
         expanded = node.copy().transform(
             lambda n: _variance(n) if isinstance(n, _VARIANCES) else n)
         return substitute(expanded, self._hidden_aggregate, self._hidden_key, self.offset,
@@ -376,6 +377,7 @@ class _Planner:
 
     def _bounds(self, node: exp.Expression, position: int | None) -> tuple[float, float]:
         argument = node.this
+        assert isinstance(node, exp.Func)  # an aggregate call
         what = node.sql_name()
         if isinstance(argument, exp.Distinct):
             raise unsupported(f"{what}(DISTINCT …) is not supported", position=position)
@@ -418,7 +420,7 @@ class _Planner:
                        ) -> tuple[float, float]:
         origin = self.analyzer.resolve(argument, self.relation).origin
         rule = self.policy.column(*origin) if origin else None
-        bounds = rule and (rule.bounds or _domain_bounds(rule.domain))
+        bounds = (rule.bounds or _domain_bounds(rule.domain)) if rule else None
         if bounds is None:
             where = (f"[policy.tables.{origin[0].split('.', 1)[1]}.columns.{origin[1]}]"
                      if origin else "the policy")
@@ -554,7 +556,8 @@ class _Planner:
             return
         if all(size is not None or isinstance(d, ColumnDomain) for d, size in
                zip(domains, sizes, strict=True)):
-            factors = [str(size) if size is not None else _distinct_count(d, self.policy)
+            factors = [str(size) if size is not None else
+                       _distinct_count(cast(ColumnDomain, d), self.policy)
                        for d, size in zip(domains, sizes, strict=True)]
             self.cells_sql = f"SELECT {' * '.join(factors)}"
 
@@ -564,11 +567,12 @@ class _Planner:
         if not self.keys:
             return None, []
         domains = [self._domain(resolved) for resolved, _ in self.keys]
-        if all(domain is not None for domain in domains):
-            size = 1
-            for domain in domains:
-                size = None if size is None or domain.size is None else size * domain.size
-            self._check_cells(domains, self.tree.args["group"])
+        declared = [domain for domain in domains if domain is not None]
+        if len(declared) == len(domains):
+            size: int | None = 1
+            for known in declared:
+                size = None if size is None or known.size is None else size * known.size
+            self._check_cells(declared, self.tree.args["group"])
             return Grouping(len(self.keys), key_selection=False, domain_size=size), domains
         for (resolved, column), domain in zip(self.keys, domains, strict=True):
             origin = resolved.origin
@@ -656,7 +660,9 @@ class _Planner:
         for index, projection in enumerate(self.tree.expressions):
             if _unalias(projection).sql(dialect="postgres", normalize=True) == text:
                 return index
-        self.outputs.append(self._output(node, len(self.outputs), hidden=True))
+        hidden = self._output(node, len(self.outputs), hidden=True)
+        assert hidden is not None  # only a visible expression is computed
+        self.outputs.append(hidden)
         return len(self.outputs) - 1
 
     def _condition(self, node: exp.Expression) -> Condition | Comparison:
@@ -699,11 +705,12 @@ def _distinct_as_group_by(tree: exp.Select) -> None:
 _VARIANCES = (exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop)
 
 
-def _variance(node: exp.Expression) -> exp.Expression:
+def _variance(node: exp.Expression) -> exp.Expr:
     """var_samp, var_pop, stddev… of x from released n = count(x), s = sum(x) and
     q = sum(x·x) (SPEC §7): (q − s²/n) / (n − 1) or / n, clamped at 0, NULL for too few
     rows as in PostgreSQL; the square root for a standard deviation."""
     x = node.this
+    assert isinstance(node, exp.Func)  # one of _VARIANCES
     if not isinstance(x, exp.Column):
         raise unsupported(f"{node.sql_name()} takes a plain column with declared bounds")
     value = exp.cast(x.copy(), "numeric")

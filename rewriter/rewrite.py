@@ -107,7 +107,7 @@ def _base(tree: exp.Select, policy: Policy) -> exp.Select:
     return base
 
 
-def _alias(node: exp.Expression, name: str) -> exp.Expression:
+def _alias(node: exp.Expr, name: str) -> exp.Expr:
     return exp.alias_(node, name, quoted=True)
 
 

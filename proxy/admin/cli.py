@@ -173,8 +173,8 @@ def cmd_setup_roles(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     admin = args.admin_dsn or os.environ.get("DPGATE_ADMIN_DSN", "")
-    passwords = [os.environ.get("DPGATE_READER_PASSWORD"),
-                 os.environ.get("DPGATE_RELAY_PASSWORD")]
+    passwords = [os.environ.get("DPGATE_READER_PASSWORD", ""),
+                 os.environ.get("DPGATE_RELAY_PASSWORD", "")]
     if not admin or not all(passwords):
         print("dpgate: need --admin-dsn (or DPGATE_ADMIN_DSN), DPGATE_READER_PASSWORD and "
               "DPGATE_RELAY_PASSWORD", file=sys.stderr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from rewriter.errors import Refusal
 from rewriter.sqlstate import SqlState
@@ -57,8 +57,13 @@ def client_error(error: Refusal | BackendError, offset: int | None = None) -> St
                           error.fields.get("H"), shifted)
 
 
-async def ledger_call(pool: Callable[..., Awaitable[T]], call: Callable[..., T],
-                      *args: object) -> T:
+class WorkerPool(Protocol):
+    """Workers.ledger_read or Workers.ledger_write: runs `function` on a thread."""
+
+    def __call__(self, function: Callable[..., T], *args: object) -> Awaitable[T]: ...
+
+
+async def ledger_call(pool: WorkerPool, call: Callable[..., T], *args: object) -> T:
     """A ledger call on its worker pool; a storage failure is this statement's error
     (nothing is released without its charge), never the end of the session."""
     try:

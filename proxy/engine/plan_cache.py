@@ -52,7 +52,8 @@ class PlanCache:
 def _weight(key: CacheKey, statements: list[Statement]) -> int:
     """About what an entry holds: the text as key and in each statement, and the SQL each
     plan keeps (plans hold strings and small tuples, no syntax trees)."""
-    plans = (getattr(s.plan, "sql", None) or getattr(s.plan, "text", "") for s in statements)
+    plans: list[str] = [getattr(s.plan, "sql", None) or getattr(s.plan, "text", None) or ""
+                        for s in statements]
     return len(key[0]) + sum(len(s.text) for s in statements) + sum(len(p) for p in plans) \
         + 512 * len(statements)
 

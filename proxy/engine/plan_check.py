@@ -71,7 +71,9 @@ class PlanChecker:
             self._checked.move_to_end(key)
             return
         rows = await backend.fetch("EXPLAIN (VERBOSE, FORMAT JSON) " + sql, parameters)
-        reason = failure(json.loads(rows.rows[0][0]))
+        (plan_json,) = rows.rows[0]
+        assert plan_json is not None  # EXPLAIN always answers
+        reason = failure(json.loads(plan_json))
         if reason is not None:
             raise Refusal(SqlState.FEATURE_NOT_SUPPORTED, reason,
                           hint="dpgate checks every private query against PostgreSQL's plan; "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import cast
 
 from accounting import (
     Analyst,
@@ -165,7 +166,8 @@ class PrivateAnswers:
                                      hint="Ask the data owner for more budget, or lower "
                                      "dp.epsilon.") from None
             if isinstance(outcome, Repeated):
-                rows = outcome.rows
+                # Stored as released: text or NULL.
+                rows = cast(list[list[str | None]], outcome.rows)
                 notice = (f"dpgate: repeated question, the stored answer is returned and "
                           f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
                           f"of {outcome.budget.epsilon_total:g})")

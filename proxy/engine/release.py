@@ -8,11 +8,13 @@ choices (mode, quantiles) instead gets one row chosen by the exponential mechani
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from typing import cast
 
 from mechanisms.accuracy import (
     discrete_gaussian_bound,
@@ -64,7 +66,8 @@ def release(plan: PrivateAggregate, calibration: Calibration,
     if plan.parts and all(part.choice for part in plan.parts):
         chosen = choose(plan, calibration, key_types, true_rows, rng)
         rows = _post_process(plan, key_types,
-                             [[_output_value(o, [], chosen) for o in plan.outputs]])
+                             [[_output_value(o, [], cast(list[int | float], chosen))
+                               for o in plan.outputs]])
         return _released(plan, columns, rows, _choice_bounds(
             plan, calibration, len(true_rows), 1 - settings.confidence))
     noisers = _noisers(plan, calibration, shift_draw, settings, rng)
@@ -191,10 +194,13 @@ def _post_process(plan: PrivateAggregate, key_types: list[int], rows: list[list]
         # Keys arrive as text: numeric ones must sort as numbers (2 before 10).
         numeric = output.kind == OutputKind.KEY and key_types[output.parts[0]] in wire.NUMBER_OIDS
         # NULLs sort last ascending and first descending, as in PostgreSQL.
-        rows.sort(key=lambda row, i=index, n=numeric: _sort_key(row[i], n),
-                  reverse=descending)
+        rows.sort(key=functools.partial(_sort_key_of, index, numeric), reverse=descending)
     end = None if post.limit is None else post.offset + post.limit
     return rows[post.offset:end]
+
+
+def _sort_key_of(index: int, numeric: bool, row: list) -> tuple:
+    return _sort_key(row[index], numeric)
 
 
 def _sort_key(value: object, numeric: bool) -> tuple:

@@ -53,7 +53,7 @@ class Endpoint:
             host=str(params.get("host") or "localhost"),
             port=int(params.get("port") or 5432),
             user=str(params.get("user") or "postgres"),
-            password=params.get("password") or None,
+            password=str(params["password"]) if params.get("password") else None,
             database=str(params.get("dbname") or params.get("user") or "postgres"),
         )
 
@@ -199,7 +199,7 @@ class BackendConnection:
         """False once PostgreSQL closed the connection or said anything unasked (the FATAL
         of a terminated backend): an idle connection has nothing to read."""
         return not (self.writer.is_closing() or self.reader.at_eof()
-                    or len(self.reader._buffer))  # noqa: SLF001 - asyncio has no peek
+                    or len(self.reader._buffer))  # type: ignore[attr-defined]  # no peek
 
     async def fetch(self, sql: str, parameters: Parameters | None = None) -> Rows:
         """Run one statement and return its rows in text format; raise BackendError.

@@ -174,7 +174,7 @@ def parse_row_description(payload: bytes) -> list[tuple[str, int]]:
 
 def parse_data_row(payload: bytes) -> list[bytes | None]:
     (count,) = struct.unpack_from("!h", payload)
-    offset, values = 2, []
+    offset, values = 2, list[bytes | None]()
     for _ in range(count):
         (length,) = struct.unpack_from("!i", payload, offset)
         offset += 4

@@ -10,7 +10,7 @@ once per Execute. After an error every message up to Sync is skipped, as Postgre
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from rewriter.errors import Refusal
 from rewriter.plan import Plan, Relay, ShowDpSetting
@@ -27,7 +27,7 @@ from .session import Session
 # Forwarded messages whose answers may wait unread; past this, they are read at once.
 MAX_PENDING = 256
 # The backend message that completes each forwarded client message.
-COMPLETES = {
+COMPLETES: dict[bytes, set[Backend]] = {
     Frontend.PARSE: {Backend.PARSE_COMPLETE},
     Frontend.BIND: {Backend.BIND_COMPLETE},
     Frontend.CLOSE: {Backend.CLOSE_COMPLETE},
@@ -51,7 +51,8 @@ class ExtendedProtocol:
         self.forwarded = False  # something went to the backend since the last Sync
         self.skipping = False  # an error happened: skip until Sync
         self.own_error = False  # the proxy (not the backend) raised it
-        self._handlers = {Frontend.PARSE: self._parse, Frontend.BIND: self._bind,
+        self._handlers: dict[bytes, Callable[[bytes], Awaitable[None]]] = {
+                          Frontend.PARSE: self._parse, Frontend.BIND: self._bind,
                           Frontend.DESCRIBE: self._describe, Frontend.EXECUTE: self._execute,
                           Frontend.CLOSE: self._close, Frontend.FLUSH: self._flush}
 
@@ -189,8 +190,9 @@ class ExtendedProtocol:
 
     async def _describe(self, payload: bytes) -> None:
         kind, name = wire.read_target(payload)
+        formats: tuple[int, ...] = ()
         if kind == Target.STATEMENT:
-            prepared, formats = self._statement(name), ()
+            prepared = self._statement(name)
         else:
             portal = self._portal(name)
             prepared, formats = portal.prepared, portal.formats

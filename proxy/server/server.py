@@ -81,7 +81,9 @@ class Proxy:
         loop = asyncio.get_running_loop()
         # asyncio.start_server, but with our reader, which knows when a client is idle.
         return await loop.create_server(
-            lambda: asyncio.StreamReaderProtocol(ClientReader(), self._accept),
+            # The callback gets the reader given here, a ClientReader.
+            lambda: asyncio.StreamReaderProtocol(
+                ClientReader(), self._accept),  # type: ignore[arg-type]
             server.listen_host, server.listen_port)
 
     async def close(self) -> None:
@@ -202,7 +204,8 @@ class Proxy:
         try:
             analyst = await authenticate(user, self.ledger.analyst, reader, writer,
                                          settings.max_message_size,
-                                         self.tls.end_point if startup.tls else None)
+                                         self.tls.end_point if self.tls and startup.tls
+                                         else None)
         except AuthenticationFailed:
             writer.write(wire.error_response(
                 SqlState.INVALID_PASSWORD, f'password authentication failed for user "{user}"',
