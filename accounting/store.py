@@ -24,7 +24,7 @@ class Analyst:
     verifier: ScramVerifier
     epsilon_total: float
     delta_total: float
-    shift: float  # secret location draw (seed 000), in the configured shift unit
+    shift: float  # secret location draw (shifted Laplace), in the configured shift unit
 
 
 # Sums of many small float charges drift by a few ulps. A slack relative to the total lets
@@ -143,7 +143,7 @@ class GlobalLoss:
 
 @dataclass(frozen=True)
 class Metric:
-    """maxFreq of a join column (SPEC.md §1), measured on the data at `measured_at`.
+    """maxFreq of a join column (FLEX's metric), measured on the data at `measured_at`.
 
     `table` is "schema.name" in lower case, `column` the column's name.
     """

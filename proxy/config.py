@@ -78,8 +78,9 @@ class PrivacySettings:
     # δ charged by a query that needs one (joins of private tables: smooth sensitivity;
     # GROUP BY with key selection), unless the session says SET dp.delta.
     default_delta: float = 1e-8
-    # Noise of a session that does not SET dp.mechanism: shifted_laplace (seed 000, the
-    # default), laplace (no shift) or gaussian (costs delta; no private joins).
+    # Noise of a session that does not SET dp.mechanism: shifted_laplace (the default: a
+    # secret shift per analyst), laplace (no shift) or gaussian (costs delta; no private
+    # joins).
     default_mechanism: str = Mechanism.SHIFTED_LAPLACE
     # The ε a session may SET per query. Below the floor each exact bit of a failed
     # defence would cost next to nothing, and calibration work grows as 1/ε.
@@ -91,7 +92,7 @@ class PrivacySettings:
     max_delta: float = 1e-3
     # Budget of `dpgate user add` when --epsilon is not given.
     default_budget: float = 1.0
-    # Seed 000's per-analyst location μ_u is drawn once from this interval, in units of
+    # The per-analyst location μ_u of shifted Laplace is drawn once from this interval, in units of
     # the noise scale b ("scale") or of the answer ("absolute"). [0, 0] is plain Laplace.
     shift_unit: str = "scale"
     shift_interval: tuple[float, float] = (0.5, 1.5)

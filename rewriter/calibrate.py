@@ -1,4 +1,5 @@
-"""Noise scales for a planned query at given ε, δ and mechanism (SPEC.md §1 and §3).
+"""Noise scales for a planned query at given ε, δ and mechanism (FLEX's elastic and smooth
+sensitivity; Laplace, Gaussian and exponential mechanisms).
 
 ε and δ are split evenly across the noisy parts (sequential composition). When no part's
 ES(k) depends on k, ES is a global sensitivity: scale ES/ε, δ = 0. Otherwise the smooth

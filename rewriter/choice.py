@@ -1,4 +1,4 @@
-"""Aggregates answered by the exponential mechanism (SPEC.md §2, §3): which output asks
+"""Aggregates answered by the exponential mechanism (McSherry & Talwar 2007): which output asks
 for one, and over which column.
 
 `mode() WITHIN GROUP (ORDER BY c)` picks a key of c's public domain; MIN, MAX, `median`

@@ -1,5 +1,6 @@
-"""Answers computed from released values (SPEC.md §7): arithmetic, casts, ROUND, CASE and
-constants over noisy aggregates and group keys, in the select list, HAVING and ORDER BY.
+"""Answers computed from released values (post-processing, free of charge): arithmetic,
+casts, ROUND, CASE and constants over noisy aggregates and group keys, in the select
+list, HAVING and ORDER BY.
 
 Every aggregate and key such an expression uses is released as an output o0, o1, … of its
 own; the proxy then runs `post_sql` on PostgreSQL with the released rows as a VALUES

@@ -211,7 +211,8 @@ class SmoothScanTooLong(ValueError):
 
 def smooth_sensitivity(elastic: Elastic, epsilon: float, delta: float,
                        private_tables: int) -> Smooth:
-    """S* for an (ε, δ) release with β = ε / (2 ln(2/δ)) (SPEC.md §1).
+    """S* for an (ε, δ) release with β = ε / (2 ln(2/δ)) (FLEX, after Nissim,
+    Raskhodnikova & Smith's smooth sensitivity).
 
     ES(k) is a polynomial-like function of degree at most D = `private_tables`, so
     e^(−βk)·ES(k) decreases for every k > D/β: scanning 0 … ⌈D/β⌉ finds the exact maximum.

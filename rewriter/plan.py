@@ -97,7 +97,7 @@ class OutputColumn:
 
 @dataclass(frozen=True)
 class Grouping:
-    """How the groups of a GROUP BY are chosen (SPEC.md §4).
+    """How the groups of a GROUP BY are chosen.
 
     Either the backend returns every key of the declared domains (`domain_size` cells, or
     None when a public table supplies the domain), or only the groups whose noisy count

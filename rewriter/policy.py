@@ -3,7 +3,7 @@
 A column may carry:
 - `domain`: its public set of values (a list, an integer or date range, or a column of a
   public table). Only such a column is *releasable* as a GROUP BY key; its histogram is
-  released over the whole domain (SPEC.md §4).
+  released over the whole domain.
 - `key_selection = true`: may be grouped without a domain, releasing only the groups whose
   noisy count passes a threshold (τ-thresholding, which costs δ).
 - `bounds = [lo, hi]`: values are clamped to this range for SUM and AVG.

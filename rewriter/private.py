@@ -239,7 +239,7 @@ class _Planner:
 
     def _bucketed(self, target: exp.Expression, item: exp.Expression) -> exp.Column:
         """The one column a computed GROUP BY key is a function of (a time bucket, a CASE
-        bucket): the key's groups are the image of that column's domain (SPEC §7)."""
+        bucket): the key's groups are the image of that column's domain."""
         columns = {c.sql(dialect="postgres") for c in target.find_all(exp.Column)}
         if len(columns) != 1 or target.find(exp.AggFunc, exp.Subquery, exp.Select, exp.Window):
             raise unsupported(
@@ -707,8 +707,9 @@ _VARIANCES = (exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.Std
 
 def _variance(node: exp.Expression) -> exp.Expr:
     """var_samp, var_pop, stddev… of x from released n = count(x), s = sum(x) and
-    q = sum(x·x) (SPEC §7): (q − s²/n) / (n − 1) or / n, clamped at 0, NULL for too few
-    rows as in PostgreSQL; the square root for a standard deviation."""
+    q = sum(x·x), post-processing of released values: (q − s²/n) / (n − 1) or / n,
+    clamped at 0, NULL for too few rows as in PostgreSQL; the square root for a standard
+    deviation."""
     x = node.this
     assert isinstance(node, exp.Func)  # one of _VARIANCES
     if not isinstance(x, exp.Column):
@@ -734,7 +735,7 @@ def _variance(node: exp.Expression) -> exp.Expr:
 
 
 def _domain_bounds(domain: Domain | None) -> tuple[float, float] | None:
-    """A numeric declared domain bounds its column too (SPEC §7: MIN/MAX over it)."""
+    """A numeric declared domain bounds its column too (MIN/MAX over it)."""
     if isinstance(domain, RangeDomain) and isinstance(domain.low, int):
         return float(domain.low), float(domain.high)  # type: ignore[arg-type]
     if isinstance(domain, ValuesDomain) and domain.values and all(

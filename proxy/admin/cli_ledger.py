@@ -63,7 +63,7 @@ def _add_budget_show(budget: argparse._SubParsersAction) -> None:
 
 def _add_budget_plan(budget: argparse._SubParsersAction) -> None:
     plan = budget.add_parser(
-        "plan", help="distribute epsilon by disclosure risk (seed 001)",
+        "plan", help="distribute epsilon by disclosure risk (Bkakria, Cuppens & Cuppens)",
         description="Compute each analyst's epsilon from their probability P of disclosing "
         "what they learn: the optimal alpha-risky, monotone distribution, with the tie-break "
         f"{TIE_BREAK}. Prints the budgets and the checks; --apply writes them.")
@@ -74,7 +74,7 @@ def _add_budget_plan(budget: argparse._SubParsersAction) -> None:
                      help="an analyst and their disclosure probability, 0 < P <= 1 (repeat)")
     alpha = plan.add_mutually_exclusive_group(required=True)
     alpha.add_argument("--epsilon", type=float, metavar="E", help="alpha(x) = 1 for x <= E, "
-                       "10^(-(x-E)/E) beyond (the seed's example); any number of analysts")
+                       "10^(-(x-E)/E) beyond (the paper's example); any number of analysts")
     alpha.add_argument("--alpha-table", metavar="FILE", help="lines TOTAL,PROBABILITY: "
                        "log10 alpha linear between points, 0 beyond the last; at most 20 "
                        "analysts")

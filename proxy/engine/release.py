@@ -1,7 +1,7 @@
 """Turn the backend's true aggregates into the rows an analyst receives.
 
 Every part gets noise at the scale the calibration fixed, shifted by the analyst's secret
-location (seed 000); key selection drops groups whose noisy count misses the threshold;
+location μ_u; key selection drops groups whose noisy count misses the threshold;
 then HAVING, ORDER BY and LIMIT run on the noisy rows, never on true values. A plan of
 choices (mode, quantiles) instead gets one row chosen by the exponential mechanism.
 """
