@@ -69,14 +69,17 @@ class DpSettings:
 
     @property
     def epsilon(self) -> float:
+        """ε charged per query (SET dp.epsilon, else privacy.default_epsilon)."""
         return float(self.values.get("dp.epsilon", self.config.privacy.default_epsilon))
 
     @property
     def delta(self) -> float:
+        """δ of a query that needs one (SET dp.delta, else privacy.default_delta)."""
         return float(self.values.get("dp.delta", self.config.privacy.default_delta))
 
     @property
     def mechanism(self) -> str:
+        """The noise (SET dp.mechanism, else privacy.default_mechanism)."""
         return self.values.get("dp.mechanism", self.config.privacy.default_mechanism)
 
     def clear(self) -> None:

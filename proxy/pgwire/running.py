@@ -18,6 +18,7 @@ class Running:
 
     @contextmanager
     def on(self, connection: BackendConnection) -> Iterator[None]:
+        """While the block runs, a CancelRequest cancels what `connection` runs."""
         self._connection = connection
         try:
             yield

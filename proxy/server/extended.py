@@ -57,6 +57,7 @@ class ExtendedProtocol:
                           Frontend.CLOSE: self._close, Frontend.FLUSH: self._flush}
 
     async def handle(self, kind: bytes, payload: bytes) -> None:
+        """One extended-protocol message; after an error, everything up to Sync is skipped."""
         if kind == Frontend.SYNC:
             await self.sync()
             return

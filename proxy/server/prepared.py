@@ -21,6 +21,7 @@ class Prepared:
 
     @property
     def relayed(self) -> bool:
+        """Whether PostgreSQL holds it (under the client's name) rather than dpgate."""
         return isinstance(self.plan, Relay)
 
 
@@ -36,6 +37,7 @@ class Portal:
 
     @property
     def relayed(self) -> bool:
+        """Whether its statement is relayed."""
         return self.prepared.relayed
 
 
