@@ -32,14 +32,7 @@ from rewriter.plan import PrivateAggregate
 from rewriter.sqlstate import SqlState
 
 from ..config import Config
-from ..pgwire.backend import (
-    BackendConnection,
-    BackendError,
-    BackendPool,
-    Described,
-    Parameters,
-    Rows,
-)
+from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Described, Parameters
 from ..pgwire.running import Running
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error, ledger_call
@@ -156,101 +149,85 @@ class PrivateAnswers:
             written = await self._as_written(backend, text, plan, types, offset)
             sql = await self._prepare(backend, plan, parameters)
             shape = await self._shape(backend, written, sql, plan, types, parameters)
-        # Computed constants (current_date…) are part of the question asked.
-        asked = bound + (f" -- computed: {sql}" if plan.constants else "")
-        request = ChargeRequest(
-            analyst=self.analyst.name, statement=text + bound,
-            fingerprint=fingerprint(plan.fingerprint_text + asked, epsilon,
-                                    calibration.delta, mechanism),
-            epsilon=calibration.epsilon, delta=calibration.delta, mechanism=mechanism,
-            sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
-        )
-        # No backend connection is held during the ledger's transaction (a durable commit
-        # takes an fsync): the pool's few connections serve the other sessions meanwhile.
-        try:
-            outcome = await ledger_call(self.workers.ledger_write,
-                                        self.ledger.charge_or_repeat, request)
-        except BudgetExceeded as exceeded:
-            raise StatementError(SqlState.BUDGET_EXHAUSTED, str(exceeded),
-                                 hint="Ask the data owner for more budget, or lower "
-                                 "dp.epsilon.") from None
-        if isinstance(outcome, Repeated):
-            # Stored as released: text or NULL.
-            rows = cast(list[list[str | None]], outcome.rows)
-            notice = (f"dpgate: repeated question, the stored answer is returned and "
-                      f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
-                      f"of {outcome.budget.epsilon_total:g})")
-        else:
-            rows, notice = await self._answer(sql, plan, calibration, shape, outcome,
-                                              parameters)
+            # Computed constants (current_date…) are part of the question asked.
+            asked = bound + (f" -- computed: {sql}" if plan.constants else "")
+            request = ChargeRequest(
+                analyst=self.analyst.name, statement=text + bound,
+                fingerprint=fingerprint(plan.fingerprint_text + asked, epsilon,
+                                        calibration.delta, mechanism),
+                epsilon=calibration.epsilon, delta=calibration.delta, mechanism=mechanism,
+                sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
+            )
+            try:
+                outcome = await ledger_call(self.workers.ledger_write,
+                                             self.ledger.charge_or_repeat, request)
+            except BudgetExceeded as exceeded:
+                raise StatementError(SqlState.BUDGET_EXHAUSTED, str(exceeded),
+                                     hint="Ask the data owner for more budget, or lower "
+                                     "dp.epsilon.") from None
+            if isinstance(outcome, Repeated):
+                # Stored as released: text or NULL.
+                rows = cast(list[list[str | None]], outcome.rows)
+                notice = (f"dpgate: repeated question, the stored answer is returned and "
+                          f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
+                          f"of {outcome.budget.epsilon_total:g})")
+            else:
+                rows, notice = await self._answer(backend, sql, plan, calibration, shape,
+                                                  outcome, parameters)
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice)
 
-    async def _answer(self, sql: str, plan: PrivateAggregate, calibration: Calibration,
-                      shape: Shape, charged: Charged, parameters: Parameters | None
-                      ) -> tuple[list[list[str | None]], str]:
-        """Run, release and post-process a charged question on a connection of its own,
-        given back before the ledger records the outcome."""
-        post_failure: BackendError | None = None
+    async def _answer(self, backend: BackendConnection, sql: str, plan: PrivateAggregate,
+                      calibration: Calibration, shape: Shape, charged: Charged,
+                      parameters: Parameters | None) -> tuple[list[list[str | None]], str]:
         try:
-            async with self.pool.connection() as backend:
-                with self.running.on(backend):
-                    result = await backend.fetch(sql, parameters)
-                answer = await self._release(plan, calibration, shape, charged, result.rows)
-                rows = answer.rows
-                try:
-                    rows = await self._post_processed(backend, plan, shape, rows, parameters)
-                except BackendError as error:
-                    post_failure = error
+            with self.running.on(backend):
+                result = await backend.fetch(sql, parameters)
         except (BackendError, OSError, asyncio.IncompleteReadError) as error:
             log.warning("private query failed after its charge (%s): %.200s",
                         getattr(error, "sqlstate", type(error).__name__), sql)
             await ledger_call(self.workers.ledger_write, self.ledger.record_failure,
-                              charged.charge_id, "failed")
+                               charged.charge_id, "failed")
             # The failure may depend on the rows, so neither its detail nor a refund.
             raise StatementError(
                 SqlState.DATA_EXCEPTION,
                 f"the query failed while reading private data; its charge of epsilon "
                 f"{calibration.epsilon:g} is kept",
             ) from None
-        if post_failure is not None:
-            # It depends on released values only (a noisy count of 0 as a divisor), so
-            # PostgreSQL's own error is reported; the charge stays, the values were drawn.
-            await ledger_call(self.workers.ledger_write, self.ledger.record_failure,
-                              charged.charge_id, "failed")
-            raise client_error(post_failure, 0)
-        await ledger_call(self.workers.ledger_write, self.ledger.record_answer,
-                          charged.charge_id, rows)
-        return rows, answer_notice(plan, calibration, answer, charged.budget,
-                                   self.config.privacy.confidence)
-
-    async def _release(self, plan: PrivateAggregate, calibration: Calibration, shape: Shape,
-                       charged: Charged, true_rows: list[list[bytes | None]]) -> Release:
-        arguments = (plan, calibration, shape.key_types, true_rows, charged.shift,
+        arguments = (plan, calibration, shape.key_types, result.rows, charged.shift,
                      self.config.privacy, self.rng,
                      shape.released if plan.post_sql else shape.answer)
         # Noise for a large histogram, or the exponential mechanism's sampling, takes long.
-        large = len(true_rows) > INLINE_RELEASE_ROWS or any(p.choice for p in plan.parts)
-        return await self.workers.cpu(release, *arguments) if large else release(*arguments)
-
-    @staticmethod
-    async def _post_processed(backend: BackendConnection, plan: PrivateAggregate,
-                              shape: Shape, rows: list[list[str | None]],
-                              parameters: Parameters | None) -> list[list[str | None]]:
-        """The statement's expressions over the released values only (post-processing):
-        its select list and HAVING over them, then an outer query over its answer."""
+        large = len(result.rows) > INLINE_RELEASE_ROWS or any(p.choice for p in plan.parts)
+        answer = await self.workers.cpu(release, *arguments) if large else release(*arguments)
+        rows = answer.rows
         if plan.post_sql is not None:
             sql = with_rows(plan.post_sql, rows, [name for name, _ in shape.released])
-            rows = _text_rows(await backend.fetch(sql, parameters))
+            rows = await self._post_processed(backend, sql, parameters, charged)
         if plan.outer_sql is not None:
             sql = with_answer(plan.outer_sql, plan.outer_alias, rows, [
                 (name, type_name) for (name, _), type_name in
                 zip(shape.answer, shape.answer_types, strict=True)])
-            rows = _text_rows(await backend.fetch(sql, parameters))
-        return rows
+            rows = await self._post_processed(backend, sql, parameters, charged)
+        await ledger_call(self.workers.ledger_write, self.ledger.record_answer,
+                           charged.charge_id, rows)
+        return rows, answer_notice(plan, calibration, answer, charged.budget,
+                                   self.config.privacy.confidence)
 
+    async def _post_processed(self, backend: BackendConnection, sql: str,
+                              parameters: Parameters | None, charged: Charged
+                              ) -> list[list[str | None]]:
+        """The statement's expressions over the released values only (post-processing).
 
-def _text_rows(result: Rows) -> list[list[str | None]]:
-    return [[None if v is None else v.decode() for v in row] for row in result.rows]
+        Its failure (a noisy count of 0 as a divisor) depends on released values only, so
+        PostgreSQL's own error is reported; the charge stays, as the values were drawn.
+        """
+        try:
+            result = await backend.fetch(sql, parameters)
+        except BackendError as error:
+            await ledger_call(self.workers.ledger_write, self.ledger.record_failure,
+                               charged.charge_id, "failed")
+            raise client_error(error, 0) from None
+        return [[None if v is None else v.decode() for v in row] for row in result.rows]
 
 
 

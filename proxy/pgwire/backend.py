@@ -308,7 +308,6 @@ class BackendPool:
                         "statement_timeout": f"{round(statement_timeout * 1000)}"}
         self._idle: asyncio.LifoQueue[BackendConnection] = asyncio.LifoQueue()
         self._slots = asyncio.Semaphore(size)
-        self.lent = 0  # connections in use now
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[BackendConnection]:
@@ -322,14 +321,12 @@ class BackendPool:
                     connection = None
             if connection is None:
                 connection = await BackendConnection.connect(self.endpoint, **self.options)
-            self.lent += 1
             try:
                 yield connection
             except (OSError, EOFError, wire.ProtocolError, asyncio.CancelledError):
                 connection.close()
                 raise
             finally:
-                self.lent -= 1
                 idle = connection.status == TransactionStatus.IDLE
                 if idle and not connection.writer.is_closing():
                     self._idle.put_nowait(connection)
