@@ -68,6 +68,10 @@ class BackendSettings:
 @dataclass(frozen=True)
 class LedgerSettings:
     path: str = str(default_data_dir() / "ledger.sqlite3")
+    # A postgresql:// URL: the ledger is kept there instead (shared by several proxies),
+    # in its own schema; `path` is then unused.
+    dsn: str = ""
+    schema: str = "dpgate_ledger"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import struct
 from collections import Counter
 from dataclasses import dataclass, field
 
-from accounting import Analyst, Ledger
+from accounting import Analyst, Ledger, LedgerUnavailable
 from mechanisms.random_source import RandomSource, SecureRandomSource
 
 from . import wire
@@ -38,6 +38,7 @@ PROTOCOL_VIOLATION = "08P01"
 INVALID_PASSWORD = "28P01"
 INVALID_CATALOG = "3D000"
 CANNOT_CONNECT = "08006"
+CANNOT_CONNECT_NOW = "57P03"
 FEATURE_NOT_SUPPORTED = "0A000"
 QUERY_CANCELED = "57014"
 ADMIN_SHUTDOWN = "57P01"
@@ -205,6 +206,10 @@ class Proxy:
                 INVALID_PASSWORD, f'password authentication failed for user "{user}"',
                 severity="FATAL"))
             return None
+        except LedgerUnavailable as error:  # credentials live in the ledger
+            log.error("login of %s: privacy ledger unreachable: %s", user, error)
+            raise FatalError(CANNOT_CONNECT_NOW, "dpgate cannot reach its privacy ledger",
+                             hint="Try again in a moment.") from None
         self._admit(analyst.name)
         try:
             return await self._open_session(analyst, params, writer)

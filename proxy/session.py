@@ -17,6 +17,7 @@ from accounting import (
     Charged,
     ChargeRequest,
     Ledger,
+    LedgerUnavailable,
     Repeated,
     as_written,
     fingerprint,
@@ -344,6 +345,11 @@ class Session:
         (nothing is released without its charge), never the end of the session."""
         try:
             return await pool(call, *args)
+        except LedgerUnavailable as error:
+            log.error("privacy ledger unreachable: %s", error)
+            raise StatementError(
+                CONNECTION_FAILURE, "dpgate cannot reach its privacy ledger; nothing was "
+                "released", hint="Ask again in a moment.") from None
         except sqlite3.Error as error:
             log.error("privacy ledger failure: %s", error)
             full = "full" in str(error).lower()
