@@ -30,6 +30,7 @@ from mechanisms.budget_plan import (
     verify,
 )
 
+from . import cli_ledger_store
 from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
 
 EXPORT_FIELDS = [field.name for field in dataclasses.fields(ChargeRecord)]
@@ -48,6 +49,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     ).add_subparsers(dest="ledger_command", required=True)
     _add_ledger_export(ledger)
     _add_forget_answers(ledger)
+    cli_ledger_store.add_commands(ledger)
 
 
 def _add_budget_show(budget: argparse._SubParsersAction) -> None:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 import pytest
@@ -72,6 +73,21 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
             yield Postgres(server.get_uri())
         finally:
             server.cleanup()
+
+
+def as_url(conninfo: str) -> str:
+    """A libpq conninfo as a postgresql:// URL (what ledger.dsn and --ledger take)."""
+    params = conninfo_to_dict(conninfo)
+    user = quote(params.pop("user", ""), safe="")
+    password = params.pop("password", "")
+    auth = f"{user}:{quote(password, safe='')}@" if password else (f"{user}@" if user else "")
+    host, port = params.get("host", ""), params.pop("port", "")
+    netloc = "" if host.startswith("/") else params.pop("host", "") + (f":{port}" if port else "")
+    if host.startswith("/") and port:
+        params["port"] = port
+    database = quote(params.pop("dbname", ""), safe="")
+    query = "&".join(f"{k}={quote(str(v), safe='/')}" for k, v in params.items())
+    return f"postgresql://{auth}{netloc}/{database}" + (f"?{query}" if query else "")
 
 
 LEDGER_DATABASE = "dpgate_ledger_tests"
