@@ -18,6 +18,7 @@ from . import cli_analysis, cli_experiment, cli_ledger
 from .analysts import create_analyst, draw_shift
 from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
 from .config import Config, default_data_dir, load_config
+from .health import start_health
 from .server import Proxy
 
 
@@ -25,6 +26,10 @@ async def _serve(config: Config, banner: str = "") -> None:
     ledger = open_configured_ledger(config)
     proxy = Proxy(config, ledger)
     server = await proxy.start()
+    health = None
+    if config.server.health_port:
+        health = await start_health(proxy, config.server.health_host or
+                                    config.server.listen_host, config.server.health_port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -39,6 +44,8 @@ async def _serve(config: Config, banner: str = "") -> None:
           f"{config.server.shutdown_grace:g} s", flush=True)
     await proxy.close()
     await server.wait_closed()
+    if health is not None:
+        await health.cleanup()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ class Fleet:
     configs: list[Path]
     ports: list[int]
     processes: list[subprocess.Popen | None] = field(default_factory=list)
+    health_ports: list[int] = field(default_factory=list)
 
     def ledger(self) -> PostgresLedger:
         return PostgresLedger(self.ledger_url, self.schema)
@@ -60,10 +61,11 @@ class Fleet:
 
 
 def write_fleet(directory: Path, database: DemoDatabase, ledger_conninfo: str,
-                proxies: int, extra: str = "") -> Fleet:
-    """Configurations of `proxies` proxies on one new ledger schema (none started)."""
+                proxies: int, health: bool = False) -> Fleet:
+    """Configurations of `proxies` proxies on one new ledger schema (none started); with
+    `health`, each serves GET /health on a port of its own (`Fleet.health_ports`)."""
     url, schema = as_url(ledger_conninfo), f"fleet_{secrets.token_hex(4)}"
-    configs, ports = [], []
+    configs, ports, health_ports = [], [], []
     for index in range(proxies):
         folder = directory / f"proxy{index}"
         folder.mkdir(parents=True)
@@ -72,7 +74,10 @@ def write_fleet(directory: Path, database: DemoDatabase, ledger_conninfo: str,
         write_config(config, port, folder / "unused.sqlite3", database)
         text = config.read_text().replace(
             "[ledger]\n", f'[ledger]\ndsn = "{url}"\nschema = "{schema}"\n')
-        config.write_text(text + extra)
+        if health:
+            health_ports.append(free_port())
+            text = text.replace("[server]\n", f"[server]\nhealth_port = {health_ports[-1]}\n")
+        config.write_text(text)
         configs.append(config)
         ports.append(port)
-    return Fleet(url, schema, configs, ports, [None] * proxies)
+    return Fleet(url, schema, configs, ports, [None] * proxies, health_ports)

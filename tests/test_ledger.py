@@ -274,3 +274,8 @@ def test_the_spend_kept_per_analyst_equals_the_sum_of_their_charges(new_ledger):
     ledger.add_analyst(Analyst("ann", VERIFIER, 200.0, 1e-6, 0.0))
     assert ledger.budget("ann").epsilon_spent == pytest.approx(budget.epsilon_spent)
     assert ledger.budget("ann").queries == 300
+
+
+def test_ping_reads_the_store(new_ledger):
+    ledger = make_ledger(new_ledger)
+    assert ledger.ping() is None  # what the health endpoint asks of either store

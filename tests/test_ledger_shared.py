@@ -6,9 +6,12 @@ private statements (nothing released) while catalog traffic goes on."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +31,7 @@ FITTING = 15  # the budget holds exactly this many answers of epsilon 0.1
 @pytest.fixture
 def fleet(demo_database: DemoDatabase, ledger_database: str, tmp_path: Path
           ) -> Iterator[Fleet]:
-    running = write_fleet(tmp_path, demo_database, ledger_database, PROXIES)
+    running = write_fleet(tmp_path, demo_database, ledger_database, PROXIES, health=True)
     for index in range(PROXIES):
         running.start(index)
     yield running
@@ -177,6 +180,7 @@ def test_an_unreachable_ledger_fails_private_statements_but_not_catalog_traffic(
     with psycopg.connect(fleet.dsn(0, name, password), autocommit=True) as analyst, \
             psycopg.connect(postgres.admin_dsn, autocommit=True) as admin:
         assert analyst.execute("SELECT count(*) FROM orders WHERE quantity = 1").fetchone()
+        assert health(fleet, 0) == (200, {"proxy": "ok", "ledger": "ok", "backend": "ok"})
         # The ledger's database stops taking connections and drops those it has.
         admin.execute(f"ALTER DATABASE {database} ALLOW_CONNECTIONS false")
         try:
@@ -192,12 +196,27 @@ def test_an_unreachable_ledger_fails_private_statements_but_not_catalog_traffic(
             assert tables == (1,)
             with pytest.raises(psycopg.OperationalError) as refused:
                 psycopg.connect(fleet.dsn(1, name, password))
-            assert "57P03" in str(refused.value) or "privacy ledger" in str(refused.value)
+            assert "privacy ledger" in str(refused.value)
+            # The load balancer is told, so it can drain this proxy.
+            status, body = health(fleet, 1)
+            assert status == 503 and body["ledger"] == "LedgerUnavailable"
+            assert body["backend"] == "ok"
         finally:
             admin.execute(f"ALTER DATABASE {database} ALLOW_CONNECTIONS true")
         # Back: the same question is charged and answered; the failed one cost nothing.
         assert analyst.execute("SELECT count(*) FROM orders WHERE quantity = 2").fetchone()
         assert analyst.execute("SHOW dp.budget").fetchone()[5] == 2
+    assert health(fleet, 1)[0] == 200
+
+
+def health(fleet: Fleet, index: int) -> tuple[int, dict[str, str]]:
+    """GET /health of proxy `index`: the status and the JSON body."""
+    url = f"http://127.0.0.1:{fleet.health_ports[index]}/health"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
 
 
 def test_charges_made_by_the_ledger_directly_are_seen_by_every_proxy(fleet: Fleet):
