@@ -20,6 +20,7 @@ import os
 import re
 import socket
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -29,6 +30,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from .postgres_schema import MIGRATIONS
 from .store import (
+    TOLERANCE,
     Analyst,
     AnalystBudget,
     Budget,
@@ -50,6 +52,8 @@ DEFAULT_SCHEMA = "dpgate_ledger"
 # Deadlocks and serialisation failures roll back the whole transaction, which is then safe
 # to run again; locks are taken in name order, so these should be rare.
 RETRIES = 5
+# Seconds a kept connection may sit unused before it is probed (SELECT 1) before use.
+IDLE_PROBE = 1.0
 # An unreachable ledger must fail a statement within seconds, not hang a worker thread
 # for TCP's retransmission timeout (about 15 minutes). Used unless the DSN sets them.
 CONNECTION_DEFAULTS = {"connect_timeout": "5", "tcp_user_timeout": "15000",
@@ -162,6 +166,49 @@ class PostgresLedger:
                 self._drop_connection()
             log.error("privacy ledger unavailable: %s", _first_line(error))
             raise LedgerUnavailable(_first_line(error)) from None
+
+    def _call(self, sql: str, parameters: tuple) -> tuple:
+        """One statement in autocommit (its own transaction, committed when it returns),
+        its first row; again after a deadlock or a serialisation failure.
+
+        A connection kept idle for a while is probed first: one that died meanwhile (the
+        ledger restarted) is replaced before anything is asked on it, so the answer to
+        this statement is never lost in between.
+        """
+        for attempt in range(RETRIES):
+            try:
+                connection = self._live_connection()
+                row = connection.execute(sql, parameters).fetchone()
+                self._local.used = time.monotonic()
+                return row
+            except psycopg.errors.TransactionRollback:
+                if attempt == RETRIES - 1:
+                    raise LedgerUnavailable("the ledger kept failing to serialise a "
+                                            "transaction") from None
+            except psycopg.OperationalError as error:
+                # The COMMIT's answer may never have come: the caller releases nothing,
+                # and a charge that was stored stays (the worst case is assumed).
+                self._drop_if_broken()
+                log.error("privacy ledger unavailable: %s", _first_line(error))
+                raise LedgerUnavailable(_first_line(error)) from None
+        raise AssertionError("unreachable")
+
+    def _live_connection(self) -> psycopg.Connection:
+        connection = self._connection()
+        if time.monotonic() - getattr(self._local, "used", 0.0) > IDLE_PROBE:
+            try:
+                connection.execute("SELECT 1")
+            except psycopg.OperationalError:
+                if not connection.broken:
+                    raise
+                self._drop_connection()
+                connection = self._connection()
+        return connection
+
+    def _drop_if_broken(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        if connection is None or connection.broken or connection.closed:
+            self._drop_connection()
 
     def _retrying(self, work, *args):  # type: ignore[no-untyped-def]
         """Run `work(connection, *args)` in a transaction, again after a deadlock or a
@@ -329,67 +376,33 @@ class PostgresLedger:
     def charge_or_repeat(self, request: ChargeRequest) -> Charged | Repeated:
         """The stored answer to a repeated question, or a durable charge.
 
-        The analyst's row is locked first: sessions of one analyst on any proxy wait here
-        one after the other, and each sees the spend and the stored answers the previous
-        one committed. Both epsilon and delta must fit; otherwise BudgetExceeded.
+        One call of the schema's `charge` function: it locks the analyst's row first, so
+        sessions of one analyst on any proxy pass one after the other, and each sees the
+        spend and the stored answers the previous one committed. Both epsilon and delta
+        must fit; otherwise BudgetExceeded and nothing is charged.
         """
-        s = self.schema
-
-        def work(connection: psycopg.Connection) -> Charged | Repeated:
-            row = connection.execute(
-                "SELECT epsilon_total, epsilon_spent, delta_total, delta_spent, queries, shift"
-                f" FROM {s}.analysts WHERE name = %s FOR UPDATE", (request.analyst,)
-            ).fetchone()
-            if row is None:
-                raise UnknownAnalyst(request.analyst)
-            *figures, shift = row
-            budget = Budget(*figures)
-            stored = connection.execute(
-                f"SELECT rows FROM {s}.answers WHERE analyst = %s AND fingerprint = %s",
-                (request.analyst, request.fingerprint)).fetchone()
-            if stored is not None:
-                return Repeated(json.loads(stored[0]), budget)
-            if not budget.fits(request.epsilon, request.delta):
-                raise BudgetExceeded(request.epsilon, budget, request.delta)
-            (charge_id,) = connection.execute(
-                f"INSERT INTO {s}.charges (analyst, at, statement, fingerprint, epsilon, delta,"
-                " mechanism, sensitivity, outcome, proxy)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 'charged', %s) RETURNING id",
-                (request.analyst, _now(), request.statement, request.fingerprint,
-                 request.epsilon, request.delta, request.mechanism, request.sensitivity,
-                 self.proxy)).fetchone()
-            after = connection.execute(
-                f"UPDATE {s}.analysts SET epsilon_spent = epsilon_spent + %s,"
-                " delta_spent = delta_spent + %s, queries = queries + 1 WHERE name = %s"
-                " RETURNING epsilon_total, epsilon_spent, delta_total, delta_spent, queries",
-                (request.epsilon, request.delta, request.analyst)).fetchone()
-            return Charged(int(charge_id), Budget(*after), shift)
-
-        return self._retrying(work)
+        kind, charge_id, *figures, shift, stored = self._call(
+            f"SELECT * FROM {self.schema}.charge(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (request.analyst, _now(), request.statement, request.fingerprint,
+             request.epsilon, request.delta, request.mechanism, request.sensitivity,
+             self.proxy, TOLERANCE))
+        if kind == "unknown":
+            raise UnknownAnalyst(request.analyst)
+        budget = Budget(*figures)
+        if kind == "repeated":
+            return Repeated(json.loads(stored), budget)
+        if kind == "exceeded":
+            raise BudgetExceeded(request.epsilon, budget, request.delta)
+        return Charged(int(charge_id), budget, shift)
 
     def record_answer(self, charge_id: int, rows: list[list[object]]) -> None:
         """Store the released answer, unless the analyst's answers were forgotten after this
-        charge was made (or the analyst was removed)."""
-        s = self.schema
-
-        def work(connection: psycopg.Connection) -> None:
-            found = connection.execute(f"SELECT analyst, fingerprint FROM {s}.charges"
-                                       " WHERE id = %s", (charge_id,)).fetchone()
-            if found is None:
-                raise ValueError(f"no charge {charge_id}")
-            analyst, fingerprint = found
-            connection.execute(f"UPDATE {s}.charges SET outcome = 'answered' WHERE id = %s",
-                               (charge_id,))
-            # FOR SHARE waits for a forget-answers in progress on another proxy, then reads
-            # the mark it set: an answer older than the mark is never stored back.
-            mark = connection.execute(f"SELECT answers_after FROM {s}.analysts"
-                                      " WHERE name = %s FOR SHARE", (analyst,)).fetchone()
-            if mark is not None and mark[0] < charge_id:
-                connection.execute(
-                    f"INSERT INTO {s}.answers VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                    (analyst, fingerprint, charge_id, json.dumps(rows)))
-
-        self._retrying(work)
+        charge was made (or the analyst was removed); one call of `record_answer`."""
+        try:
+            self._call(f"SELECT {self.schema}.record_answer(%s, %s)",
+                       (charge_id, json.dumps(rows)))
+        except psycopg.errors.NoDataFound:
+            raise ValueError(f"no charge {charge_id}") from None
 
     def record_failure(self, charge_id: int, outcome: str) -> None:
         """Mark a charged query that released nothing; the charge itself stays."""
@@ -424,16 +437,13 @@ class PostgresLedger:
         where = "WHERE analyst = %s" if name is not None else ""
         return connection.execute(f"DELETE FROM {s}.answers {where}", parameters).rowcount
 
-    @staticmethod
-    def _budget_row(row: tuple | None, name: str) -> Budget:
+    def _budget(self, connection: psycopg.Connection, name: str) -> Budget:
+        row = connection.execute(
+            "SELECT epsilon_total, epsilon_spent, delta_total, delta_spent, queries"
+            f" FROM {self.schema}.analysts WHERE name = %s", (name,)).fetchone()
         if row is None:
             raise UnknownAnalyst(name)
         return Budget(*row)
-
-    def _budget(self, connection: psycopg.Connection, name: str) -> Budget:
-        return self._budget_row(connection.execute(
-            "SELECT epsilon_total, epsilon_spent, delta_total, delta_spent, queries"
-            f" FROM {self.schema}.analysts WHERE name = %s", (name,)).fetchone(), name)
 
     # metrics
 

@@ -58,7 +58,8 @@ def test_an_older_schema_is_refused_with_the_upgrade_command_then_upgraded(ledge
                            " scram_server_key, scram_iterations, epsilon_total, delta_total,"
                            " shift, created_at) VALUES ('ann', 's', 'k', 'v', 4096, 1, 1e-6,"
                            " 0.5, 't')")
-    with pytest.raises(LedgerOutdated, match="version 1 of 2.*dpgate ledger upgrade"):
+    with pytest.raises(LedgerOutdated,
+                       match=f"version 1 of {len(MIGRATIONS)}.*dpgate ledger upgrade"):
         PostgresLedger(ledger_database, name)
     upgraded = PostgresLedger(ledger_database, name, upgrade=True)
     assert upgraded.version() == len(MIGRATIONS)
