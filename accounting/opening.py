@@ -24,8 +24,6 @@ def open_ledger(path: str | Path, dsn: str = "", schema: str = DEFAULT_SCHEMA, *
     A PostgreSQL ledger on an older schema raises LedgerOutdated unless `upgrade`; one that
     cannot be reached raises LedgerUnavailable.
     """
-    if dsn:
-        if not is_postgres(dsn):
-            raise ValueError("ledger.dsn must be a postgresql:// URL")
+    if dsn:  # a postgresql:// URL or a libpq key=value string
         return PostgresLedger(dsn, schema, upgrade=upgrade)
     return SqliteLedger(path)
