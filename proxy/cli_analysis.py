@@ -134,7 +134,9 @@ def _refresh(config: Config) -> int:
         finally:
             backend.close()
         ledger.store_metrics(measured)
-        print(f"{len(measured)} metrics stored in {config.ledger.path}")
+        where = (f"the PostgreSQL ledger (schema {config.ledger.schema})" if config.ledger.dsn
+                 else config.ledger.path)
+        print(f"{len(measured)} metrics stored in {where}")
         return 0
 
     return asyncio.run(run())
