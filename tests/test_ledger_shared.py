@@ -220,13 +220,33 @@ def health(fleet: Fleet, index: int) -> tuple[int, dict[str, str]]:
         return error.code, json.loads(error.read())
 
 
-def test_charges_made_by_the_ledger_directly_are_seen_by_every_proxy(fleet: Fleet):
-    """No cache of the budget in the proxies: spend elsewhere shows at once."""
+def test_spend_budgets_and_rotations_apply_on_every_proxy_at_once(fleet: Fleet):
+    """Nothing of the ledger is cached in a proxy: a charge on one, `budget apply` or
+    `user rotate-shift` by the CLI show on the others' next statement."""
     name, password = fleet.add_analyst(1.0)
     outcome = fleet.ledger().charge_or_repeat(
         ChargeRequest(name, "elsewhere", "f", 0.7, 0.0, "laplace", 1.0))
     assert isinstance(outcome, Charged)
-    for index in range(PROXIES):
-        with psycopg.connect(fleet.dsn(index, name, password), autocommit=True) as c:
-            assert c.execute("SHOW dp.budget").fetchone()[1] == pytest.approx(0.7)
+    sessions = [psycopg.connect(fleet.dsn(i, name, password), autocommit=True)
+                for i in range(PROXIES)]
+    try:
+        assert [c.execute("SHOW dp.budget").fetchone()[1] for c in sessions] == \
+            pytest.approx([0.7] * PROXIES)
+        question = "SELECT count(*) FROM orders WHERE product_id = 5"
+        first = sessions[0].execute(question).fetchone()[0]
+        assert sessions[1].execute(question).fetchone()[0] == first  # a free repeat
+        rotated = fleet.cli("user", "rotate-shift", name)
+        assert rotated.returncode == 0, rotated.stderr
+        sessions[2].execute(question).fetchone()  # stored answer dropped: charged again
+        assert sessions[1].execute("SHOW dp.budget").fetchone()[1] == pytest.approx(0.9)
+        plan = fleet.configs[0].parent / "plan.json"
+        plan.write_text(json.dumps({"alpha": {"kind": "exponential", "epsilon": 5.0},
+                                    "analysts": [{"name": name, "p": 1, "epsilon": 5.0}]}))
+        applied = fleet.cli("budget", "apply", str(plan))
+        assert applied.returncode == 0, applied.stderr
+        assert [c.execute("SHOW dp.budget").fetchone()[0] for c in sessions] == \
+            pytest.approx([5.0] * PROXIES)
+    finally:
+        for connection in sessions:
+            connection.close()
 
