@@ -33,12 +33,12 @@ from psycopg.conninfo import make_conninfo
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.clients import free_port, stop, wait_for_port  # noqa: E402
-from proxy.demo import (  # noqa: E402
+from proxy.demo.demo import (  # noqa: E402
     DEMO_POLICY_FILE,
     prepare_database,
     start_embedded_postgres,
 )
-from proxy.roles import READER, RELAY  # noqa: E402
+from proxy.demo.roles import READER, RELAY  # noqa: E402
 
 DATABASE = "bench"
 
@@ -75,7 +75,7 @@ def start_proxies(directory: Path, dsns: dict[str, str], ledger: str, proxies: i
         configs.append(folder / "dpgate.toml")
         write_config(configs[-1], ports[-1], dsns,
                      ledger or f'path = "{folder / "ledger.sqlite3"}"')
-    cli = [sys.executable, "-m", "proxy.cli"]
+    cli = [sys.executable, "-m", "proxy"]
     for client in range(clients):
         subprocess.run([*cli, "user", "add", f"a{client}", "--epsilon", "1000000",
                         "--password-stdin", "--config", str(configs[0])],

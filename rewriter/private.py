@@ -543,7 +543,7 @@ class _Planner:
     def _check_cells(self, domains: list[Domain], node: exp.Expression) -> None:
         """Refuse a histogram of more than max_cells; when a public table supplies a domain,
         its size is known only to the database: `cells_sql` has the proxy count it first,
-        before any charge (proxy/plan_check.py runs it)."""
+        before any charge (proxy/engine/plan_check.py runs it)."""
         sizes = [domain.size for domain in domains]
         if all(size is not None for size in sizes):
             cells = math.prod(size for size in sizes if size is not None)

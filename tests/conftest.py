@@ -26,9 +26,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from accounting import Ledger, SqliteLedger
 from accounting.postgres_ledger import PostgresLedger
-from proxy.demo import DEMO_POLICY_FILE, PRIVATE_TABLES, PUBLIC_TABLES
-from proxy.demo_data import load_demo_dataset
-from proxy.roles import READER, RELAY, prepare_roles
+from proxy.demo.demo import DEMO_POLICY_FILE, PRIVATE_TABLES, PUBLIC_TABLES
+from proxy.demo.demo_data import load_demo_dataset
+from proxy.demo.roles import READER, RELAY, prepare_roles
 
 ANALYSTS = {"alice": ("alice-pw", 10.0), "bob": ("bob-pw", 10.0)}
 
@@ -159,7 +159,7 @@ class RunningProxy:
 
 
 def dpgate_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "proxy.cli", *args], check=False, input=stdin,
+    return subprocess.run([sys.executable, "-m", "proxy", *args], check=False, input=stdin,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -197,7 +197,7 @@ FALLBACK_LINE = "private query failed after its charge"
 def start_proxy(config_path: Path) -> subprocess.Popen:
     log = (config_path.parent / PROXY_LOG).open("a")
     process = subprocess.Popen(
-        [sys.executable, "-m", "proxy.cli", "serve", "--config", str(config_path)],
+        [sys.executable, "-m", "proxy", "serve", "--config", str(config_path)],
         stdout=log, stderr=subprocess.STDOUT, text=True)
     log.close()
     process.log_path = config_path.parent / PROXY_LOG  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from proxy import wire
+from proxy.pgwire import wire
 from tests.conftest import ANALYSTS, RunningProxy
 from tests.proxies import connect_raw, login, read_message
 

@@ -14,7 +14,7 @@ import pytest
 from psycopg import errors
 
 from proxy.config import load_config, load_policy_file
-from proxy.demo import DEMO_POLICY_FILE
+from proxy.demo.demo import DEMO_POLICY_FILE
 from rewriter.calibrate import calibrate
 from rewriter.classify import classify
 from rewriter.errors import Refusal
@@ -335,7 +335,7 @@ def test_a_numeric_domain_bounds_min_max_and_sums():
 
 def test_metrics_refresh_without_configuration_measures_the_demo_database(tmp_path: Path):
     port = free_port()
-    demo = subprocess.Popen([sys.executable, "-m", "proxy.cli", "demo", "--data-dir",
+    demo = subprocess.Popen([sys.executable, "-m", "proxy", "demo", "--data-dir",
                              str(tmp_path), "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -17,20 +17,20 @@ from dataclasses import dataclass, field
 from accounting import Analyst, Ledger, LedgerUnavailable
 from mechanisms.random_source import RandomSource, SecureRandomSource
 
-from . import wire
-from .auth import AuthenticationFailed, authenticate
-from .backend import BackendConnection, BackendError, BackendPool, Endpoint
-from .client_stream import ClientReader, IdleTimeout, ShuttingDown
-from .config import Config
+from ..config import Config
+from ..engine.knowledge import Knowledge
+from ..engine.plan_cache import PlanCache
+from ..engine.plan_check import PlanChecker
+from ..engine.workers import Workers
+from ..pgwire import wire
+from ..pgwire.auth import AuthenticationFailed, authenticate
+from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Endpoint
+from ..pgwire.client_stream import ClientReader, IdleTimeout, ShuttingDown
+from ..pgwire.outbox import Outbox
+from ..pgwire.startup import INVALID_AUTHORIZATION, CancelRequest, FatalError, negotiate
+from ..pgwire.tls import ServerTls
 from .extended import ExtendedProtocol
-from .knowledge import Knowledge
-from .outbox import Outbox
-from .plan_cache import PlanCache
-from .plan_check import PlanChecker
 from .session import Session
-from .startup import INVALID_AUTHORIZATION, CancelRequest, FatalError, negotiate
-from .tls import ServerTls
-from .workers import Workers
 
 log = logging.getLogger("dpgate.server")
 

@@ -12,7 +12,7 @@ from mechanisms.random_source import RandomSource
 from rewriter.calibrate import Calibration, choice_epsilon
 from rewriter.plan import OutputColumn, PrivateAggregate
 
-from . import wire
+from ..pgwire import wire
 
 # Answers that are values of the column in PostgreSQL (percentile_cont interpolates).
 _VALUE_AGGREGATES = ("min", "max", "percentile_disc")

@@ -13,8 +13,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from accounting import SqliteLedger
 
+from ..config import BackendSettings, Config, LedgerSettings, load_policy_file
 from .analysts import create_analyst
-from .config import BackendSettings, Config, LedgerSettings, load_policy_file
 from .demo_data import load_demo_dataset
 from .roles import READER, RELAY, prepare_roles
 

@@ -17,7 +17,7 @@ from rewriter.plan_check import plan_failure, public_plan_failure
 from rewriter.policy import Policy
 from rewriter.private import CELLS_HINT
 
-from .backend import BackendConnection, Parameters
+from ..pgwire.backend import BackendConnection, Parameters
 
 CARDINALITY_VIOLATION = "21000"
 

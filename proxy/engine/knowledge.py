@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from accounting import Ledger, Metric
 from rewriter.metrics import ColumnKey, Metrics, max_freq_query
 
-from .backend import BackendConnection
+from ..pgwire.backend import BackendConnection
 
 CATALOG_QUERY = (
     "SELECT table_schema || '.' || table_name, column_name, data_type "

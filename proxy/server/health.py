@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from .backend import BackendConnection
+from ..pgwire.backend import BackendConnection
 
 if TYPE_CHECKING:
     from .server import Proxy

@@ -31,9 +31,9 @@ from mechanisms.reals import (
 from rewriter.calibrate import Calibration, PartCalibration
 from rewriter.plan import Comparison, Condition, OutputColumn, PrivateAggregate
 
-from . import wire
+from ..config import PrivacySettings
+from ..pgwire import wire
 from .choices import choice_bound, choice_type, choose
-from .config import PrivacySettings
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from accounting import Analyst, Ledger
+from accounting import Analyst, Ledger, ScramVerifier
 from mechanisms.random_source import SecureRandomSource, uniform
 
-from .auth import make_verifier
-from .config import PrivacySettings
+from ..config import PrivacySettings
+from ..pgwire.auth import scram_keys
 
 
 def create_analyst(
@@ -18,7 +18,7 @@ def create_analyst(
         raise ValueError("an analyst needs a name, a positive epsilon and a delta >= 0")
     analyst = Analyst(
         name=name,
-        verifier=make_verifier(password),
+        verifier=ScramVerifier(*scram_keys(password)),
         epsilon_total=epsilon,
         delta_total=delta,
         shift=draw_shift(privacy),

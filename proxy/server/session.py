@@ -39,21 +39,21 @@ from rewriter.plan import (
 )
 from rewriter.policy_view import POLICY_COLUMNS, policy_rows
 
-from . import wire
-from .backend import BackendConnection, BackendError, BackendPool, Described, Parameters
-from .config import Config
-from .knowledge import Knowledge
-from .limits import (
+from ..config import Config
+from ..engine.knowledge import Knowledge
+from ..engine.limits import (
     INLINE_ANALYSIS_SIZE,
     PROGRAM_LIMIT_EXCEEDED,
     STATEMENT_TOO_COMPLEX,
     TooMuchWork,
     check_statement,
 )
-from .plan_cache import PlanCache, calibrate_cached
-from .plan_check import PlanChecker
-from .release import Release, release, result_columns
-from .workers import Workers
+from ..engine.plan_cache import PlanCache, calibrate_cached
+from ..engine.plan_check import PlanChecker
+from ..engine.release import Release, release, result_columns
+from ..engine.workers import Workers
+from ..pgwire import wire
+from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Described, Parameters
 
 log = logging.getLogger("dpgate.session")
 T = TypeVar("T")

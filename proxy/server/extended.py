@@ -23,8 +23,8 @@ from rewriter.plan import (
     ShowDpSetting,
 )
 
-from . import wire
-from .backend import Parameters
+from ..pgwire import wire
+from ..pgwire.backend import Parameters
 from .session import Session, StatementError
 
 PROTOCOL_VIOLATION = "08P01"

@@ -16,17 +16,17 @@ from psycopg.conninfo import make_conninfo
 from rewriter.explain import explain
 from rewriter.metrics import Metrics
 
-from .backend import BackendConnection, Endpoint
-from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
-from .config import (
+from ..config import (
     BackendSettings,
     Config,
     LedgerSettings,
     default_data_dir,
     load_policy_file,
 )
-from .demo import DEMO_POLICY_FILE
-from .knowledge import Knowledge, fetch_columns, refresh_all
+from ..demo.demo import DEMO_POLICY_FILE
+from ..engine.knowledge import Knowledge, fetch_columns, refresh_all
+from ..pgwire.backend import BackendConnection, Endpoint
+from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -97,7 +97,7 @@ def cmd_metrics_refresh(args: argparse.Namespace) -> int:
 def _refresh_demo(args: argparse.Namespace) -> int:
     """The demo's database, as the superuser of its embedded PostgreSQL (which keeps
     running if `dpgate demo` uses it)."""
-    from .demo import DEMO_DATABASE, start_embedded_postgres
+    from ..demo.demo import DEMO_DATABASE, start_embedded_postgres
 
     data_dir = Path(args.data_dir)
     if not (data_dir / "pgdata").is_dir():

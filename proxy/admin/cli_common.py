@@ -9,7 +9,7 @@ from dataclasses import replace
 from accounting import Ledger
 from accounting.opening import is_postgres, open_ledger
 
-from .config import Config, LedgerSettings, load_config
+from ..config import Config, LedgerSettings, load_config
 
 
 def add_config_arguments(sub: argparse.ArgumentParser, ledger: bool = True) -> None:

@@ -1,5 +1,5 @@
 """SCRAM-SHA-256 (and SCRAM-SHA-256-PLUS over TLS) authentication of analysts against
-verifiers stored in the ledger."""
+stored verifiers (the ledger's, passed in through `lookup`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ import hmac
 import secrets
 import struct
 from collections.abc import Callable
+from typing import NamedTuple, Protocol, TypeVar
 
 import scramp
-
-from accounting import Analyst, ScramVerifier
 
 from . import wire
 from .startup import INVALID_AUTHORIZATION, FatalError
@@ -30,18 +29,49 @@ class AuthenticationFailed(Exception):
     pass
 
 
-def make_verifier(password: str) -> ScramVerifier:
-    """Derive the stored SCRAM verifier; the password itself is never kept."""
+class Verifier(Protocol):
+    """What SCRAM needs to check a password (the ledger's ScramVerifier is one); declared
+    here so that the protocol layer does not import the ledger."""
+
+    @property
+    def salt(self) -> bytes: ...
+    @property
+    def stored_key(self) -> bytes: ...
+    @property
+    def server_key(self) -> bytes: ...
+    @property
+    def iterations(self) -> int: ...
+
+
+class Account(Protocol):
+    """Whoever logs in: anything with a stored verifier (the ledger's Analyst)."""
+
+    @property
+    def verifier(self) -> Verifier: ...
+
+
+AccountT = TypeVar("AccountT", bound=Account)
+
+
+class ScramKeys(NamedTuple):
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+def scram_keys(password: str) -> ScramKeys:
+    """Derive the stored SCRAM keys; the password itself is never kept."""
     salt, stored_key, server_key, iterations = _SCRAM.make_auth_info(
         password, iteration_count=ITERATIONS
     )
-    return ScramVerifier(salt, stored_key, server_key, iterations)
+    return ScramKeys(salt, stored_key, server_key, iterations)
 
 
-def _decoy_verifier() -> ScramVerifier:
+def _decoy_verifier() -> Verifier:
     # An unknown user goes through the same exchange and fails at the same step, so the
     # reply does not tell which analyst names exist.
-    return make_verifier(secrets.token_hex(16))
+    return scram_keys(secrets.token_hex(16))
 
 
 class ScramExchange:
@@ -54,7 +84,7 @@ class ScramExchange:
     TLS), None when it was not; `mechanism` is the one the client chose.
     """
 
-    def __init__(self, verifier: ScramVerifier, mechanism: str = MECHANISM,
+    def __init__(self, verifier: Verifier, mechanism: str = MECHANISM,
                  end_point: bytes | None = None):
         self.verifier = verifier
         self.plus = mechanism == MECHANISM_PLUS
@@ -133,12 +163,12 @@ def _attributes(text: str) -> dict[str, str]:
 
 async def authenticate(
     user: str,
-    lookup: Callable[[str], Analyst | None],
+    lookup: Callable[[str], AccountT | None],
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     max_size: int,
     end_point: bytes | None = None,
-) -> Analyst:
+) -> AccountT:
     """Run the SASL exchange; return the analyst or raise AuthenticationFailed.
 
     `end_point` is the tls-server-end-point data of a TLS connection: SCRAM-SHA-256-PLUS

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from accounting import LedgerOutdated, LedgerUnavailable, UnknownAnalyst
 
+from ..config import Config, default_data_dir, load_config
+from ..demo.analysts import create_analyst, draw_shift
+from ..server.health import start_health
+from ..server.server import Proxy
 from . import cli_analysis, cli_experiment, cli_ledger
-from .analysts import create_analyst, draw_shift
 from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
-from .config import Config, default_data_dir, load_config
-from .health import start_health
-from .server import Proxy
 
 
 async def _serve(config: Config, banner: str = "") -> None:
@@ -59,7 +59,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import (
+    from ..demo.demo import (
         DEMO_ANALYSTS,
         DEMO_DATABASE,
         demo_config,
@@ -175,8 +175,8 @@ def cmd_user_rotate_shift(args: argparse.Namespace) -> int:
 
 
 def cmd_setup_roles(args: argparse.Namespace) -> int:
-    from .demo_data import load_demo_dataset
-    from .roles import prepare_roles
+    from ..demo.demo_data import load_demo_dataset
+    from ..demo.roles import prepare_roles
 
     config = config_from_args(args)
     admin = args.admin_dsn or os.environ.get("DPGATE_ADMIN_DSN", "")
