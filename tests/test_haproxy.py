@@ -32,8 +32,13 @@ def haproxy_config(port: int, fleet: Fleet) -> str:
         f"    server dpgate{i} 127.0.0.1:{p} check port {h} inter 300ms fall 1 rise 1"
         for i, (p, h) in enumerate(zip(fleet.ports, fleet.health_ports, strict=True)))
     return f"""
+global
+    log stdout format raw local0
+
 defaults
     mode tcp
+    log global
+    option tcplog
     timeout connect 5s
     timeout client 1h
     timeout server 1h
@@ -106,11 +111,11 @@ def test_sessions_through_haproxy_share_one_budget_and_a_stopped_replica_is_drai
     outcomes = asyncio.run(race())
     assert outcomes.count(None) == FITTING
     assert outcomes.count("53400") == SESSIONS - FITTING
-    with psycopg.connect(fleet.ledger_url) as connection:
-        proxies = connection.execute(
-            f"SELECT count(DISTINCT proxy) FROM {fleet.schema}.charges WHERE analyst = %s",
-            (name,)).fetchone()[0]
-    assert proxies == 2  # leastconn put the sessions on both replicas
+    # HAProxy put sessions on both replicas (its log names the server of each), and yet
+    # only the answers one budget holds were given: the replicas share the ledger. (Which
+    # replica's sessions win the race varies, so the charges may all be one replica's.)
+    log = (fleet.configs[0].parent.parent / "haproxy.log").read_text()
+    assert all(log.count(f"dpgate_replicas/dpgate{i} ") >= 2 for i in range(2)), log
 
     # psql through HAProxy sees the shared spend.
     shown = subprocess.run(["psql", url, "-At", "-c", "SHOW dp.budget"], check=True,
