@@ -21,9 +21,10 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -47,6 +48,7 @@ from .store import (
 )
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_SCHEMA = "dpgate_ledger"
 # Deadlocks and serialisation failures roll back the whole transaction, which is then safe
@@ -73,9 +75,9 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def upgrade_command(dsn_hint: str = "") -> str:
+def upgrade_command() -> str:
     """The command that brings a PostgreSQL ledger's schema up to date."""
-    return "dpgate ledger upgrade" + (f" {dsn_hint}" if dsn_hint else " --config FILE")
+    return "dpgate ledger upgrade --config FILE"
 
 
 class PostgresLedger:
@@ -210,13 +212,13 @@ class PostgresLedger:
         if connection is None or connection.broken or connection.closed:
             self._drop_connection()
 
-    def _retrying(self, work, *args):  # type: ignore[no-untyped-def]
-        """Run `work(connection, *args)` in a transaction, again after a deadlock or a
+    def _retrying(self, work: Callable[[psycopg.Connection], T]) -> T:
+        """Run `work(connection)` in a transaction, again after a deadlock or a
         serialisation failure (both roll back everything they did)."""
         for attempt in range(RETRIES):
             try:
                 with self._transaction() as connection:
-                    return work(connection, *args)
+                    return work(connection)
             except psycopg.errors.TransactionRollback:
                 if attempt == RETRIES - 1:
                     raise LedgerUnavailable("the ledger kept failing to serialise a "
