@@ -131,3 +131,14 @@ def test_sessions_through_haproxy_share_one_budget_and_a_stopped_replica_is_drai
     for _ in range(6):
         with psycopg.connect(url, autocommit=True) as connection:
             assert connection.execute("SHOW dp.budget").fetchone()[5] == FITTING
+
+
+def test_the_deployment_haproxy_config_is_valid():
+    """deploy/haproxy.cfg as docker-compose.scale.yml ships it (replica names that do not
+    resolve here only disable those servers)."""
+    config = Path(__file__).resolve().parent.parent / "deploy" / "haproxy.cfg"
+    checked = subprocess.run(["haproxy", "-c", "-f", str(config)], check=False,
+                             capture_output=True,
+                             text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "Configuration file is valid" in checked.stdout + checked.stderr
