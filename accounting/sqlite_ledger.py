@@ -160,6 +160,11 @@ class SqliteLedger:
             connection.execute(f"PRAGMA user_version = {number}")
         connection.execute("COMMIT")
 
+    def ping(self) -> None:
+        """One read of the file: raises if the ledger cannot be read (health checks)."""
+        with self._opened() as connection:
+            connection.execute("SELECT count(*) FROM metrics").fetchone()
+
     # analysts
 
     def add_analyst(self, analyst: Analyst) -> None:

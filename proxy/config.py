@@ -50,6 +50,10 @@ class ServerSettings:
     analysis_timeout: float = 5.0
     # Bytes of statement text the plan cache may hold (least recently used go first).
     plan_cache_bytes: int = 64 << 20
+    # HTTP health endpoint for a load balancer (GET /health: 200 or 503); 0 serves none.
+    # Empty health_host: the listen_host.
+    health_port: int = 0
+    health_host: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,10 @@ class BackendSettings:
 @dataclass(frozen=True)
 class LedgerSettings:
     path: str = str(default_data_dir() / "ledger.sqlite3")
+    # A postgresql:// URL: the ledger is kept there instead (shared by several proxies),
+    # in its own schema; `path` is then unused.
+    dsn: str = ""
+    schema: str = "dpgate_ledger"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from accounting import (
     AnalystBudget,
     ChargeRecord,
     GlobalLoss,
-    SqliteLedger,
+    Ledger,
     UnknownAnalyst,
     as_written,
 )
@@ -30,7 +30,8 @@ from mechanisms.budget_plan import (
     verify,
 )
 
-from .cli_common import add_config_arguments, config_from_args
+from . import cli_ledger_store
+from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
 
 EXPORT_FIELDS = [field.name for field in dataclasses.fields(ChargeRecord)]
 
@@ -48,6 +49,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     ).add_subparsers(dest="ledger_command", required=True)
     _add_ledger_export(ledger)
     _add_forget_answers(ledger)
+    cli_ledger_store.add_commands(ledger)
 
 
 def _add_budget_show(budget: argparse._SubParsersAction) -> None:
@@ -116,8 +118,8 @@ def _add_forget_answers(ledger: argparse._SubParsersAction) -> None:
     forget.set_defaults(func=cmd_ledger_forget_answers)
 
 
-def _ledger(args: argparse.Namespace) -> SqliteLedger:
-    return SqliteLedger(config_from_args(args).ledger.path)
+def _ledger(args: argparse.Namespace) -> Ledger:
+    return open_configured_ledger(config_from_args(args))
 
 
 # budget show

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
+from accounting import LedgerUnavailable
 from rewriter.errors import Refusal
 from rewriter.sqlstate import SqlState
 
@@ -68,6 +69,11 @@ async def ledger_call(pool: WorkerPool, call: Callable[..., T], *args: object) -
     (nothing is released without its charge), never the end of the session."""
     try:
         return await pool(call, *args)
+    except LedgerUnavailable as error:
+        log.error("privacy ledger unreachable: %s", error)
+        raise StatementError(
+            SqlState.CONNECTION_FAILURE, "dpgate cannot reach its privacy ledger; nothing "
+            "was released", hint="Ask again in a moment.") from None
     except sqlite3.Error as error:
         log.error("privacy ledger failure: %s", error)
         full = "full" in str(error).lower()

@@ -14,7 +14,7 @@ import struct
 from collections import Counter
 from dataclasses import dataclass, field
 
-from accounting import Analyst, Ledger
+from accounting import Analyst, Ledger, LedgerUnavailable
 from mechanisms.random_source import RandomSource, SecureRandomSource
 from rewriter.sqlstate import SqlState
 
@@ -211,6 +211,10 @@ class Proxy:
                 SqlState.INVALID_PASSWORD, f'password authentication failed for user "{user}"',
                 severity="FATAL"))
             return None
+        except LedgerUnavailable as error:  # credentials live in the ledger
+            log.error("login of %s: privacy ledger unreachable: %s", user, error)
+            raise FatalError(SqlState.CANNOT_CONNECT_NOW, "dpgate cannot reach its privacy ledger",
+                             hint="Try again in a moment.") from None
         self._admit(analyst.name)
         try:
             return await self._open_session(analyst, params, writer, outbox)
