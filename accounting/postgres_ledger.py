@@ -94,7 +94,8 @@ class PostgresLedger:
         given = conninfo_to_dict(dsn)
         self.dsn = dsn
         self.schema = schema
-        self._options: dict[str, Any] = {k: v for k, v in CONNECTION_DEFAULTS.items() if k not in given}
+        self._options: dict[str, Any] = {k: v for k, v in CONNECTION_DEFAULTS.items()
+                                         if k not in given}
         self._local = threading.local()
         self.proxy = f"{socket.gethostname()}:{os.getpid()}"
         self._open(upgrade, create)
