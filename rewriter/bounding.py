@@ -1,0 +1,70 @@
+"""Contribution bounding in the rewritten SQL (SPEC.md §6).
+
+After FROM, joins and WHERE, and before any aggregate, each privacy unit keeps at most τ
+rows; under GROUP BY it also keeps at most κ groups and τ_g rows per group. Which rows
+and groups a unit keeps is decided by `random()`, one draw per row: the choice depends on
+nothing but that unit's own rows, so adding or removing a unit changes only that unit's
+kept rows (the sensitivity argument), and a uniform choice keeps the answer an unbiased
+sample of each unit's rows (an order by value would bias a SUM). The database never
+tells how many rows were left out: only the aggregates of the kept rows leave it.
+
+The stages, each a subquery because a window function cannot be filtered at its level:
+
+    rows  (k…, a…, u = unit, r = random())
+    → rg = row_number() per (unit, group) by r; gr = min(r) per (unit, group)
+    → keep rg <= τ_g; g = dense_rank() per unit by (gr, keys): a random order of groups
+    → keep g <= κ; rt = row_number() per unit by r
+    → keep rt <= τ
+
+Without GROUP BY only the last two stages run. The window functions are dpgate's own:
+plan_check.py allows as many WindowAgg nodes in PostgreSQL's plan as `window_count` says,
+and refuses any further one (an analyst's window function stays refused).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+UNIT = '"_dp_unit"'
+DRAW = '"_dp_draw"'
+
+
+@dataclass(frozen=True)
+class Bounding:
+    """What the rewriter needs to bound contributions: the unit of a row and τ, κ, τ_g."""
+
+    unit: exp.Expression  # over the statement's FROM aliases
+    max_contributions: int
+    max_groups: int
+    max_group_contributions: int
+
+
+
+def window_count(grouped: bool) -> int:
+    """The window functions bounded_rows writes: four under GROUP BY, else one."""
+    return 4 if grouped else 1
+
+
+def bounded_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
+                 values: list[str]) -> str:
+    """SQL of the rows of `inner` (columns `keys` then `values`, quoted names) that the
+    bounds keep, with the same columns."""
+    rows = inner.select(exp.alias_(bounding.unit.copy(), UNIT.strip('"'), quoted=True),
+                        exp.alias_(exp.func("RANDOM"), DRAW.strip('"'), quoted=True))
+    columns = ", ".join(f"b.{name}" for name in keys + values)
+    sql = rows.sql(dialect="postgres")
+    if keys:
+        group = ", ".join(f"b.{name}" for name in keys)
+        sql = (f"SELECT b.*, row_number() OVER (PARTITION BY b.{UNIT}, {group} ORDER BY "
+               f"b.{DRAW}) AS \"_dp_group_row\", min(b.{DRAW}) OVER (PARTITION BY b.{UNIT}, "
+               f"{group}) AS \"_dp_group_draw\" FROM ({sql}) AS b")
+        sql = (f"SELECT b.*, dense_rank() OVER (PARTITION BY b.{UNIT} ORDER BY "
+               f"b.\"_dp_group_draw\", {group}) AS \"_dp_group\" FROM ({sql}) AS b "
+               f"WHERE b.\"_dp_group_row\" <= {bounding.max_group_contributions}")
+        sql = (f"SELECT b.* FROM ({sql}) AS b WHERE b.\"_dp_group\" <= {bounding.max_groups}")
+    sql = (f"SELECT b.*, row_number() OVER (PARTITION BY b.{UNIT} ORDER BY b.{DRAW}) "
+           f"AS \"_dp_row\" FROM ({sql}) AS b")
+    return (f"SELECT {columns} FROM ({sql}) AS b "
+            f"WHERE b.\"_dp_row\" <= {bounding.max_contributions}")

@@ -1,0 +1,163 @@
+"""Which privacy unit a row of a query belongs to (SPEC.md §6).
+
+Every private table of the FROM clause reaches the unit through its declared path (a
+column of its own, or a foreign-key chain through other tables of the query). The join's
+equalities (ON, USING and WHERE conjuncts `a.x = b.y`) put columns in classes of equal
+values; when every private table's unit column falls in one class, each row of the join
+belongs to exactly one unit, and bounding the rows per unit after the join is sound. Public
+tables need no path: they belong to nobody.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from .errors import Refusal
+from .plan import UnitBounds
+from .relations import Analyzer, Relation, Source
+
+Node = tuple[str, str]  # (FROM alias, column of its base table)
+
+
+class NotOneUnit(Exception):
+    """The rows of this query are not each one unit's: `reason` says why, `hint` what to do."""
+
+    def __init__(self, reason: str, hint: str):
+        super().__init__(reason)
+        self.reason = reason
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class UnitOfRows:
+    """The unit of every row of the query's FROM/WHERE, as an expression over its aliases."""
+
+    expression: exp.Expression
+    bounds: UnitBounds
+
+
+def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> UnitOfRows:
+    """The unit expression of the statement's rows; NotOneUnit when there is none."""
+    policy = analyzer.policy
+    unit = policy.unit
+    assert unit is not None
+    for source in relation.sources:
+        if source.derived is not None and source.derived.private_tables:
+            raise NotOneUnit(f"the derived table or CTE {source.alias} reads private tables; "
+                             "unit mode bounds rows of base tables joined in one FROM",
+                             "Join the tables in one FROM clause.")
+        if source.private and source.renamed is not None:
+            raise NotOneUnit(f"{source.alias} renames its columns; unit mode needs the "
+                             "table's own column names", "Drop the column alias list.")
+    classes = _Classes()
+    for a, b in _equalities(tree, analyzer, relation):
+        classes.union(a, b)
+    nodes = [_unit_node(source, relation, classes, analyzer)
+             for source in relation.sources if source.private]
+    if not nodes:
+        raise NotOneUnit("no private table", "")
+    first = nodes[0]
+    for node in nodes[1:]:
+        if not classes.same(first, node):
+            raise NotOneUnit(
+                f"the join mixes rows of different units: {first[0]}.{first[1]} and "
+                f"{node[0]}.{node[1]} are not made equal by the join",
+                f"Join on the unit ({unit.column}), e.g. ON {first[0]}.{first[1]} = "
+                f"{node[0]}.{node[1]}, or allow row_level_fallback in the policy.")
+    bounds = UnitBounds(unit.label, unit.max_contributions, unit.max_groups,
+                        unit.max_group_contributions)
+    return UnitOfRows(exp.column(first[1], table=first[0], quoted=True), bounds)
+
+
+def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: Analyzer
+               ) -> Node:
+    """The column whose value is the unit of `source`'s rows, following its path."""
+    table = source.table or ""
+    path = analyzer.policy.unit_path(table)
+    if path is None:
+        name = table.split(".", 1)[1]
+        raise NotOneUnit(
+            f"the private table {table} has no path to the privacy unit",
+            f"Declare one: [policy.tables.{name}] unit = \"<column>\" or "
+            "\"<column> -> <table>.<key> -> <table>.<unit column>\".")
+    node: Node = (source.alias, path.column)
+    for hop in path.hops:
+        match = next((other for other in relation.sources if other.table == hop.table and
+                      classes.same(node, (other.alias, hop.key))), None)
+        if match is None:
+            raise NotOneUnit(
+                f"{table} reaches the privacy unit through {hop.table}, which this query "
+                "does not join on its path",
+                f"Join it: JOIN {hop.table.split('.', 1)[1]} ON {source.alias}."
+                f"{path.column} = {hop.table.split('.', 1)[1]}.{hop.key}.")
+        node = (match.alias, hop.value)
+    return node
+
+
+def _equalities(tree: exp.Select, analyzer: Analyzer, relation: Relation
+                ) -> list[tuple[Node, Node]]:
+    """Column equalities every row of the join satisfies: ON, USING and WHERE conjuncts."""
+    conditions: list[exp.Expression] = []
+    where = tree.args.get("where")
+    if where is not None:
+        conditions += _conjuncts(where.this)
+    pairs: list[tuple[Node, Node]] = []
+    seen: list[Source] = [relation.sources[0]] if relation.sources else []
+    for join in tree.args.get("joins") or []:
+        if join.args.get("on") is not None:
+            conditions += _conjuncts(join.args["on"])
+        alias = join.this.alias_or_name
+        right = next((s for s in relation.sources if s.alias == alias), None)
+        for name in join.args.get("using") or []:
+            column = name.name
+            pairs += [((left.alias, column), (alias, column)) for left in seen
+                      if analyzer._has_column(left, column)]  # noqa: SLF001
+        if right is not None:
+            seen.append(right)
+    for condition in conditions:
+        if isinstance(condition, exp.EQ) and isinstance(condition.this, exp.Column) and \
+                isinstance(condition.expression, exp.Column):
+            a, b = _node(condition.this, analyzer, relation), \
+                _node(condition.expression, analyzer, relation)
+            if a is not None and b is not None:
+                pairs.append((a, b))
+    return pairs
+
+
+def _node(column: exp.Column, analyzer: Analyzer, relation: Relation) -> Node | None:
+    try:
+        resolved = analyzer.resolve(column, relation)
+    except Refusal:
+        return None
+    if resolved.origin is None or resolved.source.table is None:
+        return None
+    return resolved.source.alias, resolved.origin[1]
+
+
+def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+class _Classes:
+    """Union-find over columns: the classes of values the join makes equal."""
+
+    def __init__(self) -> None:
+        self._parent: dict[Node, Node] = {}
+
+    def find(self, node: Node) -> Node:
+        parent = self._parent.setdefault(node, node)
+        if parent != node:
+            parent = self._parent[node] = self.find(parent)
+        return parent
+
+    def union(self, a: Node, b: Node) -> None:
+        self._parent[self.find(a)] = self.find(b)
+
+    def same(self, a: Node, b: Node) -> bool:
+        return self.find(a) == self.find(b)
