@@ -37,6 +37,7 @@ from rewriter.plan import (
     ShowDpSetting,
 )
 from rewriter.policy_view import POLICY_COLUMNS, policy_rows
+from rewriter.unit_report import mode_notice
 
 from . import wire
 from .backend import BackendConnection, BackendError, BackendPool, Described, Parameters
@@ -626,6 +627,8 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
                      "(key selection)")
     elif plan.grouping is not None:
         lines.append("every key of the declared domain is listed, empty ones with noise")
+    if (mode := mode_notice(plan)) is not None:
+        lines.append(mode)
     if plan.post_sql is not None or plan.outer_sql is not None:
         lines.append("the statement's expressions were computed from the noisy values")
     elif any(o.hidden for o in plan.outputs):
