@@ -36,7 +36,9 @@ from rewriter.plan import (
     SetDpSetting,
     ShowDpSetting,
 )
+from rewriter.policy import Policy
 from rewriter.policy_view import POLICY_COLUMNS, policy_rows
+from rewriter.unit_policy import MAX_SESSION_BOUND, SESSION_BOUNDS, with_session_bounds
 from rewriter.unit_report import mode_notice
 
 from . import wire
@@ -93,6 +95,13 @@ def _probability(text: str) -> str:
     return repr(value)
 
 
+def _bound(text: str) -> str:
+    value = int(text)
+    if not 1 <= value <= MAX_SESSION_BOUND:
+        raise ValueError(text)
+    return str(value)
+
+
 def _mechanism(text: str) -> str:
     if text.lower() not in MECHANISMS:
         raise ValueError(text)
@@ -104,6 +113,8 @@ DP_SETTINGS: dict[str, tuple[Callable[[str], str], str]] = {
     "dp.epsilon": (_positive, "a positive number"),
     "dp.delta": (_probability, "a number from 0 to 1 (excluded)"),
     "dp.mechanism": (_mechanism, "one of " + ", ".join(MECHANISMS)),
+    **{name: (_bound, f"a whole number from 1 to {MAX_SESSION_BOUND}")
+       for name in SESSION_BOUNDS},
 }
 
 
@@ -154,6 +165,11 @@ class Session:
     def mechanism(self) -> str:
         return self.settings.get("dp.mechanism", self.config.privacy.default_mechanism)
 
+    @property
+    def policy(self) -> Policy:
+        """The policy with this session's dp.max_contributions / dp.max_groups, if any."""
+        return with_session_bounds(self.config.policy, self.settings)
+
     async def simple_query(self, sql: str) -> None:
         """Answer one Query message, ending with ReadyForQuery."""
         try:
@@ -183,7 +199,9 @@ class Session:
         if not knowledge.catalog_loaded:
             await self._learn()
         for _ in range(2):
-            key = (sql, knowledge.metrics.version)
+            bounds = "".join(f"\0{self.settings[n]}" if n in self.settings else "\0"
+                             for n in SESSION_BOUNDS)
+            key = (sql + bounds if bounds.strip("\0") else sql, knowledge.metrics.version)
             cached = self.plans.get(key)
             if cached is not None:
                 return cached
@@ -201,7 +219,7 @@ class Session:
         server = self.config.server
         try:
             check_statement(sql, server.max_statement_size, server.max_nesting)
-            arguments = (sql, self.config.policy, self.knowledge.metrics)
+            arguments = (sql, self.policy, self.knowledge.metrics)
             if len(sql) <= INLINE_ANALYSIS_SIZE:
                 return classify(*arguments)
             async with asyncio.timeout(server.analysis_timeout):
@@ -368,6 +386,10 @@ class Session:
         privacy = self.config.privacy
         ranges = {"dp.epsilon": (privacy.min_epsilon, privacy.max_epsilon, "epsilon"),
                   "dp.delta": (privacy.min_delta, privacy.max_delta, "delta")}
+        if name in SESSION_BOUNDS and self.config.policy.unit is None:
+            raise StatementError(INVALID_PARAMETER_VALUE, f"{name} needs a privacy unit, and "
+                                 "the policy names none (row-level privacy)",
+                                 hint="The data owner declares one: [policy] privacy_unit.")
         if name not in ranges or (name == "dp.delta" and float(value) == 0):
             return
         low, high, setting = ranges[name]
@@ -381,8 +403,11 @@ class Session:
     async def show(self, plan: ShowDpSetting) -> Answer:
         """SHOW dp.epsilon / dp.delta / dp.mechanism / dp.budget / dp.policy."""
         if plan.name in DP_SETTINGS:
+            unit = self.policy.unit
             value = {"dp.epsilon": repr(self.epsilon), "dp.delta": repr(self.delta),
-                     "dp.mechanism": self.mechanism}[plan.name]
+                     "dp.mechanism": self.mechanism,
+                     "dp.max_contributions": str(unit.max_contributions) if unit else "",
+                     "dp.max_groups": str(unit.max_groups) if unit else ""}[plan.name]
             return Answer([(plan.name, wire.TEXT_OID)], [[value]], "SHOW")
         if plan.name == "dp.budget":
             budget = await self._ledger(self.workers.ledger_read, self.ledger.budget,

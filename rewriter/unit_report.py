@@ -34,10 +34,15 @@ def mode_notice(plan: PrivateAggregate) -> str | None:
     """The NOTICE clause of the privacy model, or None for a plain row-level answer."""
     if plan.unit is not None:
         unit = plan.unit
-        groups = (f", in at most {unit.max_groups} groups" if plan.keys else "")
-        return (f"each {unit.unit} counted with at most {unit.max_contributions} rows"
-                f"{groups}; rows beyond are not counted (how many is not released)")
+        groups = (f", in at most {_plural(unit.max_groups, 'group')}" if plan.keys else "")
+        return (f"each {unit.unit} counted with at most "
+                f"{_plural(unit.max_contributions, 'row')}{groups}; rows beyond are not "
+                "counted (how many is not released)")
     if plan.row_level_reason is not None:
         return ("answered with row-level privacy, not per unit: "
                 f"{plan.row_level_reason} (policy row_level_fallback)")
     return None
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")

@@ -153,6 +153,34 @@ def test_a_join_on_the_unit_with_a_median(unit_proxy):
     assert 1 <= float(rows[0][0]) <= 10
 
 
+def test_an_analyst_may_choose_tau_for_a_session(unit_proxy, demo_database):
+    dsn, _ = unit_proxy
+    notices: list[str] = []
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.add_notice_handler(lambda d: notices.append(d.message_primary))
+        connection.execute("SET dp.max_contributions = 1")
+        assert connection.execute("SHOW dp.max_contributions").fetchone() == ("1",)
+        (count,) = connection.execute("SELECT count(*) FROM orders o JOIN customers c "
+                                      "ON o.customer_id = c.customer_id").fetchone()
+        connection.execute("RESET dp.max_contributions")
+        (again,) = connection.execute("SELECT count(*) FROM orders o JOIN customers c "
+                                      "ON o.customer_id = c.customer_id").fetchone()
+        with pytest.raises(errors.InvalidParameterValue, match="whole number from 1"):
+            connection.execute("SET dp.max_groups = 0")
+    # One order per customer who has any; the same text at τ = 10 is another question.
+    assert count == on_postgres(demo_database, "SELECT count(DISTINCT customer_id) "
+                                "FROM orders")[0][0]
+    assert again == on_postgres(demo_database, f"SELECT sum(least(n, {TAU})) FROM (SELECT "
+                                "count(*) AS n FROM orders GROUP BY customer_id) AS s")[0][0]
+    assert any("at most 1 row;" in n for n in notices)
+
+
+def test_row_level_sessions_cannot_set_tau(proxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        with pytest.raises(errors.InvalidParameterValue, match="needs a privacy unit"):
+            connection.execute("SET dp.max_contributions = 3")
+
+
 def test_explain_through_the_cli_reports_the_unit_mode(unit_proxy):
     dsn, config = unit_proxy
     qualified = ("SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = "
