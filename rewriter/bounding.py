@@ -39,6 +39,10 @@ class Bounding:
     max_contributions: int
     max_groups: int
     max_group_contributions: int
+    # Foreign-key hops to the unit that dpgate joins itself (unit.py): FROM items, and
+    # the WHERE conjuncts that link them.
+    tables: tuple[exp.Expression, ...] = ()
+    conditions: tuple[exp.Expression, ...] = ()
 
 
 
@@ -53,6 +57,10 @@ def bounded_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
     bounds keep, with the same columns."""
     rows = inner.select(exp.alias_(bounding.unit.copy(), UNIT.strip('"'), quoted=True),
                         exp.alias_(exp.func("RANDOM"), DRAW.strip('"'), quoted=True))
+    for table in bounding.tables:  # a comma item: valid after explicit JOINs and commas
+        rows.append("joins", exp.Join(this=table.copy()))
+    for condition in bounding.conditions:
+        rows = rows.where(condition.copy())
     columns = ", ".join(f"b.{name}" for name in keys + values)
     sql = rows.sql(dialect="postgres")
     if keys:

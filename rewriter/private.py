@@ -178,7 +178,8 @@ class _Planner:
             return None
         bounds = self.unit.bounds
         return Bounding(self.unit.expression, bounds.max_contributions, bounds.max_groups,
-                        bounds.max_group_contributions)
+                        bounds.max_group_contributions, self.unit.tables,
+                        self.unit.conditions)
 
     # -- expressions over released values (computed.py) ------------------------------
 

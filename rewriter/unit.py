@@ -32,10 +32,25 @@ class NotOneUnit(Exception):
 
 @dataclass(frozen=True)
 class UnitOfRows:
-    """The unit of every row of the query's FROM/WHERE, as an expression over its aliases."""
+    """The unit of every row of the query's FROM/WHERE, as an expression over its aliases.
+
+    `tables` and `conditions` are the foreign-key hops dpgate joins itself (a chain through
+    a table the query does not join): added to FROM and WHERE of the bounded rows.
+    """
 
     expression: exp.Expression
     bounds: UnitBounds
+    tables: tuple[exp.Expression, ...] = ()
+    conditions: tuple[exp.Expression, ...] = ()
+
+
+@dataclass
+class _Hops:
+    """The hop tables dpgate adds to reach the unit, as they are met."""
+
+    tables: list[exp.Expression]
+    conditions: list[exp.Expression]
+    scans: list[str]  # the private hop tables, counted once the unit is found
 
 
 def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> UnitOfRows:
@@ -54,7 +69,8 @@ def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> Un
     classes = _Classes()
     for a, b in _equalities(tree, analyzer, relation):
         classes.union(a, b)
-    nodes = [_unit_node(source, relation, classes, analyzer)
+    hops = _Hops([], [], [])
+    nodes = [_unit_node(source, relation, classes, analyzer, hops)
              for source in relation.sources if source.private]
     if not nodes:
         raise NotOneUnit("no private table", "")
@@ -68,12 +84,20 @@ def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> Un
                 f"{node[0]}.{node[1]}, or allow row_level_fallback in the policy.")
     bounds = UnitBounds(unit.label, unit.max_contributions, unit.max_groups,
                         unit.max_group_contributions)
-    return UnitOfRows(exp.column(first[1], table=first[0], quoted=True), bounds)
+    for table in hops.scans:
+        analyzer.scans[table] += 1  # PostgreSQL's plan reads it: plan_check.py
+    return UnitOfRows(exp.column(first[1], table=first[0], quoted=True), bounds,
+                      tuple(hops.tables), tuple(hops.conditions))
 
 
-def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: Analyzer
-               ) -> Node:
-    """The column whose value is the unit of `source`'s rows, following its path."""
+def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: Analyzer,
+               hops: _Hops) -> Node:
+    """The column whose value is the unit of `source`'s rows, following its path.
+
+    A hop through a table the query joins on the path uses that join; otherwise dpgate
+    joins the hop table itself (`_dp_hopN`). Either way the hop's key must be unique
+    (maxFreq 1), or one row would reach several units.
+    """
     table = source.table or ""
     path = analyzer.policy.unit_path(table)
     if path is None:
@@ -84,16 +108,36 @@ def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: 
             "\"<column> -> <table>.<key> -> <table>.<unit column>\".")
     node: Node = (source.alias, path.column)
     for hop in path.hops:
+        _check_unique_key(hop.table, hop.key, analyzer)
         match = next((other for other in relation.sources if other.table == hop.table and
                       classes.same(node, (other.alias, hop.key))), None)
-        if match is None:
-            raise NotOneUnit(
-                f"{table} reaches the privacy unit through {hop.table}, which this query "
-                "does not join on its path",
-                f"Join it: JOIN {hop.table.split('.', 1)[1]} ON {source.alias}."
-                f"{path.column} = {hop.table.split('.', 1)[1]}.{hop.key}.")
-        node = (match.alias, hop.value)
+        if match is not None:
+            node = (match.alias, hop.value)
+            continue
+        alias = f"_dp_hop{len(hops.tables) + 1}"
+        schema, name = hop.table.split(".", 1)
+        hops.tables.append(exp.alias_(exp.Table(this=exp.to_identifier(name, quoted=True),
+                                                db=exp.to_identifier(schema, quoted=True)),
+                                      alias, quoted=True))
+        hops.conditions.append(exp.EQ(
+            this=exp.column(hop.key, table=alias, quoted=True),
+            expression=exp.column(node[1], table=node[0], quoted=True)))
+        if analyzer.policy.is_private(schema, name):
+            hops.scans.append(hop.table)
+        node = (alias, hop.value)
     return node
+
+
+def _check_unique_key(table: str, key: str, analyzer: Analyzer) -> None:
+    """A chain's key names one row: its declared or measured maxFreq is 1."""
+    declared = analyzer.policy.column(table, key).max_freq
+    frequency = declared if declared is not None else analyzer.metrics.max_freq.get((table, key))
+    if frequency is None:
+        analyzer.missing.add((table, key))  # the proxy measures it and asks again
+    elif frequency > 1:
+        raise NotOneUnit(f"the unit path's key {table}.{key} is not unique (up to "
+                         f"{frequency} rows share a value), so a row could reach several "
+                         "units", "Make the path go through a primary key.")
 
 
 def _equalities(tree: exp.Select, analyzer: Analyzer, relation: Relation

@@ -225,6 +225,38 @@ def small_database(postgres: Postgres) -> str:
     return conninfo
 
 
+def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
+        small_database: str):
+    from collections import Counter
+
+    from rewriter.plan_check import plan_failure
+    from rewriter.policy import Policy
+
+    policy = Policy.from_dict({
+        "privacy_unit": {"table": "customers", "column": "customer_id"},
+        "max_contributions": 2,
+        "tables": {"customers": {"private": True},
+                   "orders": {"private": True, "unit": "customer_id"},
+                   "order_notes": {"private": True,
+                                   "unit": "order_id -> orders.order_id -> orders.customer_id"}}})
+    sql = "SELECT count(*) FROM order_notes WHERE note <> 'x'"
+    with psycopg.connect(small_database) as connection:
+        connection.execute("CREATE TABLE order_notes (order_id int, note text); "
+                           "INSERT INTO order_notes SELECT order_id, 'n' FROM orders, "
+                           "generate_series(1, 2)")
+        plan = plan_private_aggregate(parse_query(sql), policy, 0,
+                                      measured_metrics(small_database))
+        (explained,) = connection.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + plan.sql
+                                          ).fetchone()
+        assert plan_failure(explained, Counter(plan.scans), policy, plan.windows) is None
+        (count,) = connection.execute(plan.sql).fetchone()
+        (expected,) = connection.execute(
+            "SELECT sum(least(n, 2)) FROM (SELECT o.customer_id, count(*) AS n FROM "
+            "order_notes n JOIN orders o USING (order_id) GROUP BY 1) AS s").fetchone()
+        connection.rollback()
+    assert count == expected
+
+
 @pytest.mark.parametrize(("sql", "bound"), [
     ("SELECT count(*) FROM orders", TAU),
     ("SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id "

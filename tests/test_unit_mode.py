@@ -144,7 +144,21 @@ def test_a_foreign_key_chain_reaches_the_unit_through_a_joined_table():
     plan = plan_of("SELECT count(*) FROM recommendations r JOIN orders o "
                    "ON r.product_id = o.order_id", policy)
     assert plan.unit is not None and '"o"."customer_id" AS "_dp_unit"' in plan.sql
-    with pytest.raises(Refusal, match="reaches the privacy unit through public.orders"):
+    # Without the join, dpgate joins orders itself, and the plan check expects its scan.
+    alone = plan_of("SELECT count(*) FROM recommendations WHERE product_id = 1 OR "
+                    "product_id = 2", policy)
+    assert '"_dp_hop1"."customer_id" AS "_dp_unit"' in alone.sql
+    assert ', "public"."orders" AS "_dp_hop1" WHERE (product_id = 1 OR product_id = 2) AND ' \
+        '"_dp_hop1"."order_id" = "recommendations"."product_id"' in alone.sql
+    assert alone.scans.count("public.orders") == 1
+
+
+def test_a_chain_through_a_key_that_is_not_unique_is_refused():
+    policy = Policy.from_dict({**UNIT, "tables": {
+        "customers": {"private": True}, "orders": {"private": True, "unit": "customer_id"},
+        "recommendations": {"private": True,
+                            "unit": "product_id -> orders.product_id -> orders.customer_id"}}})
+    with pytest.raises(Refusal, match="orders.product_id is not unique"):
         plan_of("SELECT count(*) FROM recommendations", policy)
 
 
