@@ -11,14 +11,17 @@ tells how many rows were left out: only the aggregates of the kept rows leave it
 The stages, each a subquery because a window function cannot be filtered at its level:
 
     rows  (k…, a…, u = unit, r = random())
-    → rg = row_number() per (unit, group) by r; gr = min(r) per (unit, group)
-    → keep rg <= τ_g; g = dense_rank() per unit by (gr, keys): a random order of groups
-    → keep g <= κ; rt = row_number() per unit by r
-    → keep rt <= τ
+    → rg = row_number() per (unit, group) by r; keep rg <= τ_g
+    → gr = min(r) per (unit, group); g = dense_rank() per unit by (gr, keys): a random
+      order of the unit's groups; keep g <= κ
+    → rt = row_number() per unit by r; keep rt <= τ
 
-Without GROUP BY only the last two stages run. The window functions are dpgate's own:
-plan_check.py allows as many WindowAgg nodes in PostgreSQL's plan as `window_count` says,
-and refuses any further one (an analyst's window function stays refused).
+Without GROUP BY only the last two stages run; with it, the τ_g stage only when τ_g < τ
+and the κ stage only when κ < τ (else it could not bind: a unit of ≤ τ rows has ≤ τ
+groups, and the planner sets κ = τ where a group bound would not lower the noise).
+The window functions are dpgate's own: plan_check.py allows as many WindowAgg nodes in
+PostgreSQL's plan as `window_count` says, and refuses any further one (an analyst's
+window function stays refused).
 """
 
 from __future__ import annotations
@@ -46,9 +49,17 @@ class Bounding:
 
 
 
-def window_count(grouped: bool) -> int:
-    """The window functions bounded_rows writes: four under GROUP BY, else one."""
-    return 4 if grouped else 1
+def window_count(bounding: Bounding, grouped: bool) -> int:
+    """The window functions bounded_rows writes (with GROUP BY when `grouped`)."""
+    rows, groups = _stages(bounding, grouped)
+    return 1 + int(rows) + 2 * int(groups)
+
+
+def _stages(bounding: Bounding, grouped: bool) -> tuple[bool, bool]:
+    """Whether the τ_g stage and the κ stage can bind."""
+    tau = bounding.max_contributions
+    return (grouped and bounding.max_group_contributions < tau,
+            grouped and bounding.max_groups < tau)
 
 
 def bounded_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
@@ -63,14 +74,18 @@ def bounded_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
         rows = rows.where(condition.copy())
     columns = ", ".join(f"b.{name}" for name in keys + values)
     sql = rows.sql(dialect="postgres")
-    if keys:
-        group = ", ".join(f"b.{name}" for name in keys)
+    group_rows, groups = _stages(bounding, bool(keys))
+    group = ", ".join(f"b.{name}" for name in keys)
+    if group_rows:
         sql = (f"SELECT b.*, row_number() OVER (PARTITION BY b.{UNIT}, {group} ORDER BY "
-               f"b.{DRAW}) AS \"_dp_group_row\", min(b.{DRAW}) OVER (PARTITION BY b.{UNIT}, "
-               f"{group}) AS \"_dp_group_draw\" FROM ({sql}) AS b")
-        sql = (f"SELECT b.*, dense_rank() OVER (PARTITION BY b.{UNIT} ORDER BY "
-               f"b.\"_dp_group_draw\", {group}) AS \"_dp_group\" FROM ({sql}) AS b "
+               f"b.{DRAW}) AS \"_dp_group_row\" FROM ({sql}) AS b")
+        sql = (f"SELECT b.* FROM ({sql}) AS b "
                f"WHERE b.\"_dp_group_row\" <= {bounding.max_group_contributions}")
+    if groups:
+        sql = (f"SELECT b.*, min(b.{DRAW}) OVER (PARTITION BY b.{UNIT}, {group}) "
+               f"AS \"_dp_group_draw\" FROM ({sql}) AS b")
+        sql = (f"SELECT b.*, dense_rank() OVER (PARTITION BY b.{UNIT} ORDER BY "
+               f"b.\"_dp_group_draw\", {group}) AS \"_dp_group\" FROM ({sql}) AS b")
         sql = (f"SELECT b.* FROM ({sql}) AS b WHERE b.\"_dp_group\" <= {bounding.max_groups}")
     sql = (f"SELECT b.*, row_number() OVER (PARTITION BY b.{UNIT} ORDER BY b.{DRAW}) "
            f"AS \"_dp_row\" FROM ({sql}) AS b")

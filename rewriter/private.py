@@ -138,6 +138,7 @@ class _Planner:
         if self._most_frequent_group(post):
             return self._most_frequent_plan()
         grouping, domains = self._grouping()
+        self._settle_groups(grouping is not None and grouping.key_selection)
         noisy_parts = tuple(self._noisy_part(part) for part in self.parts)
         key_specs = [KeySpec(column, domain, expression) for (_, column), domain, expression
                      in zip(self.keys, domains, self.key_expressions, strict=True)]
@@ -172,6 +173,17 @@ class _Planner:
                     hint=refusal.hint or None, position=position_of(self.tree, self.offset)
                 ) from None
             self.row_level_reason = refusal.reason
+
+    def _settle_groups(self, key_selection: bool) -> None:
+        """κ as it applies to this statement: where κ·τ_g ≥ τ a group bound would not
+        lower a histogram's L1 (min(τ, κ·τ_g) = τ) and would only drop rows, so κ = τ
+        (no bound) then, except for key selection, whose threshold counts κ' groups."""
+        if self.unit is None or key_selection:
+            return
+        bounds = self.unit.bounds
+        if bounds.max_groups * bounds.max_group_contributions >= bounds.max_contributions:
+            self.unit = replace(self.unit, bounds=replace(
+                bounds, max_groups=bounds.max_contributions))
 
     def _bounding(self) -> Bounding | None:
         if self.unit is None:
@@ -490,6 +502,7 @@ class _Planner:
         """MIN/MAX/percentiles or mode: every output a choice among one set of candidates."""
         spec, resolved = self.choices[0]
         position = position_of(spec.column, self.offset)
+        self._settle_groups(False)
         if self.parts or self.keys:
             raise unsupported(
                 f"{spec.aggregate} is answered by the exponential mechanism and cannot be "
@@ -547,6 +560,7 @@ class _Planner:
                 (self.unit is not None or not self.relation.stability.depends_on_k))
 
     def _most_frequent_plan(self) -> PrivateAggregate:
+        self._settle_groups(False)
         resolved, column = self.keys[0]
         domain = self._domain(resolved)
         self._check_cells([domain] if domain else [], column)
@@ -571,7 +585,8 @@ class _Planner:
             postgres_sql=self.tree.find(exp.Median) is None, cells_sql=self.cells_sql,
             unit=self.unit.bounds if self.unit is not None else None,
             row_level_reason=self.row_level_reason,
-            windows=0 if self.unit is None or not parts else window_count(grouped_bounding))
+            windows=0 if self.unit is None or not parts else
+            window_count(self._bounding(), grouped_bounding))
 
     def _choice_sensitivity(self, kind: str) -> Elastic:
         """Δu of the exponential mechanism: one row's (FLEX), or one unit's: a unit moves

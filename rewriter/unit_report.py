@@ -34,7 +34,8 @@ def mode_notice(plan: PrivateAggregate) -> str | None:
     """The NOTICE clause of the privacy model, or None for a plain row-level answer."""
     if plan.unit is not None:
         unit = plan.unit
-        groups = (f", in at most {_plural(unit.max_groups, 'group')}" if plan.keys else "")
+        groups = (f", in at most {_plural(unit.max_groups, 'group')}"
+                  if plan.keys and unit.max_groups < unit.max_contributions else "")
         return (f"each {unit.unit} counted with at most "
                 f"{_plural(unit.max_contributions, 'row')}{groups}; rows beyond are not "
                 "counted (how many is not released)")

@@ -123,9 +123,13 @@ def test_explain_reports_mode_tau_kappa_and_both_scales():
     (column,) = report["columns"]
     assert column["noise_scale"] == pytest.approx(100)
     assert column["flex_noise_scale"] > 30 * column["noise_scale"]
+    selection = explain("SELECT customer_id, count(*) FROM orders GROUP BY 1", demo_policy(),
+                        METRICS, 0.1, 1e-8)
+    assert selection["max_groups"] == 5 and selection["max_group_contributions"] == 10
+    # Over a declared domain κ·τ_g ≥ τ: a group bound would not lower the noise, so none.
     histogram = explain("SELECT quantity, count(*) FROM orders GROUP BY 1", demo_policy(),
                         METRICS, 0.1, 1e-8)
-    assert histogram["max_groups"] == 5 and histogram["max_group_contributions"] == 10
+    assert histogram["max_groups"] == 10 and "_dp_group" not in histogram["rewritten_sql"]
 
 
 def test_a_private_table_without_a_path_is_refused_naming_the_setting():

@@ -8,7 +8,7 @@ SELECT min(q.v) FILTER (WHERE FALSE) AS k0, CAST(LEAST(GREATEST(ROUND((q.v::nume
 -- mode over a declared domain: Δu = min(τ, τ_g)
 SELECT mode() WITHIN GROUP (ORDER BY quantity) FROM orders;
 -- expect:
-SELECT d0."k0", count(q."a0") AS "c0" FROM (SELECT g.v AS "k0" FROM generate_series(1, 10, 1) AS g(v)) AS d0 LEFT JOIN (SELECT b."k0", b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT b.* FROM (SELECT b.*, dense_rank() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_group_draw", b."k0") AS "_dp_group" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit", b."k0" ORDER BY b."_dp_draw") AS "_dp_group_row", min(b."_dp_draw") OVER (PARTITION BY b."_dp_unit", b."k0") AS "_dp_group_draw" FROM (SELECT quantity AS "k0", 1 AS "a0", "orders"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders") AS b) AS b WHERE b."_dp_group_row" <= 10) AS b WHERE b."_dp_group" <= 5) AS b) AS b WHERE b."_dp_row" <= 10) AS q ON q."k0" = d0."k0" GROUP BY d0."k0" ORDER BY d0."k0";
+SELECT d0."k0", count(q."a0") AS "c0" FROM (SELECT g.v AS "k0" FROM generate_series(1, 10, 1) AS g(v)) AS d0 LEFT JOIN (SELECT b."k0", b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT quantity AS "k0", 1 AS "a0", "orders"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders") AS b) AS b WHERE b."_dp_row" <= 10) AS q ON q."k0" = d0."k0" GROUP BY d0."k0" ORDER BY d0."k0";
 -- mode: unit
 -- part: mode L1=10 L2=0 scale=20 flex_scale=20
 -- ----
