@@ -83,7 +83,7 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
                               position=position_of(tree, offset))
         return replace(plan, outer_sql=outer, outer_alias=alias,
                        inner_sql=inner.sql(dialect="postgres"),
-                       fingerprint_text=_fingerprint(tree, plan))
+                       fingerprint_text=_fingerprint(tree, plan.unit))
     constants = extract_constants(tree, policy, offset)
     analyzer = Analyzer(policy, metrics or Metrics(), offset)
     planner = _Planner(analyzer, tree, offset)
@@ -580,7 +580,7 @@ class _Planner:
             sql=sql, keys=keys, parts=parts,
             outputs=tuple(self.outputs) if outputs is None else outputs, grouping=grouping,
             post=post, private_tables=self.relation.private_tables,
-            fingerprint_text=_fingerprint(self.tree, self),
+            fingerprint_text=_fingerprint(self.tree, self.unit.bounds if self.unit else None),
             tables=tuple(sorted(self.relation.base_tables)),
             postgres_sql=self.tree.find(exp.Median) is None, cells_sql=self.cells_sql,
             unit=self.unit.bounds if self.unit is not None else None,
@@ -760,12 +760,10 @@ class _Planner:
         return self._output_index(node, having=True), True
 
 
-def _fingerprint(tree: exp.Expression, plan: PrivateAggregate | _Planner) -> str:
+def _fingerprint(tree: exp.Expression, unit: UnitBounds | None) -> str:
     """The normalized statement; in unit mode with its bounds, since another τ or κ
     makes another question (SET dp.max_contributions)."""
     text = tree.sql(dialect="postgres", normalize=True)
-    unit = plan.unit.bounds if isinstance(plan, _Planner) and plan.unit else \
-        plan.unit if isinstance(plan, PrivateAggregate) else None
     if unit is None:
         return text
     return (f"{text} /* unit {unit.max_contributions} {unit.max_groups} "

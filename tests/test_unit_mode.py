@@ -252,3 +252,19 @@ def test_the_plan_check_allows_dpgates_own_windows_and_no_more():
     assert "window function" in (plan_failure(_explain_with_windows(2), scans, policy,
                                               own_windows=1) or "")
     assert "window function" in (plan_failure(_explain_with_windows(1), scans, policy) or "")
+
+
+def test_the_notice_tells_the_mode_and_never_how_many_rows_were_left_out():
+    from rewriter.unit_report import mode_notice
+    from tests.test_unit_golden import policies
+
+    unit = plan_of("SELECT count(*) FROM orders WHERE product_id = 1")
+    assert mode_notice(unit) == ("each public.customers.customer_id counted with at most 10 "
+                                 "rows; rows beyond are not counted (how many is not released)")
+    selection = plan_of("SELECT customer_id, count(*) FROM orders GROUP BY 1")
+    assert "in at most 5 groups" in (mode_notice(selection) or "")
+    mixed = "SELECT count(*) FROM orders o JOIN recommendations r ON o.product_id = r.product_id"
+    fallback = plan_of(mixed, policies()["fallback"])  # type: ignore[arg-type]
+    assert fallback.unit is None and "answered with row-level privacy, not per unit" in \
+        (mode_notice(fallback) or "")
+    assert mode_notice(plan_of("SELECT count(*) FROM orders", demo_policy(unit=False))) is None
