@@ -58,11 +58,10 @@ def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> Un
     policy = analyzer.policy
     unit = policy.unit
     assert unit is not None
+    derived_units = {source.alias: _derived_unit(source, tree, analyzer)
+                     for source in relation.sources
+                     if source.derived is not None and source.derived.private_tables}
     for source in relation.sources:
-        if source.derived is not None and source.derived.private_tables:
-            raise NotOneUnit(f"the derived table or CTE {source.alias} reads private tables; "
-                             "unit mode bounds rows of base tables joined in one FROM",
-                             "Join the tables in one FROM clause.")
         if source.private and source.renamed is not None:
             raise NotOneUnit(f"{source.alias} renames its columns; unit mode needs the "
                              "table's own column names", "Drop the column alias list.")
@@ -72,6 +71,7 @@ def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> Un
     hops = _Hops([], [], [])
     nodes = [_unit_node(source, relation, classes, analyzer, hops)
              for source in relation.sources if source.private]
+    nodes += [(alias, name) for alias, name in derived_units.items()]
     if not nodes:
         raise NotOneUnit("no private table", "")
     first = nodes[0]
@@ -128,6 +128,78 @@ def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: 
     return node
 
 
+def _derived_unit(source: Source, tree: exp.Select, analyzer: Analyzer) -> str:
+    """The column through which a derived table or CTE exposes its rows' unit.
+
+    Supported: a plain SELECT (no GROUP BY, DISTINCT, aggregate, LIMIT, OFFSET or set
+    operation) over one occurrence of one private table whose path to the unit is a column
+    of its own, the derived table passing that column on unchanged (by name or through
+    `*`). Each of its rows is then one row of that table, with the same unit.
+    """
+    refusal = NotOneUnit(
+        f"the derived table or CTE {source.alias} is not a plain SELECT of one private table "
+        "that passes on its unit column; unit mode cannot tell whose its rows are",
+        "Select the unit column in it, or join the tables in one FROM clause.")
+    body = _derived_body(source.alias, tree)
+    derived = source.derived
+    if body is None or derived is None or not _plain(body):
+        raise refusal
+    private = [s for s in derived.sources if s.private]
+    if len(private) != 1 or any(s.derived is not None and s.derived.private_tables
+                                for s in derived.sources) or private[0].renamed is not None:
+        raise refusal
+    table = private[0].table or ""
+    path = analyzer.policy.unit_path(table)
+    if path is None or path.hops:
+        raise refusal
+    if source.star:
+        name = path.column
+        try:
+            origin = analyzer.resolve(exp.column(name, table=source.alias),
+                                      _alone(source)).origin
+        except Refusal:
+            raise refusal from None
+        if origin == (table, path.column):
+            return name
+        raise refusal
+    for name, column in (source.columns or {}).items():
+        if column.origin == (table, path.column):
+            return name
+    raise refusal
+
+
+def _derived_body(alias: str, tree: exp.Select) -> exp.Select | None:
+    """The SELECT behind a FROM item of `tree`: a subquery, or a CTE of its WITH."""
+    items = [tree.args.get("from_") or tree.args.get("from")]
+    items += list(tree.args.get("joins") or [])
+    for item in items:
+        node = item.this if item is not None else None
+        if node is None or node.alias_or_name != alias:
+            continue
+        if isinstance(node, exp.Subquery):
+            return node.this if isinstance(node.this, exp.Select) else None
+        if isinstance(node, exp.Table):
+            with_ = tree.args.get("with_") or tree.args.get("with")
+            for cte in with_.expressions if with_ is not None else []:
+                if cte.alias_or_name == node.name and isinstance(cte.this, exp.Select):
+                    return cte.this
+    return None
+
+
+def _plain(select: exp.Select) -> bool:
+    """Each output row is one input row: no grouping, aggregate, LIMIT or set operation."""
+    if any(select.args.get(key) for key in ("group", "distinct", "having", "limit",
+                                            "offset", "windows", "qualify")):
+        return False
+    return not any(p.find(exp.AggFunc, exp.Window) for p in select.expressions)
+
+
+def _alone(source: Source) -> Relation:
+    assert source.derived is not None
+    return Relation(source.derived.stability, (source,), source.derived.base_tables,
+                    source.derived.private_tables)
+
+
 def _check_unique_key(table: str, key: str, analyzer: Analyzer) -> None:
     """A chain's key names one row: its declared or measured maxFreq is 1."""
     declared = analyzer.policy.column(table, key).max_freq
@@ -171,10 +243,14 @@ def _equalities(tree: exp.Select, analyzer: Analyzer, relation: Relation
 
 
 def _node(column: exp.Column, analyzer: Analyzer, relation: Relation) -> Node | None:
+    """A column as a class member: (alias, the base table's column), or for a derived
+    table (alias, its output column's name)."""
     try:
         resolved = analyzer.resolve(column, relation)
     except Refusal:
         return None
+    if resolved.source.derived is not None:
+        return resolved.source.alias, column.name
     if resolved.origin is None or resolved.source.table is None:
         return None
     return resolved.source.alias, resolved.origin[1]

@@ -166,9 +166,30 @@ def test_a_chain_through_a_key_that_is_not_unique_is_refused():
         plan_of("SELECT count(*) FROM recommendations", policy)
 
 
-def test_a_derived_table_over_private_rows_falls_back_or_is_refused():
-    with pytest.raises(Refusal, match="derived table"):
-        plan_of("SELECT count(*) FROM (SELECT * FROM orders WHERE quantity > 2) AS s")
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*) FROM (SELECT * FROM orders WHERE quantity > 2) AS s",
+    "WITH big AS (SELECT customer_id AS who, quantity FROM orders WHERE quantity > 5) "
+    "SELECT b.quantity, count(*) FROM big b JOIN customers c ON b.who = c.customer_id "
+    "GROUP BY 1",
+])
+def test_a_plain_derived_table_passes_its_unit_on(sql):
+    plan = plan_of(sql)
+    assert plan.unit is not None and '"_dp_unit"' in plan.sql
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT sum(s.q) FROM (SELECT quantity AS q FROM orders) AS s",  # unit not selected
+    "SELECT count(*) FROM (SELECT customer_id FROM orders GROUP BY 1) AS s "
+    "JOIN customers c ON s.customer_id = c.customer_id",
+    "SELECT count(*) FROM (SELECT * FROM orders LIMIT 10) AS s",
+    "SELECT count(*) FROM (SELECT o.customer_id FROM orders o JOIN recommendations r "
+    "ON o.customer_id = r.customer_id) AS s",  # two private tables inside
+    "SELECT count(*) FROM (SELECT customer_id FROM orders) AS s JOIN recommendations r "
+    "ON s.customer_id = r.product_id",  # joined off the unit
+])
+def test_other_derived_tables_are_refused_in_unit_mode(sql):
+    with pytest.raises(Refusal, match="derived table|mixes rows"):
+        plan_of(sql)
 
 
 # -- key selection ------------------------------------------------------------------
