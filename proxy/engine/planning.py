@@ -4,10 +4,13 @@ of one statement, measuring the join metrics it is missing first."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 from rewriter.classify import Statement, classify
 from rewriter.metrics import ColumnKey, MissingMetrics
+from rewriter.policy import Policy
 from rewriter.sqlstate import SqlState
+from rewriter.unit_policy import SESSION_BOUNDS, with_session_bounds
 
 from ..config import Config
 from ..pgwire.backend import BackendError, BackendPool
@@ -29,8 +32,10 @@ class Planner:
         self.pool = pool
         self.workers = workers
 
-    async def statements(self, sql: str) -> list[Statement]:
-        """Plans for a query string, from the cache or the rewriter.
+    async def statements(self, sql: str, session: Mapping[str, str] | None = None
+                         ) -> list[Statement]:
+        """Plans for a query string, from the cache or the rewriter, under the policy with
+        the session's dp.max_contributions / dp.max_groups (`session`: its dp.* values).
 
         A join column met for the first time is measured (maxFreq) and the string is
         analysed again, so a metric is never guessed.
@@ -38,13 +43,16 @@ class Planner:
         knowledge = self.knowledge
         if not knowledge.catalog_loaded:
             await self.learn()
+        session = session or {}
+        policy = with_session_bounds(self.config.policy, session)
+        bounds = "".join(f"\0{session.get(name, '')}" for name in SESSION_BOUNDS)
         for _ in range(2):
-            key = (sql, knowledge.metrics.version)
+            key = (sql + bounds if bounds.strip("\0") else sql, knowledge.metrics.version)
             cached = self.plans.get(key)
             if cached is not None:
                 return cached
             try:
-                statements = await self._analyse(sql)
+                statements = await self._analyse(sql, policy)
             except MissingMetrics as missing:
                 await self.learn(missing.columns)
                 continue
@@ -52,12 +60,12 @@ class Planner:
             return statements
         raise StatementError(SqlState.DATA_EXCEPTION, "dpgate could not measure the join metrics")
 
-    async def _analyse(self, sql: str) -> list[Statement]:
+    async def _analyse(self, sql: str, policy: Policy) -> list[Statement]:
         """classify(), within the limits of limits.py; a long text on a worker thread."""
         server = self.config.server
         try:
             check_statement(sql, server.max_statement_size, server.max_nesting)
-            arguments = (sql, self.config.policy, self.knowledge.metrics)
+            arguments = (sql, policy, self.knowledge.metrics)
             if len(sql) <= INLINE_ANALYSIS_SIZE:
                 return classify(*arguments)
             async with asyncio.timeout(server.analysis_timeout):
