@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from functools import lru_cache
 
+from mechanisms.names import Mechanism
 from rewriter.calibrate import Calibration, calibrate
 from rewriter.classify import Statement
 from rewriter.plan import PrivateAggregate
@@ -51,13 +52,14 @@ class PlanCache:
 def _weight(key: CacheKey, statements: list[Statement]) -> int:
     """About what an entry holds: the text as key and in each statement, and the SQL each
     plan keeps (plans hold strings and small tuples, no syntax trees)."""
-    plans = (getattr(s.plan, "sql", None) or getattr(s.plan, "text", "") for s in statements)
+    plans: list[str] = [getattr(s.plan, "sql", None) or getattr(s.plan, "text", None) or ""
+                        for s in statements]
     return len(key[0]) + sum(len(s.text) for s in statements) + sum(len(p) for p in plans) \
         + 512 * len(statements)
 
 
 @lru_cache(maxsize=4096)
 def calibrate_cached(plan: PrivateAggregate, epsilon: float, delta: float,
-                     mechanism: str = "shifted_laplace") -> Calibration:
+                     mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration:
     """calibrate(), remembered: the smooth-sensitivity scan is the costly part."""
     return calibrate(plan, epsilon, delta, mechanism=mechanism)

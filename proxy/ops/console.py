@@ -17,16 +17,15 @@ import re
 from collections.abc import Awaitable, Callable
 
 from accounting import Ledger
+from rewriter.sqlstate import SqlState
 
 from ..engine.workers import Workers
 from ..pgwire import wire
+from ..pgwire.codes import Frontend, Target, TransactionStatus
 from . import views
 from .hub import Operations
 
 CONSOLE_DATABASE = "dpgate"
-SYNTAX_ERROR = "42601"
-FEATURE_NOT_SUPPORTED = "0A000"
-INVALID_FORMAT = "22023"
 _SHOW = re.compile(r"^\s*show\s+(\w+)(?:\s+(\"[^\"]+\"|\w+))?\s*$", re.IGNORECASE)
 _SET = re.compile(r"^\s*(set|reset)\b", re.IGNORECASE)
 COMMANDS = ("ANALYSTS", "SESSIONS", "STATS", "CHARGES [analyst]", "GLOBAL", "HELP")
@@ -50,7 +49,7 @@ class Console:
                  send: Callable[[bytes], None]):
         self.ops, self.ledger, self.workers, self.send = ops, ledger, workers, send
         self.prepared: dict[str, str] = {}
-        self.portals: dict[str, tuple[str, views.Table | None]] = {}
+        self.portals: dict[str, tuple[str, views.Table | str | None]] = {}
         self.skipping = False  # after an error in the extended protocol: until Sync
 
     def greet(self) -> None:
@@ -58,7 +57,7 @@ class Console:
         for name, value in PARAMETERS.items():
             self.send(wire.parameter_status(name, value))
         self.send(wire.backend_key_data(0, 0))  # nothing to cancel: no CancelRequest
-        self.send(wire.ready_for_query(b"I"))
+        self.send(wire.ready_for_query(TransactionStatus.IDLE))
 
     async def answer(self, sql: str) -> views.Table | str | None:
         """A command's table, or the tag of a command without rows (SET), or None for
@@ -70,7 +69,8 @@ class Console:
             return _SET.match(text).group(1).upper()  # type: ignore[union-attr]
         match = _SHOW.match(text)
         if match is None:
-            raise ConsoleError(SYNTAX_ERROR, "the dpgate console answers SHOW commands only",
+            raise ConsoleError(SqlState.SYNTAX_ERROR,
+                               "the dpgate console answers SHOW commands only",
                                hint="SHOW " + ", SHOW ".join(COMMANDS))
         what, argument = match.group(1).upper(), match.group(2)
         read = self.workers.ledger_read
@@ -89,7 +89,7 @@ class Console:
         if what == "HELP":
             return views.Table([("command", wire.TEXT_OID)],
                                [["SHOW " + command] for command in COMMANDS])
-        raise ConsoleError(SYNTAX_ERROR, f"unknown console command SHOW {what}",
+        raise ConsoleError(SqlState.SYNTAX_ERROR, f"unknown console command SHOW {what}",
                            hint="SHOW " + ", SHOW ".join(COMMANDS))
 
     def _send_table(self, result: views.Table | str | None, describe: bool = True) -> None:
@@ -112,15 +112,15 @@ class Console:
                 self._send_table(await self.answer(command))
         except ConsoleError as error:
             self.send(error.response)
-        self.send(wire.ready_for_query(b"I"))
+        self.send(wire.ready_for_query(TransactionStatus.IDLE))
 
     async def extended(self, kind: bytes, payload: bytes) -> None:
         """Parse/Bind/Describe/Execute/Close/Sync/Flush of a driver."""
-        if kind == b"S":
+        if kind == Frontend.SYNC:
             self.skipping = False
-            self.send(wire.ready_for_query(b"I"))
+            self.send(wire.ready_for_query(TransactionStatus.IDLE))
             return
-        if self.skipping or kind == b"H":
+        if self.skipping or kind == Frontend.FLUSH:
             return
         try:
             await self._extended(kind, payload)
@@ -129,52 +129,55 @@ class Console:
             self.skipping = True
 
     async def _extended(self, kind: bytes, payload: bytes) -> None:
-        if kind == b"P":
+        if kind == Frontend.PARSE:
             parse = wire.read_parse(payload)
             if parse.parameter_types or "$1" in parse.query:
-                raise ConsoleError(FEATURE_NOT_SUPPORTED, "console commands take no "
+                raise ConsoleError(SqlState.FEATURE_NOT_SUPPORTED, "console commands take no "
                                    "parameters")
             self.prepared[parse.statement] = parse.query
             self.send(wire.PARSE_COMPLETE)
-        elif kind == b"B":
+        elif kind == Frontend.BIND:
             bind = wire.read_bind(payload)
             if any(bind.result_formats):
-                raise ConsoleError(INVALID_FORMAT, "the console answers in text format only")
+                raise ConsoleError(SqlState.INVALID_PARAMETER_VALUE,
+                                   "the console answers in text format only")
             self.portals[bind.portal] = (self._statement(bind.statement), None)
             self.send(wire.BIND_COMPLETE)
-        elif kind == b"D":
+        elif kind == Frontend.DESCRIBE:
             target, name = wire.read_target(payload)
-            if target == b"S":
+            if target == Target.STATEMENT:
                 self.send(wire.parameter_description([]))
                 result = await self.answer(self._statement(name))
             else:
                 result = await self._portal_result(name)
             self.send(wire.row_description(result.columns)
                       if isinstance(result, views.Table) else wire.NO_DATA)
-        elif kind == b"E":
+        elif kind == Frontend.EXECUTE:
             name, _ = wire.read_execute(payload)
             self._send_table(await self._portal_result(name), describe=False)
-        elif kind == b"C":
+        elif kind == Frontend.CLOSE:
             target, name = wire.read_target(payload)
-            (self.prepared if target == b"S" else self.portals).pop(name, None)
+            (self.prepared if target == Target.STATEMENT else self.portals).pop(name, None)
             self.send(wire.CLOSE_COMPLETE)
         else:
-            raise ConsoleError(FEATURE_NOT_SUPPORTED, "the console does not take this message")
+            raise ConsoleError(SqlState.FEATURE_NOT_SUPPORTED,
+                               "the console does not take this message")
 
     def _statement(self, name: str) -> str:
         if name not in self.prepared:
-            raise ConsoleError("26000", f'prepared statement "{name}" does not exist')
+            raise ConsoleError(SqlState.INVALID_SQL_STATEMENT_NAME,
+                               f'prepared statement "{name}" does not exist')
         return self.prepared[name]
 
     async def _portal_result(self, name: str) -> views.Table | str | None:
         """The portal's answer, computed once (at Describe or Execute) and kept, so that
         both show the same rows."""
         if name not in self.portals:
-            raise ConsoleError("34000", f'portal "{name}" does not exist')
+            raise ConsoleError(SqlState.INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
         sql, result = self.portals[name]
         if result is None:
             result = await self.answer(sql)
-            self.portals[name] = (sql, result)  # type: ignore[assignment]
+            self.portals[name] = (sql, result)
         return result
 
 
@@ -185,9 +188,9 @@ async def serve_console(console: Console, reader: asyncio.StreamReader,
     await drain()
     while True:
         kind, payload = await wire.read_message(reader, max_size)
-        if kind == b"X":
+        if kind == Frontend.TERMINATE:
             return
-        if kind == b"Q":
+        if kind == Frontend.QUERY:
             sql, _ = wire.cstring(payload)
             await console.simple_query(sql)
         else:

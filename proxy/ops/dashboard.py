@@ -167,7 +167,7 @@ def dashboard_app(ops: Operations, ledger: Ledger, workers: Workers) -> web.Appl
     checks = ThreadPoolExecutor(1, thread_name_prefix="dpgate-dashboard")
 
     @web.middleware
-    async def authenticate(request: web.Request, handler):  # type: ignore[no-untyped-def]
+    async def authenticate(request: web.Request, handler):
         header = request.headers.get("Authorization", "")
         try:
             credentials = BasicAuth.decode(header) if header else None

@@ -15,6 +15,7 @@ from rewriter.plan import (
     SetDpSetting,
     ShowDpSetting,
 )
+from rewriter.sqlstate import SqlState
 
 # Outcomes of a statement.
 ANSWERED = "answered"  # a fresh private answer, charged
@@ -25,8 +26,8 @@ FAILED = "failed"  # an error after the charge (the charge stays) or from the ba
 LOCAL = "local"  # SET/SHOW dp.*, empty statements: answered by dpgate, nothing released
 
 # SQLSTATEs that say the ledger or the backend failed (counted as errors of the service).
-LEDGER_ERRORS = frozenset({"53100", "58030"})
-BACKEND_ERRORS = frozenset({"08006", "22000"})
+LEDGER_ERRORS = frozenset({SqlState.DISK_FULL, SqlState.IO_ERROR})
+BACKEND_ERRORS = frozenset({SqlState.CONNECTION_FAILURE, SqlState.DATA_EXCEPTION})
 
 
 def plan_kind(plan: Plan | Refusal | None) -> str:

@@ -18,6 +18,7 @@ from datetime import datetime
 
 from rewriter.errors import Refusal
 from rewriter.plan import Plan
+from rewriter.sqlstate import SqlState
 
 from .audit import AuditLog
 from .decision import (
@@ -34,8 +35,6 @@ from .decision import (
 )
 from .metrics import Metrics
 
-INTERNAL_ERROR = "XX000"
-SHUTDOWN = "57P01"
 # Decisions kept in memory for the dashboard (recent refusals, answers per minute).
 RECENT_DECISIONS = 10_000
 
@@ -126,6 +125,10 @@ class SessionOps:
         self.info = info or SessionInfo("", "", "", "")
         self.tracker = Tracker()
 
+    def charge(self, fingerprint: str, epsilon: float, delta: float, repeated: bool) -> None:
+        """The engine's report of the ledger's charge of the statement in flight."""
+        self.tracker.charge(fingerprint, epsilon, delta, repeated)
+
     @contextmanager
     def statement(self, plan: Plan | Refusal | None, text: str) -> Iterator[Tracker]:
         """Around running one statement: its decision is recorded when it ends, a
@@ -137,11 +140,11 @@ class SessionOps:
         try:
             yield tracker
         except asyncio.CancelledError:
-            sqlstate = SHUTDOWN  # the session was ended while the statement ran
+            sqlstate = SqlState.ADMIN_SHUTDOWN  # the session was ended while the statement ran
             raise
         except Exception as error:
             # A relayed statement's error is PostgreSQL's, passed on as it came ("").
-            sqlstate = getattr(error, "sqlstate", INTERNAL_ERROR)
+            sqlstate = getattr(error, "sqlstate", SqlState.INTERNAL_ERROR)
             raise
         finally:
             self.info.active = False

@@ -40,9 +40,10 @@ def spend_over_time(series: dict[str, tuple[list[datetime], list[float]]],
         budget = budgets.get(name)
         near = budget is not None and budget <= 3 * top
         label = name if budget is None or near else f"{name} (budget {budget:g})"
-        line, = axes.step([times[0], *times, until], [0.0, *spent, spent[-1]], where="post",
-                          label=label, linewidth=1.8)
-        if near:
+        # Datetimes go through matplotlib's date converter, which its stubs do not know.
+        line, = axes.step([times[0], *times, until],  # type: ignore[arg-type]
+                          [0.0, *spent, spent[-1]], where="post", label=label, linewidth=1.8)
+        if near and budget is not None:
             axes.axhline(budget, color=line.get_color(), linestyle="--", linewidth=0.9)
     if not series:
         axes.text(0.5, 0.5, "no charge yet", ha="center", va="center",

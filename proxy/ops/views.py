@@ -37,7 +37,8 @@ def analysts(ops: Operations, budgets: list[AnalystBudget]) -> Table:
     columns = [("analyst", TEXT), ("epsilon_total", FLOAT8), ("epsilon_spent", FLOAT8),
                ("epsilon_left", FLOAT8), ("delta_total", FLOAT8), ("delta_spent", FLOAT8),
                ("queries", INT8), ("active", TEXT), ("admin", TEXT), ("sessions", INT8)]
-    rows = [[entry.name, number(entry.budget.epsilon_total), number(entry.budget.epsilon_spent),
+    rows: list[list[str | None]] = [
+            [entry.name, number(entry.budget.epsilon_total), number(entry.budget.epsilon_spent),
              number(entry.budget.epsilon_left), number(entry.budget.delta_total),
              number(entry.budget.delta_spent), str(entry.budget.queries),
              "yes" if entry.active else "no (removed)",
@@ -51,7 +52,7 @@ def sessions(ops: Operations) -> Table:
     columns = [("analyst", TEXT), ("client", TEXT), ("database", TEXT),
                ("application_name", TEXT), ("connected_at", TEXT), ("state", TEXT),
                ("statements", INT8), ("epsilon_charged", FLOAT8), ("delta_charged", FLOAT8)]
-    rows = [[info.analyst, info.client, info.database, info.application,
+    rows: list[list[str | None]] = [[info.analyst, info.client, info.database, info.application,
              info.connected_at.isoformat(timespec="seconds"),
              "active" if info.active else "idle", str(info.statements),
              number(info.epsilon), number(info.delta)] for info in ops.sessions]
@@ -63,7 +64,7 @@ def stats(ops: Operations) -> Table:
     columns = [("analyst", TEXT), *[(name, INT8) for name in OUTCOMES],
                ("epsilon_charged", FLOAT8), ("delta_charged", FLOAT8),
                ("avg_duration_ms", FLOAT8)]
-    rows = []
+    rows: list[list[str | None]] = []
     for analyst in sorted(ops.counts):
         counts = ops.counts[analyst]
         epsilon, delta = ops.charged.get(analyst, [0.0, 0.0])
@@ -79,7 +80,8 @@ def charges(records: list[ChargeRecord]) -> Table:
     columns = [("id", INT8), ("at", TEXT), ("analyst", TEXT), ("epsilon", FLOAT8),
                ("delta", FLOAT8), ("mechanism", TEXT), ("sensitivity", FLOAT8),
                ("outcome", TEXT), ("fingerprint", TEXT), ("statement", TEXT)]
-    rows = [[str(r.id), r.at, r.analyst, number(r.epsilon), number(r.delta), r.mechanism,
+    rows: list[list[str | None]] = [
+            [str(r.id), r.at, r.analyst, number(r.epsilon), number(r.delta), r.mechanism,
              repr(r.sensitivity), r.outcome, r.fingerprint, r.statement] for r in records]
     return Table(columns, rows)
 
