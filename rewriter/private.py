@@ -142,7 +142,8 @@ class _Planner:
         grouping, domains = self._grouping()
         self._settle_groups(grouping is not None and grouping.key_selection)
         noisy_parts = tuple(self._noisy_part(part) for part in self.parts)
-        key_specs = [KeySpec(column, domain, expression) for (_, column), domain, expression
+        key_specs = [KeySpec(column, domain, expression, self._restriction(resolved, column))
+                     for (resolved, column), domain, expression
                      in zip(self.keys, domains, self.key_expressions, strict=True)]
         plan = self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping,
                                      self._bounding()),
@@ -285,6 +286,36 @@ class _Planner:
                     f"GROUP BY {target.sql(dialect='postgres')} needs a declared domain for "
                     f"{column.sql(dialect='postgres')}: its groups are the image of the domain",
                     hint=self._domain_hint(resolved), position=position_of(item, self.offset))
+
+    def _restriction(self, key: Resolved, column: exp.Column) -> tuple[exp.Expr, ...]:
+        """The WHERE conjuncts that read the key's column and nothing else: PostgreSQL would
+        never list a key they reject, so neither does the filled histogram. Conjuncts with
+        subqueries, aggregates, windows, random draws or parameters (bound values and the
+        public subqueries computed first, each placed once) are left out: they stay in
+        WHERE, and the domain stays whole."""
+        where = self.tree.args.get("where")
+        if where is None:
+            return ()
+        condition = where.this
+        conjuncts = condition.flatten() if isinstance(condition, exp.And) else [condition]
+        kept: list[exp.Expr] = []
+        for conjunct in conjuncts:
+            columns = list(conjunct.find_all(exp.Column))
+            if not columns or conjunct.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window,
+                                            exp.Rand, exp.Anonymous, exp.Placeholder,
+                                            exp.Parameter):
+                continue
+            if all(self._same_column(c, key, column) for c in columns):
+                kept.append(conjunct)
+        return tuple(kept)
+
+    def _same_column(self, column: exp.Column, key: Resolved, key_column: exp.Column) -> bool:
+        if column.name != key_column.name:
+            return False
+        try:
+            return self.analyzer.resolve(column, self.relation).source is key.source
+        except Refusal:
+            return False
 
     def _bucketed(self, target: exp.Expression, item: exp.Expression) -> exp.Column:
         """The one column a computed GROUP BY key is a function of (a time bucket, a CASE

@@ -30,6 +30,9 @@ class KeySpec:
     # A function of `column` grouped on (a time or CASE bucket); its groups are the image
     # of the column's domain.
     expression: exp.Expression | None = None
+    # WHERE conjuncts that read `column` alone: a key they reject cannot hold a row, so it
+    # is not listed (the statement's text decides, never the data).
+    restriction: tuple[exp.Expr, ...] = ()
 
     def value(self) -> exp.Expression:
         return (self.expression or self.column).copy()
@@ -37,6 +40,10 @@ class KeySpec:
     def domain_sql(self, name: str) -> str:
         """The keys released: the domain, or its image under the expression."""
         values = _domain_sql(self.domain, name)
+        if self.restriction:
+            kept = exp.and_(*(self._on_domain(c, "kept", name) for c in self.restriction))
+            values = (f"SELECT kept.{name} FROM ({values}) AS kept "
+                      f"WHERE {kept.sql(dialect='postgres')}")
         if self.expression is None:
             return values
         image = self.expression.transform(
@@ -44,6 +51,13 @@ class KeySpec:
             if isinstance(n, exp.Column) else n).sql(dialect="postgres")
         return (f"SELECT DISTINCT {image} AS {name} FROM ({values}) AS dom "
                 f"WHERE {image} IS NOT NULL")
+
+
+    def _on_domain(self, condition: exp.Expr, alias: str, name: str) -> exp.Expr:
+        """The condition with the key column read from the domain's `alias`.`name`."""
+        return condition.copy().transform(
+            lambda n: exp.column(name.strip('"'), table=alias, quoted=True)
+            if isinstance(n, exp.Column) else n)
 
 
 @dataclass(frozen=True)
