@@ -162,6 +162,8 @@ class _Planner:
                                                       strict=True))]
         having = self.tree.args.get("having")
         order = self.tree.args.get("order")
+        for clause in ("limit", "offset"):
+            self._refuse_row_reads(self.tree.args.get(clause), clause.upper())
         sql = post_sql(self.tree, projections,
                        self._substitute(having.this) if having is not None else None,
                        [self._post_order(item) for item in order.expressions] if order else [])
@@ -171,6 +173,19 @@ class _Planner:
                                  hint="Ask for an aggregate such as count(*).",
                                  position=position_of(self.tree, self.offset))
         return PostProcess(), sql
+
+    def _refuse_row_reads(self, node: exp.Expression | None, clause: str) -> None:
+        """LIMIT and OFFSET are copied into the SQL over the released values, which runs
+        on the reader connection: a subquery there would read private rows unnoised (its
+        value would be the number of rows returned)."""
+        if node is None:
+            return
+        found = node.find(exp.Subquery, exp.Select, exp.Table, exp.Column, exp.AggFunc,
+                          exp.Window)
+        if found is not None:
+            raise unsupported(f"{clause} takes a constant or a parameter over private "
+                              "aggregates", hint=f"Write the number of rows: {clause} 10.",
+                              position=position_of(found, self.offset))
 
     def _substitute(self, node: exp.Expression) -> exp.Expression:
         expanded = node.copy().transform(
