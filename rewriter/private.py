@@ -74,6 +74,15 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     if split is not None:
         inner, outer, alias = split
         plan = plan_private_aggregate(inner, policy, offset, metrics)
+        if plan.grouping is not None and _aggregates_groups(tree, plan.grouping):
+            # PostgreSQL aggregates the groups that exist; dpgate releases either every key
+            # of the domain (empty ones too) or those above the key-selection threshold, so
+            # count(*) over them would silently differ (1,000 or 0 where PostgreSQL says 4).
+            raise unsupported("an aggregate over the groups of a GROUP BY is not supported: "
+                              "dpgate releases the whole domain or the groups above a "
+                              "threshold, not the groups that exist",
+                              hint="Ask the aggregate directly (count(DISTINCT key) for how "
+                              "many groups exist).", position=position_of(tree, offset))
         if plan.outer_sql is not None or not plan.postgres_sql:
             raise unsupported("a query over an aggregate subquery is answered for one level "
                               "of standard SQL aggregates",
@@ -88,6 +97,21 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     # The last net, after the analysis's own messages, over what runs on private rows.
     refuse_unsafe_nodes(planner.probe or tree, offset)
     return replace(plan, constants=constants, scans=tuple(sorted(analyzer.scans.elements())))
+
+
+def _aggregates_groups(outer: exp.Select, grouping: Grouping) -> bool:
+    """Whether the query around a GROUP BY aggregates its groups in a way that depends on
+    which groups exist. Over a whole declared domain, sum() and max() of the released
+    values are what PostgreSQL computes (an empty key adds a noisy 0); anything else, or
+    any aggregate over groups chosen by key selection, is not."""
+    aggregates = [node for projection in outer.expressions
+                  for node in projection.find_all(exp.AggFunc)]
+    for clause in ("where", "having", "order"):
+        if outer.args.get(clause) is not None:
+            aggregates += list(outer.args[clause].find_all(exp.AggFunc))
+    if grouping.selection_part is not None:
+        return bool(aggregates)
+    return any(not isinstance(node, (exp.Sum, exp.Max)) for node in aggregates)
 
 
 @dataclass
