@@ -41,6 +41,7 @@ from rewriter.policy_view import POLICY_COLUMNS, policy_rows
 from . import wire
 from .backend import BackendConnection, BackendError, BackendPool, Described, Parameters
 from .config import Config
+from .connection_loss import connection_loss
 from .knowledge import Knowledge
 from .limits import (
     INLINE_ANALYSIS_SIZE,
@@ -116,6 +117,7 @@ class StatementError(Exception):
     def __init__(self, code: str, text: str, hint: str | None = None,
                  position: int | None = None):
         super().__init__(text)
+        self.sqlstate = code
         self.response = wire.error_response(code, text, hint, position)
 
 
@@ -140,6 +142,8 @@ class Session:
     forget_prepared: Callable[[str | None], None] = lambda _: None
     # Waits while the client is slow to read what `send` queued (streams long answers).
     relieve: Callable[[], Awaitable[None]] = _nothing
+    # Whether the private statement under way reached its charge (never retried after).
+    charging: bool = False
 
     @property
     def epsilon(self) -> float:
@@ -507,7 +511,32 @@ class Session:
     async def private_answer(self, text: str, plan: PrivateAggregate,
                              parameters: Parameters | None = None, offset: int = 0
                              ) -> Answer:
-        """Charge, run and noise one private aggregate (or return its stored answer)."""
+        """Charge, run and noise one private aggregate (or return its stored answer).
+
+        A database connection that fails before the charge (PostgreSQL restarted, starting
+        up or down) is replaced and the statement tried once more; a second failure is this
+        statement's error with PostgreSQL's SQLSTATE, uncharged (connection_loss.py)."""
+        for attempt in range(2):
+            self.charging = False
+            try:
+                return await self._private_answer(text, plan, parameters, offset)
+            except Exception as error:
+                # A describe's BackendError arrives as a StatementError with its code.
+                state = None if self.charging else connection_loss(
+                    BackendError({"C": error.sqlstate})
+                    if isinstance(error, StatementError) else error)
+                if state is None:
+                    raise
+                log.warning("database connection failed before the charge (%s)%s", state,
+                            "" if attempt else ", retrying")
+                if attempt:
+                    raise StatementError(state, "dpgate cannot reach its database at the "
+                                         "moment; nothing was charged",
+                                         hint="Ask again in a moment.") from None
+        raise AssertionError("unreachable")
+
+    async def _private_answer(self, text: str, plan: PrivateAggregate,
+                              parameters: Parameters | None, offset: int) -> Answer:
         epsilon, delta, mechanism = self.epsilon, self.delta, self.mechanism
         try:
             # The first calibration of a join scans the smooth sensitivity: not on the loop.
@@ -531,6 +560,7 @@ class Session:
                 epsilon=calibration.epsilon, delta=calibration.delta, mechanism=mechanism,
                 sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
             )
+            self.charging = True
             try:
                 outcome = await self._ledger(self.workers.ledger_write,
                                              self.ledger.charge_or_repeat, request)
