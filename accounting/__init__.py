@@ -12,6 +12,8 @@ from .store import (
     ChargeRequest,
     GlobalLoss,
     Ledger,
+    LedgerOutdated,
+    LedgerUnavailable,
     Metric,
     Repeated,
     ScramVerifier,
@@ -21,6 +23,7 @@ from .store import (
 
 __all__ = [
     "Analyst", "AnalystBudget", "Budget", "BudgetExceeded", "ChargeRecord", "ChargeRequest",
-    "Charged", "GlobalLoss", "Ledger", "Metric", "Repeated", "ScramVerifier", "SqliteLedger",
+    "Charged", "GlobalLoss", "Ledger", "LedgerOutdated", "LedgerUnavailable",
+    "Metric", "Repeated", "ScramVerifier", "SqliteLedger",
     "UnknownAnalyst", "as_written", "fingerprint",
 ]

@@ -160,6 +160,11 @@ class SqliteLedger:
             connection.execute(f"PRAGMA user_version = {number}")
         connection.execute("COMMIT")
 
+    def ping(self) -> None:
+        """One read of the file: raises if the ledger cannot be read (health checks)."""
+        with self._opened() as connection:
+            connection.execute("SELECT count(*) FROM metrics").fetchone()
+
     # analysts
 
     def add_analyst(self, analyst: Analyst) -> None:
@@ -291,7 +296,8 @@ class SqliteLedger:
             )
             (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
                                           (request.analyst,)).fetchone()
-            return Charged(int(cursor.lastrowid), _budget(connection, request.analyst), shift)
+            assert cursor.lastrowid is not None  # the INSERT above made a row
+            return Charged(cursor.lastrowid, _budget(connection, request.analyst), shift)
 
     def record_answer(self, charge_id: int, rows: list[list[object]]) -> None:
         """Store the released answer so a repeat of the question gets it back for free.

@@ -20,7 +20,7 @@ from pathlib import Path
 import psycopg
 
 from proxy.config import load_policy_file
-from proxy.plan_cache import PlanCache, calibrate_cached
+from proxy.engine.plan_cache import PlanCache, calibrate_cached
 from rewriter.calibrate import calibrate
 from rewriter.classify import classify
 from rewriter.metrics import Metrics
@@ -52,7 +52,7 @@ def postgres_seconds(dsn: str, sql: str, runs: int) -> float:
 def embedded_dsn(directory: str) -> tuple[object, str]:
     import pgserver
 
-    from proxy.demo_data import load_demo_dataset
+    from proxy.demo.demo_data import load_demo_dataset
 
     server = pgserver.get_server(Path(directory) / "pgdata", cleanup_mode="stop")
     print("loading the demo dataset into an embedded PostgreSQL…", flush=True)

@@ -33,8 +33,8 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from proxy.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
-from proxy.roles import READER, RELAY
+from proxy.demo.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
+from proxy.demo.roles import READER, RELAY
 
 DATABASE = "bench"
 ANALYST, PASSWORD = "bench", "bench-pw"
@@ -87,7 +87,7 @@ path = "{directory / 'ledger.sqlite3'}"
 [policy]
 file = "{DEMO_POLICY_FILE}"
 """)
-    cli = [sys.executable, "-m", "proxy.cli"]
+    cli = [sys.executable, "-m", "proxy"]
     subprocess.run([*cli, "user", "add", ANALYST, "--epsilon", "1000000", "--password-stdin",
                     "--config", str(config)], input=PASSWORD + "\n", text=True, check=True,
                    capture_output=True)

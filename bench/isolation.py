@@ -29,8 +29,8 @@ from pathlib import Path
 import psycopg
 
 from bench.clients import DATABASE, free_port, stop, wait_for_port
-from proxy.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
-from proxy.roles import READER, RELAY
+from proxy.demo.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
+from proxy.demo.roles import READER, RELAY
 
 ATTACKER, VICTIM = ("mallory", "mallory-pw"), ("victim", "victim-pw")
 
@@ -52,7 +52,7 @@ path = "{directory / 'ledger.sqlite3'}"
 [policy]
 file = "{DEMO_POLICY_FILE}"
 """)
-    cli = [sys.executable, "-m", "proxy.cli"]
+    cli = [sys.executable, "-m", "proxy"]
     for name, password in (ATTACKER, VICTIM):
         subprocess.run([*cli, "user", "add", name, "--epsilon", "1000000", "--password-stdin",
                         "--config", str(config)], input=password + "\n", text=True,

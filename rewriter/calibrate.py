@@ -1,4 +1,5 @@
-"""Noise scales for a planned query at given ε, δ and mechanism (SPEC.md §1 and §3).
+"""Noise scales for a planned query at given ε, δ and mechanism (FLEX's elastic and smooth
+sensitivity; Laplace, Gaussian and exponential mechanisms).
 
 ε and δ are split evenly across the noisy parts (sequential composition). When no part's
 ES(k) depends on k, ES is a global sensitivity: scale ES/ε, δ = 0. Otherwise the smooth
@@ -21,13 +22,15 @@ from mechanisms.gaussian_sigma import (
     analytic_gaussian_sigma,
     discrete_gaussian_variance,
 )
+from mechanisms.key_selection import key_selection_threshold as unit_threshold
+from mechanisms.names import Mechanism
 from mechanisms.numbers import parameter
 
 from .elastic import SmoothScanTooLong, smooth_sensitivity
 from .errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PROGRAM_LIMIT_EXCEEDED, Refusal
 from .plan import NoisyPart, PrivateAggregate
 
-MECHANISMS = ("shifted_laplace", "laplace", "gaussian")
+MECHANISMS = tuple(Mechanism)
 
 
 @dataclass(frozen=True)
@@ -54,21 +57,22 @@ class Calibration:
     pure: bool
     parts: tuple[PartCalibration, ...]
     threshold: float | None  # τ of key selection, on the selection part's noisy count
-    mechanism: str = "shifted_laplace"
+    mechanism: Mechanism = Mechanism.SHIFTED_LAPLACE
 
 
 def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
-              mechanism: str = "shifted_laplace") -> Calibration:
+              mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration:
     """Scales for every part; `k` only changes the reported ES(k).
 
     A plan without parts (the keys of declared domains, no aggregate) releases only public
     values: it costs nothing.
     """
+    chosen = Mechanism(mechanism)
     if not plan.parts:
-        return Calibration(0.0, 0.0, True, (), None, mechanism)
+        return Calibration(0.0, 0.0, True, (), None, chosen)
     pure = not any(part.elastic.depends_on_k for part in plan.parts)
     selecting = plan.grouping is not None and plan.grouping.key_selection
-    gaussian = mechanism == "gaussian"
+    gaussian = chosen == Mechanism.GAUSSIAN
     if gaussian and (not pure or selecting):
         raise Refusal(FEATURE_NOT_SUPPORTED,
                       "the Gaussian mechanism is available only for queries without joins of "
@@ -98,6 +102,9 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
                           hint="Raise dp.epsilon or dp.delta, or join fewer private "
                           "tables.") from None
         flex_scale = 2 * smooth.sensitivity * part.magnitude / part_epsilon
+        if part.row_elastic is not None:  # unit mode: FLEX's row-level scale, for comparison
+            flex_scale = _row_level_scale(part, part_epsilon, reported_delta,
+                                          plan.private_tables)
         elastic_k = part.elastic.at(k) * part.magnitude
         scale = part.elastic.at(0) * part.magnitude / part_epsilon if pure else flex_scale
         calibrated = PartCalibration(
@@ -108,16 +115,20 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
             shift_scale=scale if pure else part.magnitude / part_epsilon)
         if gaussian:
             calibrated = _gaussian(calibrated, part.elastic.at(0), part.magnitude,
-                                   part.integer, plan.keys > 0, part_delta)
+                                   part.integer, plan.keys > 0, part_delta, part.l2)
         parts.append(calibrated)
     threshold = None
     if selecting:
         assert plan.grouping is not None and plan.grouping.selection_part is not None
         selection = parts[plan.grouping.selection_part]
-        threshold = key_selection_threshold(selection.elastic_sensitivity / 2, selection.scale,
-                                            part_delta)
+        if plan.unit is not None:  # κ' groups of ≤ τ_g' rows per unit (SPEC §6)
+            threshold = unit_threshold(plan.unit.group_rows, plan.unit.groups,
+                                       selection.scale, part_delta)
+        else:
+            threshold = key_selection_threshold(selection.elastic_sensitivity / 2,
+                                                selection.scale, part_delta)
     return Calibration(epsilon, delta if delta_users else 0.0, pure, tuple(parts), threshold,
-                       mechanism)
+                       chosen)
 
 
 def _choice(part: NoisyPart, epsilon: float, k: int) -> PartCalibration:
@@ -146,11 +157,26 @@ def choice_epsilon(epsilon: float, part: NoisyPart) -> Fraction:
     return parameter(epsilon, "epsilon") / part.elastic.at(0)
 
 
+def _row_level_scale(part: NoisyPart, epsilon: float, delta: float, private_tables: int
+                     ) -> float:
+    """FLEX's 2S*/ε for the row-level reading of a unit-mode part (reported only)."""
+    assert part.row_elastic is not None
+    if part.row_elastic.unmeasured_columns():
+        return math.nan
+    try:
+        smooth = smooth_sensitivity(part.row_elastic, epsilon, delta, private_tables)
+    except SmoothScanTooLong:
+        return math.inf
+    return 2 * smooth.sensitivity * part.magnitude / epsilon
+
+
 def _gaussian(part: PartCalibration, elastic: int, magnitude: float, integer: bool,
-              histogram: bool, delta: float) -> PartCalibration:
+              histogram: bool, delta: float, unit_l2: float | None = None) -> PartCalibration:
     """σ for the part's L2 sensitivity: a changed row moves a histogram's mass by S out of
-    one cell and into another, so Δ₂ = √2·S = ES/√2 there, and ES for a single value."""
-    l2 = elastic * magnitude / (math.sqrt(2) if histogram else 1)
+    one cell and into another, so Δ₂ = √2·S = ES/√2 there, and ES for a single value. In
+    unit mode the planner gives the unit's L2 (`unit_l2`, SPEC §6)."""
+    l2 = elastic * magnitude / (math.sqrt(2) if histogram else 1) if unit_l2 is None else \
+        unit_l2 * magnitude
     if l2 == 0:
         return replace(part, delta=delta, scale=0.0, l2_sensitivity=0.0)
     try:

@@ -242,7 +242,7 @@ def _classify_cursor(text: str, tokens: list[Token], policy: Policy, offset: int
 def parse_query(text: str, offset: int = 0) -> exp.Expression:
     """sqlglot's tree of one query; a syntax error becomes a 42601 refusal."""
     try:
-        return sqlglot.parse_one(text, dialect="postgres")
+        return _node(sqlglot.parse_one(text, dialect="postgres"))
     except ParseError as error:
         quoted = _quote_keyword_labels(text)
         qualified = _qualify_array_types(text)
@@ -250,7 +250,7 @@ def parse_query(text: str, offset: int = 0) -> exp.Expression:
             if retry == text:
                 continue
             try:
-                return sqlglot.parse_one(retry, dialect="postgres")
+                return _node(sqlglot.parse_one(retry, dialect="postgres"))
             except ParseError:
                 pass
         detail = error.errors[0] if error.errors else {}
@@ -260,6 +260,12 @@ def parse_query(text: str, offset: int = 0) -> exp.Expression:
             f"syntax error: {detail.get('description', str(error))}",
             position=None if column is None else offset + int(column),
         ) from None
+
+
+def _node(tree: exp.Expr) -> exp.Expression:
+    # sqlglot 30 types its results as Expr; every node it builds is also an Expression.
+    assert isinstance(tree, exp.Expression)
+    return tree
 
 
 def _quote_keyword_labels(text: str) -> str:
@@ -283,7 +289,7 @@ def _quote_keyword_labels(text: str) -> str:
     return "".join(pieces) + text[last:]
 
 
-def _relayed_setting(node: exp.Expression) -> bool:
+def _relayed_setting(node: exp.Expr) -> bool:
     """set_config('jit', 'off', false) in a relayed statement (asyncpg's and SQLAlchemy's
     type introspection) is what `SET jit = off`, which is relayed, does: allowed when the
     setting is named by a literal and is neither dpgate's own nor the backend identity."""

@@ -15,6 +15,7 @@ comment (a table the policy forgets is private, but dpgate does not know its col
 
 from __future__ import annotations
 
+import sqlglot
 from sqlglot import exp
 
 from .policy import Policy
@@ -44,7 +45,8 @@ def annotate_columns(tree: exp.Expression, policy: Policy) -> bool:
     template = _TEMPLATE.format(rows=", ".join(rows))
     for call in calls:
         relation, number = call.expressions
-        replacement = exp.maybe_parse(template, dialect="postgres")
+        replacement: exp.Expr = sqlglot.parse_one(f"SELECT {template}",
+                                                  dialect="postgres").expressions[0]
         for placeholder in list(replacement.find_all(exp.Column)):
             if placeholder.name == "__rel":
                 placeholder.replace(exp.Paren(this=relation.copy()))
@@ -62,7 +64,8 @@ def _note_rows(policy: Policy) -> list[str]:
     for key, table in sorted(policy.tables.items()):
         if not table.private:
             continue
-        entries = [(column, column_note(policy, key, column)) for column in table.columns]
+        entries: list[tuple[str | None, str]] = [
+            (column, column_note(policy, key, column)) for column in table.columns]
         entries.append((None, column_note(policy, key, None)))
         for column, note in entries:
             rows.append("(" + ", ".join([

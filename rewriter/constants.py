@@ -99,12 +99,13 @@ class _Extractor:
             # which has the same NULL semantics).
             operand = node.this if not isinstance(node, exp.Anonymous) else None
             query = operand.this if isinstance(operand, exp.Subquery) else operand
-            if isinstance(query, (exp.Select, exp.Union)):
+            if operand is not None and isinstance(query, (exp.Select, exp.Union)):
                 array = self._placeholder(operand, f"ARRAY({self._public(query)})")
                 node.set("this", exp.Paren(this=array))
                 return
-            for child in list(node.iter_expressions()):
-                self.value(child)
+            arguments: list[exp.Expression] = list(node.iter_expressions())
+            for argument in arguments:
+                self.value(argument)
             return
         if isinstance(node, exp.Exists):
             node.replace(self._placeholder(node, f"EXISTS ({self._public(node.this)})"))

@@ -11,8 +11,10 @@ from .metrics import Metrics, MissingMetrics
 from .plan import NoisyPart, OutputColumn, PrivateAggregate, Relay
 from .policy import Policy
 from .private import plan_private_aggregate
+from .sqlstate import SqlState
+from .unit_report import mode_report
 
-OBJECT_NOT_IN_PREREQUISITE_STATE = "55000"
+OBJECT_NOT_IN_PREREQUISITE_STATE = SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE
 
 
 def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: float,
@@ -21,14 +23,15 @@ def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: f
     try:
         statements = classify(sql, policy, metrics)
         if len(statements) != 1:
-            raise Refusal("0A000", "explain takes one statement")
+            raise Refusal(SqlState.FEATURE_NOT_SUPPORTED, "explain takes one statement")
         plan = statements[0].plan
         if isinstance(plan, Refusal):
             raise plan
         if isinstance(plan, Relay):
-            plan = _public_aggregate(plan.text, policy, metrics)
-            if plan is None:
+            public = _public_aggregate(plan.text, policy, metrics)
+            if public is None:
                 return {"supported": True, "kind": "relay", "rewritten_sql": sql.strip()}
+            plan = public
         if not isinstance(plan, PrivateAggregate):
             return {"supported": True, "kind": "session"}
         return _report(plan, calibrate(plan, epsilon, delta, k))
@@ -65,12 +68,14 @@ def _report(plan: PrivateAggregate, calibration: Calibration) -> dict[str, Any]:
             "elastic_sensitivity": first.elastic_sensitivity,
             "smooth_sensitivity": first.smooth_sensitivity, "k_star": first.k_star,
             "noise_scale": first.scale, "flex_noise_scale": first.flex_scale,
+            **({"unit_sensitivity": first.elastic_sensitivity} if plan.unit else {}),
             "epsilon": sum(p.epsilon for p in parts),
             **({"count_noise_scale": parts[1].scale} if len(parts) > 1 else {}),
         })
     report: dict[str, Any] = {
         "supported": True, "epsilon": calibration.epsilon, "delta": calibration.delta,
-        "pure": calibration.pure, "columns": columns, "rewritten_sql": plan.sql,
+        "pure": calibration.pure, **mode_report(plan), "columns": columns,
+        "rewritten_sql": plan.sql,
     }
     if plan.grouping is not None:
         report["histogram"] = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from fractions import Fraction
 
 from mechanisms.exponential import QuantileGrid
@@ -57,6 +58,11 @@ class NoisyPart:
     magnitude: float = 1.0
     level: Fraction | None = None
     grid: QuantileGrid | None = None
+    # Unit mode (SPEC §6): `elastic` is then the constant L1 sensitivity per unit (in
+    # units of `magnitude`), `row_elastic` the row-level FLEX ES(k) shown beside it, and
+    # `l2` the L2 sensitivity per unit (in units of `magnitude`) for the Gaussian.
+    row_elastic: Elastic | None = None
+    l2: float | None = None
 
     @property
     def integer(self) -> bool:
@@ -65,6 +71,15 @@ class NoisyPart:
     @property
     def choice(self) -> bool:
         return self.aggregate in CHOICES
+
+
+class OutputKind(StrEnum):
+    """What a column of a private answer is (a StrEnum: equal to its string)."""
+
+    KEY = "key"  # a group key, released as it is
+    NOISY = "noisy"  # an aggregate with additive noise
+    CHOICE = "choice"  # an exponential-mechanism answer (mode, min, max, percentiles)
+    COMPUTED = "computed"  # an expression over released values (post_sql)
 
 
 @dataclass(frozen=True)
@@ -76,7 +91,7 @@ class OutputColumn:
     """
 
     name: str
-    kind: str  # "key", "noisy", "choice" or "computed" (by post_sql)
+    kind: OutputKind
     # count, count_distinct, sum, avg; for a choice: mode, min, max, percentile_cont,
     # percentile_disc (median is percentile_cont)
     aggregate: str | None
@@ -86,8 +101,30 @@ class OutputColumn:
 
 
 @dataclass(frozen=True)
+class UnitBounds:
+    """A plan answered in unit mode (SPEC §6): the unit and the contribution bounds.
+
+    `groups` and `group_rows` are κ' = min(κ, τ) and τ_g' = min(τ_g, τ): the most groups
+    one unit can reach, and its most rows in one group (key selection's threshold).
+    """
+
+    unit: str  # "schema.table.column"
+    max_contributions: int  # τ
+    max_groups: int  # κ
+    max_group_contributions: int  # τ_g
+
+    @property
+    def groups(self) -> int:
+        return min(self.max_groups, self.max_contributions)
+
+    @property
+    def group_rows(self) -> int:
+        return min(self.max_group_contributions, self.max_contributions)
+
+
+@dataclass(frozen=True)
 class Grouping:
-    """How the groups of a GROUP BY are chosen (SPEC.md §4).
+    """How the groups of a GROUP BY are chosen.
 
     Either the backend returns every key of the declared domains (`domain_size` cells, or
     None when a public table supplies the domain), or only the groups whose noisy count
@@ -167,6 +204,13 @@ class PrivateAggregate:
     # The number of cells of a histogram whose domain a public table supplies: the proxy
     # runs it before the charge and refuses more than the policy's max_cells.
     cells_sql: str | None = None
+    # Unit mode (SPEC §6), or None: row-level FLEX. `row_level_reason` says why a policy
+    # with a unit answered this statement at row level (row_level_fallback).
+    unit: UnitBounds | None = None
+    row_level_reason: str | None = None
+    # Window functions of dpgate's own contribution bounding in `sql`: PostgreSQL's plan
+    # may show that many WindowAgg nodes and no more (plan_check.py).
+    windows: int = 0
 
     @property
     def visible(self) -> tuple[OutputColumn, ...]:

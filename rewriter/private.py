@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
@@ -18,10 +19,11 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 
 from .arithmetic import TOTAL
+from .bounding import Bounding, window_count
 from .choice import ChoiceSpec, choice_spec
 from .computed import placeholder, post_sql, probe, substitute
 from .constants import extract_constants
-from .elastic import constant, multiply
+from .elastic import Elastic, constant, multiply
 from .errors import (
     INVALID_COLUMN_REFERENCE,
     UNDEFINED_COLUMN,
@@ -37,18 +39,21 @@ from .plan import (
     Grouping,
     NoisyPart,
     OutputColumn,
+    OutputKind,
     PostProcess,
     PrivateAggregate,
+    UnitBounds,
 )
 from .policy import ColumnDomain, Domain, Policy, RangeDomain, ValuesDomain
 from .positions import position_of
 from .relations import Analyzer, Relation, Resolved, refuse_missing
 from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite
 from .totality import refuse_unsafe_nodes
+from .unit import NotOneUnit, UnitOfRows, unit_of_rows
 
 ONLY_AGGREGATES = "only aggregates of private tables are answered"
-_COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
-                exp.GTE: ">="}
+_COMPARISONS: dict[type[exp.Expr], str] = {
+    exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 
 
 def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
@@ -86,7 +91,7 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
                                   position=position_of(tree, offset))
             return replace(plan, outer_sql=outer, outer_alias=alias,
                            inner_sql=inner.sql(dialect="postgres"),
-                           fingerprint_text=tree.sql(dialect="postgres", normalize=True))
+                           fingerprint_text=_fingerprint(tree, plan.unit))
     constants = extract_constants(tree, policy, offset)
     analyzer = Analyzer(policy, metrics or Metrics(), offset)
     planner = _Planner(analyzer, tree, offset)
@@ -126,6 +131,9 @@ class _Planner:
     key_expressions: list[exp.Expression | None] = field(default_factory=list)
     # Counts a histogram's cells when a public table supplies a domain (_check_cells).
     cells_sql: str | None = None
+    # Unit mode (SPEC §6): the unit of every row; or why a unit policy fell back to rows.
+    unit: UnitOfRows | None = None
+    row_level_reason: str | None = None
 
     @property
     def policy(self) -> Policy:
@@ -133,13 +141,14 @@ class _Planner:
 
     def plan(self) -> PrivateAggregate:
         self.relation, _ = self.analyzer.select_relation(self.tree, {})
+        self._unit_mode()
         self._group_keys()
         computed = []
         for index, projection in enumerate(self.tree.expressions):
             output = self._output(projection, index)
             if output is None:
                 computed.append(index)
-                output = OutputColumn(_name_of(projection), "computed", None, ())
+                output = OutputColumn(_name_of(projection), OutputKind.COMPUTED, None, ())
             self.outputs.append(output)
         post, computed_post = self._post_or_none(bool(computed))
         refuse_missing(self.analyzer)
@@ -152,11 +161,14 @@ class _Planner:
         if self._most_frequent_group(post):
             return self._most_frequent_plan()
         grouping, domains = self._grouping()
+        self._settle_groups(grouping is not None and grouping.key_selection)
         noisy_parts = tuple(self._noisy_part(part) for part in self.parts)
         key_specs = [KeySpec(column, domain, expression) for (_, column), domain, expression
                      in zip(self.keys, domains, self.key_expressions, strict=True)]
-        plan = self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping),
-                             len(self.keys), noisy_parts, post, grouping)
+        plan = self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping,
+                                     self._bounding()),
+                             len(self.keys), noisy_parts, post, grouping,
+                             grouped_bounding=bool(self.keys))
         if computed_post is None:
             return plan
         self.probe = probe(self.tree, [self._source(o) for o in self.outputs],
@@ -164,6 +176,45 @@ class _Planner:
                             zip(self.keys, self.key_expressions, strict=True)])
         return replace(plan, post_sql=computed_post,
                        probe_sql=self.probe.sql(dialect="postgres"))
+
+    # -- the privacy unit (SPEC §6) ----------------------------------------------------
+
+    def _unit_mode(self) -> None:
+        """Unit mode when the policy names a unit and every row belongs to one unit; else
+        row-level FLEX when the policy allows it (row_level_fallback), else a refusal."""
+        unit = self.policy.unit
+        if unit is None or not any(s.private or (s.derived and s.derived.private_tables)
+                                   for s in self.relation.sources):
+            return
+        try:
+            self.unit = unit_of_rows(self.tree, self.analyzer, self.relation)
+        except NotOneUnit as refusal:
+            if not unit.row_level_fallback:
+                raise policy_refusal(
+                    f"{refusal.reason}, so dpgate cannot protect each {unit.label} here "
+                    "(policy setting privacy_unit; row_level_fallback = false)",
+                    hint=refusal.hint or None, position=position_of(self.tree, self.offset)
+                ) from None
+            self.row_level_reason = refusal.reason
+
+    def _settle_groups(self, key_selection: bool) -> None:
+        """κ as it applies to this statement: where κ·τ_g ≥ τ a group bound would not
+        lower a histogram's L1 (min(τ, κ·τ_g) = τ) and would only drop rows, so κ = τ
+        (no bound) then, except for key selection, whose threshold counts κ' groups."""
+        if self.unit is None or key_selection:
+            return
+        bounds = self.unit.bounds
+        if bounds.max_groups * bounds.max_group_contributions >= bounds.max_contributions:
+            self.unit = replace(self.unit, bounds=replace(
+                bounds, max_groups=bounds.max_contributions))
+
+    def _bounding(self) -> Bounding | None:
+        if self.unit is None:
+            return None
+        bounds = self.unit.bounds
+        return Bounding(self.unit.expression, bounds.max_contributions, bounds.max_groups,
+                        bounds.max_group_contributions, self.unit.tables,
+                        self.unit.conditions)
 
     # -- expressions over released values (computed.py) ------------------------------
 
@@ -208,7 +259,7 @@ class _Planner:
                               "aggregates", hint=f"Write the number of rows: {clause} 10.",
                               position=position_of(found, self.offset))
 
-    def _substitute(self, node: exp.Expression) -> exp.Expression:
+    def _substitute(self, node: exp.Expression) -> exp.Expr:
         expanded = node.copy().transform(
             lambda n: _variance(n) if isinstance(n, _VARIANCES) else n)
         return substitute(expanded, self._hidden_aggregate, self._hidden_key, self.offset,
@@ -273,7 +324,7 @@ class _Planner:
 
     def _bucketed(self, target: exp.Expression, item: exp.Expression) -> exp.Column:
         """The one column a computed GROUP BY key is a function of (a time bucket, a CASE
-        bucket): the key's groups are the image of that column's domain (SPEC §7)."""
+        bucket): the key's groups are the image of that column's domain."""
         columns = {c.sql(dialect="postgres") for c in target.find_all(exp.Column)}
         if len(columns) != 1 or target.find(exp.AggFunc, exp.Subquery, exp.Select, exp.Window):
             raise unsupported(
@@ -339,7 +390,7 @@ class _Planner:
         name = projection.alias if isinstance(projection, exp.Alias) else _default_name(inner)
         bucket = self._key_expression_index(inner)
         if bucket is not None:
-            return OutputColumn(name, "key", None, (bucket,), hidden)
+            return OutputColumn(name, OutputKind.KEY, None, (bucket,), hidden)
         if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
             key = self._key_index(inner)
             if key is None:
@@ -348,7 +399,7 @@ class _Planner:
                     f"({projection.sql(dialect='postgres')}) would reveal rows",
                     hint="Group by it (GROUP BY a column with a declared domain) or wrap it "
                     "in an aggregate such as count(…).", position=position)
-            return OutputColumn(name, "key", None, (key,), hidden)
+            return OutputColumn(name, OutputKind.KEY, None, (key,), hidden)
         if isinstance(inner, exp.Window):
             raise unsupported("window functions are not supported over private tables",
                               position=position)
@@ -359,7 +410,7 @@ class _Planner:
         spec = choice_spec(inner, self.offset)
         if spec is not None:
             self.choices.append((spec, self.analyzer.resolve(spec.column, self.relation)))
-            return OutputColumn(name, "choice", spec.aggregate, (len(self.choices) - 1,),
+            return OutputColumn(name, OutputKind.CHOICE, spec.aggregate, (len(self.choices) - 1,),
                                 hidden)
         if isinstance(inner, _VARIANCES) and not hidden:
             return None  # from released COUNT, SUM and SUM of squares: see _variance
@@ -392,7 +443,7 @@ class _Planner:
                     raise unsupported("COUNT(DISTINCT …) takes one column", position=position)
                 self.analyzer.resolve(argument.expressions[0], self.relation)
                 part = self._part("count", node, 1.0, None)
-                return OutputColumn(name, "noisy", "count_distinct", (part,), hidden)
+                return OutputColumn(name, OutputKind.NOISY, "count_distinct", (part,), hidden)
             # Whatever it counts, one row changes a count by at most one.
             if argument.find(exp.AggFunc, exp.Subquery, exp.Select, exp.Window):
                 raise unsupported("COUNT takes *, a column, an expression of columns or "
@@ -400,17 +451,18 @@ class _Planner:
             for column in argument.find_all(exp.Column):
                 self.analyzer.resolve(column, self.relation)
             part = self._part("count", node, 1.0, None)
-            return OutputColumn(name, "noisy", "count", (part,), hidden)
+            return OutputColumn(name, OutputKind.NOISY, "count", (part,), hidden)
         bounds = self._bounds(node, position)
         magnitude = max(abs(bounds[0]), abs(bounds[1]))
         total = self._part("sum", node, magnitude, bounds)
         if isinstance(node, exp.Sum):
-            return OutputColumn(name, "noisy", "sum", (total,), hidden, bounds)
+            return OutputColumn(name, OutputKind.NOISY, "sum", (total,), hidden, bounds)
         count = self._part("count", exp.Count(this=argument.copy()), 1.0, None)
-        return OutputColumn(name, "noisy", "avg", (total, count), hidden, bounds)
+        return OutputColumn(name, OutputKind.NOISY, "avg", (total, count), hidden, bounds)
 
     def _bounds(self, node: exp.Expression, position: int | None) -> tuple[float, float]:
         argument = node.this
+        assert isinstance(node, exp.Func)  # an aggregate call
         what = node.sql_name()
         if isinstance(argument, exp.Distinct):
             raise unsupported(f"{what}(DISTINCT …) is not supported", position=position)
@@ -453,7 +505,7 @@ class _Planner:
                        ) -> tuple[float, float]:
         origin = self.analyzer.resolve(argument, self.relation).origin
         rule = self.policy.column(*origin) if origin else None
-        bounds = rule and (rule.bounds or _domain_bounds(rule.domain))
+        bounds = (rule.bounds or _domain_bounds(rule.domain)) if rule else None
         if bounds is None:
             where = (f"[policy.tables.{origin[0].split('.', 1)[1]}.columns.{origin[1]}]"
                      if origin else "the policy")
@@ -477,7 +529,11 @@ class _Planner:
         stability = self.relation.stability
         if self.keys:  # a histogram: one changed row leaves one bin and enters another
             stability = multiply(constant(2), stability)
-        return NoisyPart(part.aggregate, stability, part.magnitude)
+        if self.unit is None:
+            return NoisyPart(part.aggregate, stability, part.magnitude)
+        l1, l2 = unit_sensitivities(self.unit.bounds, bool(self.keys))
+        return NoisyPart(part.aggregate, constant(l1), part.magnitude, row_elastic=stability,
+                         l2=l2)
 
     # -- choices of the exponential mechanism ----------------------------------------
 
@@ -485,6 +541,7 @@ class _Planner:
         """MIN/MAX/percentiles or mode: every output a choice among one set of candidates."""
         spec, resolved = self.choices[0]
         position = position_of(spec.column, self.offset)
+        self._settle_groups(False)
         if self.parts or self.keys:
             raise unsupported(
                 f"{spec.aggregate} is answered by the exponential mechanism and cannot be "
@@ -499,7 +556,8 @@ class _Planner:
                     "percentiles) of one column, or modes of one column",
                     hint="Ask the others in separate statements.",
                     position=position_of(other.column, self.offset))
-        self._refuse_private_joins(spec.aggregate, position)
+        if self.unit is None:
+            self._refuse_private_joins(spec.aggregate, position)
         if spec.kind == "mode":
             domain = self._domain(resolved)
             if domain is None:
@@ -509,8 +567,8 @@ class _Planner:
                     "reveals a value of the data", hint=self._domain_hint(resolved),
                     position=position)
             self._check_cells([domain], spec.column)
-            sql, keys, grid = mode_sql(self.tree, self.policy, KeySpec(spec.column, domain)), \
-                1, None
+            sql, keys, grid = mode_sql(self.tree, self.policy, KeySpec(spec.column, domain),
+                                       self._bounding()), 1, None
         else:
             bounds = self._column_bounds(spec.column, spec.aggregate, position)
             if not bounds[0] < bounds[1]:
@@ -518,10 +576,12 @@ class _Planner:
                                      position=position)
             cells = 2**QUANTILE_GRID_BITS
             grid = quantile_grid(*bounds)
-            sql, keys = quantile_sql(self.tree, self.policy, spec.column, bounds, cells), 2
-        parts = tuple(NoisyPart(s.kind, self.relation.stability, level=s.level, grid=grid)
+            sql, keys = quantile_sql(self.tree, self.policy, spec.column, bounds, cells,
+                                     self._bounding()), 2
+        parts = tuple(NoisyPart(s.kind, self._choice_sensitivity(s.kind), level=s.level,
+                                grid=grid, row_elastic=self._row_elastic())
                       for s, _ in self.choices)
-        return self._plan_of(sql, keys, parts, post)
+        return self._plan_of(sql, keys, parts, post, grouped_bounding=spec.kind == "mode")
 
     def _most_frequent_group(self, post: PostProcess) -> bool:
         """`SELECT k … GROUP BY k ORDER BY count(*) DESC LIMIT 1` over a declared domain:
@@ -536,27 +596,48 @@ class _Planner:
                 ordered.hidden and ordered.aggregate == "count" and
                 isinstance(self.parts[0].node.this, exp.Star) and
                 self._domain(self.keys[0][0]) is not None and
-                not self.relation.stability.depends_on_k)
+                (self.unit is not None or not self.relation.stability.depends_on_k))
 
     def _most_frequent_plan(self) -> PrivateAggregate:
+        self._settle_groups(False)
         resolved, column = self.keys[0]
         domain = self._domain(resolved)
         self._check_cells([domain] if domain else [], column)
         key = next(o for o in self.outputs if not o.hidden)
-        return self._plan_of(mode_sql(self.tree, self.policy, KeySpec(column, domain)), 1,
-                             (NoisyPart("mode", self.relation.stability),), PostProcess(),
-                             outputs=(OutputColumn(key.name, "choice", "mode", (0,)),))
+        return self._plan_of(mode_sql(self.tree, self.policy, KeySpec(column, domain),
+                                      self._bounding()), 1,
+                             (NoisyPart("mode", self._choice_sensitivity("mode"),
+                                        row_elastic=self._row_elastic()),), PostProcess(),
+                             grouped_bounding=True,
+                             outputs=(OutputColumn(key.name, OutputKind.CHOICE, "mode", (0,)),))
 
     def _plan_of(self, sql: str, keys: int, parts: tuple[NoisyPart, ...], post: PostProcess,
                  grouping: Grouping | None = None,
-                 outputs: tuple[OutputColumn, ...] | None = None) -> PrivateAggregate:
+                 outputs: tuple[OutputColumn, ...] | None = None,
+                 grouped_bounding: bool = False) -> PrivateAggregate:
+        bounding = self._bounding()
         return PrivateAggregate(
             sql=sql, keys=keys, parts=parts,
             outputs=tuple(self.outputs) if outputs is None else outputs, grouping=grouping,
             post=post, private_tables=self.relation.private_tables,
-            fingerprint_text=self.tree.sql(dialect="postgres", normalize=True),
+            fingerprint_text=_fingerprint(self.tree, self.unit.bounds if self.unit else None),
             tables=tuple(sorted(self.relation.base_tables)),
-            postgres_sql=self.tree.find(exp.Median) is None, cells_sql=self.cells_sql)
+            postgres_sql=self.tree.find(exp.Median) is None, cells_sql=self.cells_sql,
+            unit=self.unit.bounds if self.unit is not None else None,
+            row_level_reason=self.row_level_reason,
+            windows=0 if bounding is None or not parts else
+            window_count(bounding, grouped_bounding))
+
+    def _choice_sensitivity(self, kind: str) -> Elastic:
+        """Δu of the exponential mechanism: one row's (FLEX), or one unit's: a unit moves
+        a mode candidate's count by at most min(τ, τ_g), a quantile's ranks by τ."""
+        if self.unit is None:
+            return self.relation.stability
+        bounds = self.unit.bounds
+        return constant(bounds.group_rows if kind == "mode" else bounds.max_contributions)
+
+    def _row_elastic(self) -> Elastic | None:
+        return self.relation.stability if self.unit is not None else None
 
     def _refuse_private_joins(self, what: str, position: int | None) -> None:
         # The smooth sensitivity calibrates additive noise; for the exponential mechanism a
@@ -579,7 +660,7 @@ class _Planner:
     def _check_cells(self, domains: list[Domain], node: exp.Expression) -> None:
         """Refuse a histogram of more than max_cells; when a public table supplies a domain,
         its size is known only to the database: `cells_sql` has the proxy count it first,
-        before any charge (proxy/plan_check.py runs it)."""
+        before any charge (proxy/engine/plan_check.py runs it)."""
         sizes = [domain.size for domain in domains]
         if all(size is not None for size in sizes):
             cells = math.prod(size for size in sizes if size is not None)
@@ -589,7 +670,8 @@ class _Planner:
             return
         if all(size is not None or isinstance(d, ColumnDomain) for d, size in
                zip(domains, sizes, strict=True)):
-            factors = [str(size) if size is not None else _distinct_count(d, self.policy)
+            factors = [str(size) if size is not None else
+                       _distinct_count(cast(ColumnDomain, d), self.policy)
                        for d, size in zip(domains, sizes, strict=True)]
             self.cells_sql = f"SELECT {' * '.join(factors)}"
 
@@ -599,11 +681,12 @@ class _Planner:
         if not self.keys:
             return None, []
         domains = [self._domain(resolved) for resolved, _ in self.keys]
-        if all(domain is not None for domain in domains):
-            size = 1
-            for domain in domains:
-                size = None if size is None or domain.size is None else size * domain.size
-            self._check_cells(domains, self.tree.args["group"])
+        declared = [domain for domain in domains if domain is not None]
+        if len(declared) == len(domains):
+            size: int | None = 1
+            for known in declared:
+                size = None if size is None or known.size is None else size * known.size
+            self._check_cells(declared, self.tree.args["group"])
             return Grouping(len(self.keys), key_selection=False, domain_size=size), domains
         for (resolved, column), domain in zip(self.keys, domains, strict=True):
             origin = resolved.origin
@@ -620,7 +703,7 @@ class _Planner:
                     hint=f"Declare one ([policy.tables.{origin[0].split('.', 1)[1]}.columns."
                     f"{origin[1]}] domain = […]) or allow private key selection there "
                     "(key_selection = true).", position=position_of(column, self.offset))
-        if self.relation.stability.depends_on_k:
+        if self.relation.stability.depends_on_k and self.unit is None:
             raise unsupported("key selection over joins of private tables is not supported",
                               hint="Declare a domain for the grouped column.",
                               position=position_of(self.tree.args["group"], self.offset))
@@ -691,7 +774,9 @@ class _Planner:
         for index, projection in enumerate(self.tree.expressions):
             if _unalias(projection).sql(dialect="postgres", normalize=True) == text:
                 return index
-        self.outputs.append(self._output(node, len(self.outputs), hidden=True))
+        hidden = self._output(node, len(self.outputs), hidden=True)
+        assert hidden is not None  # only a visible expression is computed
+        self.outputs.append(hidden)
         return len(self.outputs) - 1
 
     def _condition(self, node: exp.Expression) -> Condition | Comparison:
@@ -719,6 +804,16 @@ class _Planner:
         return self._output_index(node, having=True), True
 
 
+def _fingerprint(tree: exp.Expression, unit: UnitBounds | None) -> str:
+    """The normalized statement; in unit mode with its bounds, since another τ or κ
+    makes another question (SET dp.max_contributions)."""
+    text = tree.sql(dialect="postgres", normalize=True)
+    if unit is None:
+        return text
+    return (f"{text} /* unit {unit.max_contributions} {unit.max_groups} "
+            f"{unit.max_group_contributions} */")
+
+
 def _distinct_as_group_by(tree: exp.Select) -> None:
     """SELECT DISTINCT a, b without aggregates is GROUP BY a, b, as PostgreSQL computes it
     (the keys of declared domains, then, cost nothing)."""
@@ -734,11 +829,13 @@ def _distinct_as_group_by(tree: exp.Select) -> None:
 _VARIANCES = (exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop)
 
 
-def _variance(node: exp.Expression) -> exp.Expression:
+def _variance(node: exp.Expression) -> exp.Expr:
     """var_samp, var_pop, stddev… of x from released n = count(x), s = sum(x) and
-    q = sum(x·x) (SPEC §7): (q − s²/n) / (n − 1) or / n, clamped at 0, NULL for too few
-    rows as in PostgreSQL; the square root for a standard deviation."""
+    q = sum(x·x), post-processing of released values: (q − s²/n) / (n − 1) or / n,
+    clamped at 0, NULL for too few rows as in PostgreSQL; the square root for a standard
+    deviation."""
     x = node.this
+    assert isinstance(node, exp.Func)  # one of _VARIANCES
     if not isinstance(x, exp.Column):
         raise unsupported(f"{node.sql_name()} takes a plain column with declared bounds")
     value = exp.cast(x.copy(), "numeric")
@@ -762,7 +859,7 @@ def _variance(node: exp.Expression) -> exp.Expression:
 
 
 def _domain_bounds(domain: Domain | None) -> tuple[float, float] | None:
-    """A numeric declared domain bounds its column too (SPEC §7: MIN/MAX over it)."""
+    """A numeric declared domain bounds its column too (MIN/MAX over it)."""
     if isinstance(domain, RangeDomain) and isinstance(domain.low, int):
         return float(domain.low), float(domain.high)  # type: ignore[arg-type]
     if isinstance(domain, ValuesDomain) and domain.values and all(
@@ -857,3 +954,18 @@ def _distinct_count(domain: ColumnDomain, policy: Policy) -> str:
     column = quote_identifier(domain.column)
     return (f"(SELECT count(*) FROM (SELECT DISTINCT {column} FROM {schema}.{table} "
             f"WHERE {column} IS NOT NULL LIMIT {policy.max_cells + 1}) AS d)")
+
+
+def unit_sensitivities(bounds: UnitBounds, histogram: bool) -> tuple[int, float]:
+    """L1 and L2 sensitivity of one unit's rows, in units of one row's value (SPEC §6).
+
+    Without GROUP BY a unit adds at most τ rows: L1 = L2 = τ. In a histogram it adds at most
+    τ_g' = min(τ_g, τ) rows to each of at most κ groups, τ in all: L1 = min(τ, κ·τ_g'),
+    L2 = min(√κ·τ_g', √(τ·τ_g')) (Σx² ≤ max x · Σx).
+    """
+    tau = bounds.max_contributions
+    if not histogram:
+        return tau, float(tau)
+    per_group = bounds.group_rows
+    l1 = min(tau, bounds.max_groups * per_group)
+    return l1, min(math.sqrt(bounds.max_groups) * per_group, math.sqrt(tau * per_group))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import scramp
 
-from proxy import wire
+from proxy.pgwire import wire
 from tests.conftest import (
     DemoDatabase,
     dpgate_cli,

@@ -19,9 +19,9 @@ import pytest
 from pgserver._commands import pg_ctl
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from proxy.demo import PRIVATE_TABLES, PUBLIC_TABLES
-from proxy.demo_data import load_demo_dataset
-from proxy.roles import READER, RELAY, prepare_roles
+from proxy.demo.demo import PRIVATE_TABLES, PUBLIC_TABLES
+from proxy.demo.demo_data import load_demo_dataset
+from proxy.demo.roles import READER, RELAY, prepare_roles
 from tests.conftest import DemoDatabase, Postgres
 from tests.proxies import OwnProxy, start_own_proxy
 

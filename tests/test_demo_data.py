@@ -1,4 +1,4 @@
-"""Tests for proxy.demo_data against a real (embedded) PostgreSQL server."""
+"""Tests for proxy.demo.demo_data against a real (embedded) PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from proxy.demo_data import COUNTRIES, DEMO_TABLES, load_demo_dataset
+from proxy.demo.demo_data import COUNTRIES, DEMO_TABLES, load_demo_dataset
 from tests.conftest import Postgres
 
 EXPECTED_COUNTS = {"customers": 10_000, "products": 1_000, "orders": 100_000}

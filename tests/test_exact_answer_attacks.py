@@ -16,8 +16,8 @@ from dataclasses import replace
 import psycopg
 import pytest
 
-from proxy.backend import BackendConnection, Endpoint
-from proxy.plan_check import PlanChecker
+from proxy.engine.plan_check import PlanChecker
+from proxy.pgwire.backend import BackendConnection, Endpoint
 from rewriter.classify import classify
 from rewriter.errors import Refusal
 from rewriter.plan import PrivateAggregate

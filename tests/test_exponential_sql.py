@@ -16,7 +16,7 @@ from mechanisms.accuracy import mode_bound, quantile_rank_bound
 from mechanisms.exponential import QUANTILE_GRID_BITS
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings, load_policy_file
-from proxy.release import release
+from proxy.engine.release import release
 from rewriter.calibrate import calibrate
 from rewriter.classify import classify, parse_query
 from rewriter.errors import Refusal

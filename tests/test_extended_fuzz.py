@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy import wire
+from proxy.pgwire import wire
 from tests.conftest import RunningProxy
 from tests.test_extended_protocol import RawClient, kinds
 

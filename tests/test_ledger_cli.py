@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from accounting import Charged, ChargeRequest, SqliteLedger, fingerprint
-from proxy.analysts import create_analyst
-from proxy.cli import main
+from proxy.admin.cli import main
 from proxy.config import PrivacySettings
+from proxy.demo.analysts import create_analyst
 
 
 @pytest.fixture

@@ -1,11 +1,11 @@
-"""Limits on the work one statement may ask (proxy/limits.py) and the plan cache's bound."""
+"""Limits on the work one statement may ask (proxy/engine/limits.py) and the plan cache's bound."""
 
 from __future__ import annotations
 
 import pytest
 
-from proxy.limits import TooMuchWork, check_statement, nesting
-from proxy.plan_cache import PlanCache
+from proxy.engine.limits import TooMuchWork, check_statement, nesting
+from proxy.engine.plan_cache import PlanCache
 from rewriter.classify import Statement
 from rewriter.plan import Relay
 

@@ -13,7 +13,7 @@ from mechanisms.seeded_source import SeededRandomSource
 ROOT = Path(__file__).resolve().parent.parent
 # The only module outside mechanisms/ and tests/ allowed to import the seeded source:
 # `dpgate experiment --seed`, which says on its output that it is seeded.
-ALLOWED = {ROOT / "proxy" / "cli_experiment.py"}
+ALLOWED = {ROOT / "proxy" / "admin" / "cli_experiment.py"}
 
 
 def _imported_modules(path: Path) -> set[str]:

@@ -8,7 +8,7 @@ import pytest
 
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings, load_policy_file
-from proxy.release import release
+from proxy.engine.release import release
 from rewriter.calibrate import calibrate
 from rewriter.classify import parse_query
 from rewriter.plan import PrivateAggregate
@@ -74,7 +74,7 @@ def test_average_is_clamped_to_the_declared_bounds():
 
 
 def test_numeric_keys_sort_as_numbers_with_nan_above_them():
-    from proxy.release import _sort_key
+    from proxy.engine.release import _sort_key
 
     keys = ["10", "2", "NaN", "-Infinity", None, "1e3"]
     assert sorted(keys, key=lambda key: _sort_key(key, True)) == [

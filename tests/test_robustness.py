@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy import wire
+from proxy.pgwire import wire
 from tests.conftest import DemoDatabase
 from tests.proxies import (
     OwnProxy,

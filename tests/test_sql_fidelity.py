@@ -3,6 +3,7 @@ in GROUP BY / ORDER BY / HAVING, and PostgreSQL's own errors where PostgreSQL fa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 from psycopg import errors
 
 from proxy.config import load_config, load_policy_file
-from proxy.demo import DEMO_POLICY_FILE
+from proxy.demo.demo import DEMO_POLICY_FILE
 from rewriter.calibrate import calibrate
 from rewriter.classify import classify
 from rewriter.errors import Refusal
@@ -25,7 +26,8 @@ from rewriter.policy import Policy
 from tests.conftest import RunningProxy, dpgate_cli, free_port, wait_for_port
 from tests.test_leaks import fresh_analyst
 
-POLICY = load_policy_file(DEMO_POLICY_FILE)
+# Row-level mode, as the proxy these tests start (conftest: [policy] row_level = true).
+POLICY = dataclasses.replace(load_policy_file(DEMO_POLICY_FILE), unit=None)
 METRICS = Metrics(columns={
     "public.orders": ("order_id", "customer_id", "product_id", "quantity", "order_cost",
                       "order_date"),
@@ -144,7 +146,7 @@ def test_dpgate_refusals_stay_where_postgresql_would_answer(proxy: RunningProxy)
             connection.execute("SELECT order_id FROM orders")
 
 
-# -- expressions over released values (SPEC §7) -------------------------------------------
+# -- expressions over released values -----------------------------------------------------
 
 def test_expressions_over_aggregates_are_computed_over_released_values_only():
     plan = plan_of("SELECT quantity, count(*) * 100.0 / 7 AS pct FROM orders "
@@ -312,7 +314,8 @@ def test_the_shipped_dpgate_toml_serves_the_demo_policy():
     """docker-compose mounts dpgate.toml: the README's walk-through needs the demo's
     domains and bounds there too."""
     shipped = load_config(Path(__file__).resolve().parent.parent / "dpgate.toml").policy
-    assert shipped == POLICY
+    assert shipped == load_policy_file(DEMO_POLICY_FILE)
+    assert shipped.unit is not None  # customers are the demo's privacy unit
 
 
 def test_a_bad_epsilon_is_told_with_the_valid_range(proxy: RunningProxy):
@@ -335,7 +338,7 @@ def test_a_numeric_domain_bounds_min_max_and_sums():
 
 def test_metrics_refresh_without_configuration_measures_the_demo_database(tmp_path: Path):
     port = free_port()
-    demo = subprocess.Popen([sys.executable, "-m", "proxy.cli", "demo", "--data-dir",
+    demo = subprocess.Popen([sys.executable, "-m", "proxy", "demo", "--data-dir",
                              str(tmp_path), "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

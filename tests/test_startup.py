@@ -11,7 +11,7 @@ import psycopg
 import pytest
 import scramp
 
-from proxy import wire
+from proxy.pgwire import wire
 from tests.conftest import DemoDatabase
 from tests.proxies import (
     PASSWORD,

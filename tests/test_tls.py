@@ -23,8 +23,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
 
-from proxy import wire
-from proxy.tls import server_end_point
+from proxy.pgwire import wire
+from proxy.pgwire.tls import server_end_point
 from tests.conftest import DemoDatabase
 from tests.proxies import (
     PASSWORD,

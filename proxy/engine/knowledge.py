@@ -1,0 +1,87 @@
+"""What the rewriter needs to know of the data, measured on the backend and kept current.
+
+FLEX metrics (maxFreq of join columns) are measured with one GROUP BY query per column as
+the reader role, stored in the ledger with the time measured, and measured on demand for a
+column first seen. Column names come from information_schema, to resolve unqualified
+columns in joins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from accounting import Ledger, Metric
+from rewriter.metrics import ColumnKey, Metrics, max_freq_query
+
+from ..pgwire.backend import BackendConnection
+
+CATALOG_QUERY = (
+    "SELECT table_schema || '.' || table_name, column_name, data_type "
+    "FROM information_schema.columns "
+    "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY ordinal_position")
+
+
+class Knowledge:
+    """Metrics and column names, with a version that changes on every update.
+
+    Shared by every session of one proxy; plans are cached per version.
+    """
+
+    def __init__(self, ledger: Ledger):
+        self.ledger = ledger
+        self.metrics = Metrics(max_freq=_from_ledger(ledger.metrics()))
+        self.catalog_loaded = False
+
+    async def load_catalog(self, backend: BackendConnection) -> None:
+        columns, types = await fetch_columns(backend)
+        self.metrics = replace(self.metrics, columns=columns, column_types=types,
+                               version=self.metrics.version + 1)
+        self.catalog_loaded = True
+
+    async def measure(self, backend: BackendConnection, columns: Iterable[ColumnKey]) -> None:
+        measured = [await measure_column(backend, table, column) for table, column in columns]
+        await asyncio.to_thread(self.ledger.store_metrics, measured)
+        self.metrics = replace(
+            self.metrics, max_freq={**self.metrics.max_freq, **_from_ledger(measured)},
+            version=self.metrics.version + 1)
+
+
+def _from_ledger(metrics: Iterable[Metric]) -> dict[ColumnKey, int]:
+    return {(m.table, m.column): m.max_freq for m in metrics}
+
+
+async def fetch_columns(backend: BackendConnection
+                        ) -> tuple[dict[str, tuple[str, ...]], dict[ColumnKey, str]]:
+    """Every table's columns in order, and each column's type (information_schema's
+    data_type: integer, numeric, text…)."""
+    columns: dict[str, list[str]] = {}
+    types: dict[ColumnKey, str] = {}
+    for table, column, data_type in (await backend.fetch(CATALOG_QUERY)).rows:
+        assert table is not None and column is not None and data_type is not None
+        columns.setdefault(table.decode(), []).append(column.decode())
+        types[(table.decode(), column.decode())] = data_type.decode()
+    return {table: tuple(names) for table, names in columns.items()}, types
+
+
+async def measure_column(backend: BackendConnection, table: str, column: str) -> Metric:
+    """maxFreq(table.column) on the real data (FLEX's metric); raises BackendError."""
+    rows = (await backend.fetch(max_freq_query(table, column))).rows
+    value = rows[0][0]
+    return Metric(table, column, int(value) if value is not None else 0,
+                  datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+async def refresh_all(backend: BackendConnection, columns: list[ColumnKey],
+                      progress: Callable[[int, int, Metric, float], None]) -> list[Metric]:
+    """Measure every column again, reporting each one as it is done."""
+    measured = []
+    for index, (table, column) in enumerate(columns, start=1):
+        started = time.monotonic()
+        metric = await measure_column(backend, table, column)
+        measured.append(metric)
+        progress(index, len(columns), metric, time.monotonic() - started)
+    return measured

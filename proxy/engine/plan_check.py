@@ -1,0 +1,89 @@
+"""Compute a private statement's constants and check it against PostgreSQL's plan.
+
+Both happen on the reader connection before the charge: an error here is PostgreSQL's
+own, costs nothing and cannot depend on private rows (the constants read public tables
+only; EXPLAIN plans without reading rows). Verdicts are remembered per statement text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, OrderedDict
+
+from rewriter.constants import evaluation_sql, substitute
+from rewriter.errors import Refusal
+from rewriter.plan import PrivateAggregate
+from rewriter.plan_check import plan_failure, public_plan_failure
+from rewriter.policy import Policy
+from rewriter.private import CELLS_HINT
+from rewriter.sqlstate import SqlState
+
+from ..pgwire.backend import BackendConnection, Parameters
+
+
+class PlanChecker:
+    """Shared by every session of one proxy: the statements PostgreSQL's plan confirmed."""
+
+    def __init__(self, policy: Policy, size: int = 4096):
+        self.policy = policy
+        self.size = size
+        self._checked: OrderedDict[tuple[str, bytes], None] = OrderedDict()
+
+    async def prepare(self, backend: BackendConnection, plan: PrivateAggregate,
+                      parameters: Parameters | None, check: bool = True) -> str:
+        """The SQL to run: constants computed and written in, the plan checked.
+
+        Describe passes check=False: it runs nothing private, and without the values of
+        its parameters the statement cannot be planned yet. Raises Refusal, or
+        BackendError for PostgreSQL's own errors.
+        """
+        sql = plan.sql
+        if plan.cells_sql is not None:
+            (cells,) = (await backend.fetch(plan.cells_sql)).rows[0]
+            if int(bytes(cells or b"0")) > self.policy.max_cells:
+                raise Refusal(SqlState.INSUFFICIENT_PRIVILEGE,
+                              "the histogram's public domain has more "
+                              f"keys than the {self.policy.max_cells} cells the policy allows",
+                              hint=CELLS_HINT)
+        if plan.constants:
+            evaluation = evaluation_sql(plan.constants)
+            await self._check(backend, evaluation, None, lambda e: public_plan_failure(
+                e, self.policy))
+            rows = (await backend.fetch(evaluation)).rows
+            if len(rows) != 1:
+                raise Refusal(SqlState.CARDINALITY_VIOLATION,
+                              "a value dpgate computes before the query "
+                              f"must be one value, and this one has {len(rows)} rows",
+                              hint="Set-returning functions are not allowed in conditions.")
+            literals = [bytes(value or b"").decode() for value in rows[0]]
+            sql = substitute(sql, plan.constants, literals)
+        if not check:
+            return sql
+        scans = Counter(plan.scans)
+        await self._check(backend, sql, parameters,
+                          lambda e: plan_failure(e, scans, self.policy, plan.windows))
+        return sql
+
+    async def _check(self, backend: BackendConnection, sql: str,
+                     parameters: Parameters | None, failure) -> None:
+        key = (sql, _parameters_key(parameters))
+        if key in self._checked:
+            self._checked.move_to_end(key)
+            return
+        rows = await backend.fetch("EXPLAIN (VERBOSE, FORMAT JSON) " + sql, parameters)
+        (plan_json,) = rows.rows[0]
+        assert plan_json is not None  # EXPLAIN always answers
+        reason = failure(json.loads(plan_json))
+        if reason is not None:
+            raise Refusal(SqlState.FEATURE_NOT_SUPPORTED, reason,
+                          hint="dpgate checks every private query against PostgreSQL's plan; "
+                          "ask a simpler query.")
+        self._checked[key] = None
+        while len(self._checked) > self.size:
+            self._checked.popitem(last=False)
+
+
+def _parameters_key(parameters: Parameters | None) -> bytes:
+    if parameters is None:
+        return b""
+    return repr((parameters.types, parameters.formats, parameters.values)).encode()

@@ -1,0 +1,93 @@
+"""From a query string to its plans: the plan cache, else the rewriter within the limits
+of one statement, measuring the join metrics it is missing first."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from rewriter.classify import Statement, classify
+from rewriter.metrics import ColumnKey, MissingMetrics
+from rewriter.policy import Policy
+from rewriter.sqlstate import SqlState
+from rewriter.unit_policy import SESSION_BOUNDS, with_session_bounds
+
+from ..config import Config
+from ..pgwire.backend import BackendError, BackendPool
+from .errors import StatementError, client_error
+from .knowledge import Knowledge
+from .limits import INLINE_ANALYSIS_SIZE, TooMuchWork, check_statement
+from .plan_cache import PlanCache
+from .workers import Workers
+
+
+class Planner:
+    """Plans query strings for every session of the process (its caches are shared)."""
+
+    def __init__(self, config: Config, knowledge: Knowledge, plans: PlanCache,
+                 pool: BackendPool, workers: Workers):
+        self.config = config
+        self.knowledge = knowledge
+        self.plans = plans
+        self.pool = pool
+        self.workers = workers
+
+    async def statements(self, sql: str, session: Mapping[str, str] | None = None
+                         ) -> list[Statement]:
+        """Plans for a query string, from the cache or the rewriter, under the policy with
+        the session's dp.max_contributions / dp.max_groups (`session`: its dp.* values).
+
+        A join column met for the first time is measured (maxFreq) and the string is
+        analysed again, so a metric is never guessed.
+        """
+        knowledge = self.knowledge
+        if not knowledge.catalog_loaded:
+            await self.learn()
+        session = session or {}
+        policy = with_session_bounds(self.config.policy, session)
+        bounds = "".join(f"\0{session.get(name, '')}" for name in SESSION_BOUNDS)
+        for _ in range(2):
+            key = (sql + bounds if bounds.strip("\0") else sql, knowledge.metrics.version)
+            cached = self.plans.get(key)
+            if cached is not None:
+                return cached
+            try:
+                statements = await self._analyse(sql, policy)
+            except MissingMetrics as missing:
+                await self.learn(missing.columns)
+                continue
+            self.plans.put(key, statements)
+            return statements
+        raise StatementError(SqlState.DATA_EXCEPTION, "dpgate could not measure the join metrics")
+
+    async def _analyse(self, sql: str, policy: Policy) -> list[Statement]:
+        """classify(), within the limits of limits.py; a long text on a worker thread."""
+        server = self.config.server
+        try:
+            check_statement(sql, server.max_statement_size, server.max_nesting)
+            arguments = (sql, policy, self.knowledge.metrics)
+            if len(sql) <= INLINE_ANALYSIS_SIZE:
+                return classify(*arguments)
+            async with asyncio.timeout(server.analysis_timeout):
+                return await self.workers.cpu(classify, *arguments)
+        except TooMuchWork as limit:
+            raise StatementError(limit.sqlstate, limit.message, limit.hint) from None
+        except RecursionError:
+            raise StatementError(SqlState.STATEMENT_TOO_COMPLEX,
+                                 "statement is too complex for dpgate "
+                                 "to analyse", hint="Split it or simplify it.") from None
+        except TimeoutError:
+            raise StatementError(SqlState.PROGRAM_LIMIT_EXCEEDED, "dpgate gave up analysing the "
+                                 f"statement after {server.analysis_timeout:g} s",
+                                 hint="Ask a shorter or simpler statement.") from None
+
+    async def learn(self, columns: tuple[ColumnKey, ...] = ()) -> None:
+        """Load the column names (once per process) and measure maxFreq of `columns`."""
+        async with self.pool.connection() as backend:
+            try:
+                if not self.knowledge.catalog_loaded:
+                    await self.knowledge.load_catalog(backend)
+                if columns:
+                    await self.knowledge.measure(backend, columns)
+            except BackendError as error:  # a misspelt join column, say
+                raise client_error(error) from None

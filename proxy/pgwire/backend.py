@@ -1,0 +1,338 @@
+"""A minimal PostgreSQL client at the protocol level, for the proxy's backend connections.
+
+The proxy needs the backend's messages as bytes (to relay catalog answers with their
+exact type OIDs and formats), which drivers hide; so it speaks the protocol itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import struct
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import scramp
+from psycopg.conninfo import conninfo_to_dict
+
+from rewriter.sqlstate import SqlState
+
+from . import wire
+from .codes import AuthRequest, Backend, Frontend, Target, TransactionStatus
+
+MAX_BACKEND_MESSAGE = 1 << 30
+
+
+class BackendError(Exception):
+    """An ErrorResponse from PostgreSQL, with its fields (C = SQLSTATE, M = message)."""
+
+    def __init__(self, fields: dict[str, str]):
+        super().__init__(fields.get("M", "backend error"))
+        self.fields = fields
+
+    @property
+    def sqlstate(self) -> str:
+        return self.fields.get("C", SqlState.INTERNAL_ERROR)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and as whom to connect, from a libpq DSN."""
+
+    host: str
+    port: int
+    user: str
+    password: str | None
+    database: str
+
+    @classmethod
+    def from_dsn(cls, dsn: str) -> Endpoint:
+        params = conninfo_to_dict(dsn)
+        return cls(
+            host=str(params.get("host") or "localhost"),
+            port=int(params.get("port") or 5432),
+            user=str(params.get("user") or "postgres"),
+            password=str(params["password"]) if params.get("password") else None,
+            database=str(params.get("dbname") or params.get("user") or "postgres"),
+        )
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """Values bound to $1…$n as a client sent them: one type OID, one format code and
+    the raw bytes of each."""
+
+    types: tuple[int, ...]
+    formats: tuple[int, ...]
+    values: tuple[bytes | None, ...]
+
+
+@dataclass
+class Described:
+    """What Parse + Describe tell of a statement: parameter type OIDs, result columns."""
+
+    parameters: list[int]
+    columns: list[tuple[str, int]]
+
+
+@dataclass
+class Rows:
+    """A result in text format, with each column's (name, type OID)."""
+
+    columns: list[tuple[str, int]]
+    rows: list[list[bytes | None]]
+
+
+class BackendConnection:
+    """One authenticated connection to PostgreSQL."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader = reader
+        self.writer = writer
+        self.parameters: dict[str, str] = {}
+        self.pid = 0
+        self.secret = 0
+        self.status: bytes = TransactionStatus.IDLE
+        self.endpoint: Endpoint | None = None
+        self._outgoing: list[bytes] = []
+
+    @classmethod
+    async def connect(cls, endpoint: Endpoint, **options: str) -> BackendConnection:
+        reader, writer = await _open(endpoint)
+        connection = cls(reader, writer)
+        connection.endpoint = endpoint
+        try:
+            await connection._startup(endpoint, options)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    async def _startup(self, endpoint: Endpoint, options: dict[str, str]) -> None:
+        params = {"user": endpoint.user, "database": endpoint.database, **options}
+        body = struct.pack("!i", wire.PROTOCOL_3_0)
+        body += b"".join(k.encode() + b"\0" + v.encode() + b"\0" for k, v in params.items())
+        body += b"\0"
+        self.writer.write(struct.pack("!i", len(body) + 4) + body)
+        scram: scramp.ScramClient | None = None
+        while True:
+            kind, payload = await self.read()
+            if kind == Backend.AUTHENTICATION:
+                scram = await self._authenticate(endpoint, payload, scram)
+            elif kind == Backend.BACKEND_KEY_DATA:
+                self.pid, self.secret = struct.unpack("!ii", payload)
+            elif kind == Backend.ERROR_RESPONSE:
+                raise BackendError(wire.parse_error_fields(payload))
+            elif kind == Backend.READY_FOR_QUERY:
+                return
+
+    async def _authenticate(
+        self, endpoint: Endpoint, payload: bytes, scram: scramp.ScramClient | None
+    ) -> scramp.ScramClient | None:
+        (code,) = struct.unpack_from("!i", payload)
+        password = (endpoint.password or "").encode()
+        if code == AuthRequest.OK:
+            return scram
+        if code == AuthRequest.CLEARTEXT_PASSWORD:
+            self.send(wire.message(Frontend.PASSWORD, password + b"\0"))
+        elif code == AuthRequest.MD5_PASSWORD:
+            salt = payload[4:8]
+            inner = hashlib.md5(password + endpoint.user.encode()).hexdigest().encode()
+            digest = b"md5" + hashlib.md5(inner + salt).hexdigest().encode()
+            self.send(wire.message(Frontend.PASSWORD, digest + b"\0"))
+        elif code == AuthRequest.SASL:
+            scram = scramp.ScramClient(["SCRAM-SHA-256"], endpoint.user, endpoint.password or "")
+            first = scram.get_client_first().encode()
+            self.send(wire.message(
+                Frontend.PASSWORD, b"SCRAM-SHA-256\0" + struct.pack("!i", len(first)) + first
+            ))
+        elif code == AuthRequest.SASL_CONTINUE and scram is not None:
+            scram.set_server_first(payload[4:].decode())
+            self.send(wire.message(Frontend.PASSWORD, scram.get_client_final().encode()))
+        elif code == AuthRequest.SASL_FINAL and scram is not None:
+            scram.set_server_final(payload[4:].decode())
+        else:
+            raise BackendError({"C": SqlState.INVALID_AUTHORIZATION,
+                                "M": f"unsupported backend authentication {code}"})
+        await self.flush()
+        return scram
+
+    def send(self, data: bytes) -> None:
+        """Queue a message; `flush` writes the queue in one system call."""
+        self._outgoing.append(data)
+
+    async def flush(self) -> None:
+        if self._outgoing:
+            self.writer.write(b"".join(self._outgoing))
+            self._outgoing.clear()
+        await self.writer.drain()
+
+    async def read(self) -> tuple[bytes, bytes]:
+        """One message. The transaction status (ReadyForQuery) and the server's settings
+        (ParameterStatus) are kept up to date whoever reads."""
+        kind, payload = await wire.read_message(self.reader, MAX_BACKEND_MESSAGE)
+        if kind == Backend.READY_FOR_QUERY:
+            self.status = payload[:1]
+        elif kind == Backend.PARAMETER_STATUS:
+            name, offset = wire.cstring(payload)
+            self.parameters[name] = wire.cstring(payload, offset)[0]
+        return kind, payload
+
+    async def relay(self, data: bytes, forward: Callable[[bytes], Awaitable[None] | None]) -> bool:
+        """Send a simple query and pass every response message to `forward`, up to (not
+        including) ReadyForQuery. Return False if the backend reported an error."""
+        self.send(data)
+        await self.flush()
+        ok = True
+        while True:
+            kind, payload = await self.read()
+            if kind == Backend.READY_FOR_QUERY:
+                return ok
+            ok = ok and kind != Backend.ERROR_RESPONSE
+            result = forward(wire.message(kind, payload))
+            if result is not None:
+                await result
+
+    @property
+    def alive(self) -> bool:
+        """False once PostgreSQL closed the connection or said anything unasked (the FATAL
+        of a terminated backend): an idle connection has nothing to read."""
+        return not (self.writer.is_closing() or self.reader.at_eof()
+                    or len(self.reader._buffer))  # type: ignore[attr-defined]  # no peek
+
+    async def fetch(self, sql: str, parameters: Parameters | None = None) -> Rows:
+        """Run one statement and return its rows in text format; raise BackendError.
+
+        With `parameters` the statement goes through Parse/Bind/Execute, so the values
+        travel apart from the SQL text exactly as the client sent them.
+        """
+        if parameters is None:
+            self.send(wire.message(Frontend.QUERY, sql.encode() + b"\0"))
+        else:
+            self.send(wire.parse_message("", sql, parameters.types)
+                      + wire.bind_message("", "", parameters.formats, parameters.values, ())
+                      + wire.execute_message("") + wire.SYNC)
+        rows = Rows([], [])
+        for kind, payload in await self._until_ready():
+            if kind == Backend.DATA_ROW:
+                rows.rows.append(wire.parse_data_row(payload))
+            elif kind == Backend.ROW_DESCRIPTION:
+                rows.columns[:] = wire.parse_row_description(payload)
+        return rows
+
+    async def describe(self, sql: str, types: tuple[int, ...] = (),
+                       parameters: Parameters | None = None) -> Described:
+        """Parse and describe a statement without running it; with `parameters`, also
+        bind them (their input conversion runs, the statement does not).
+
+        Raises BackendError for what PostgreSQL refuses at parse or bind time (a misspelt
+        column, a parameter that is not a number).
+        """
+        batch = wire.parse_message("", sql, types) + wire.describe_message(Target.STATEMENT, "")
+        if parameters is not None:
+            batch += wire.bind_message("", "", parameters.formats, parameters.values, ())
+        self.send(batch + wire.SYNC)
+        described = Described([], [])
+        for kind, payload in await self._until_ready():
+            if kind == Backend.PARAMETER_DESCRIPTION:
+                described.parameters[:] = wire.parse_parameter_description(payload)
+            elif kind == Backend.ROW_DESCRIPTION:
+                described.columns[:] = wire.parse_row_description(payload)
+        return described
+
+    async def encode(self, rows: list[list[str | None]], types: list[int],
+                     formats: list[int]) -> list[bytes]:
+        """DataRow messages of `rows` (text values) in the requested result `formats`.
+
+        PostgreSQL itself does the encoding: `SELECT $1, $2, …` with the columns' types
+        as parameter types gives columns of exactly those types, in any format and for
+        any type (numeric, date, enums…), in one round trip for all rows.
+        """
+        select = "SELECT " + ", ".join(f"${i + 1}" for i in range(len(types)))
+        batch = [wire.parse_message("", select, types)]
+        for row in rows:
+            values = [None if v is None else v.encode() for v in row]
+            batch.append(wire.bind_message("", "", (), values, formats))
+            batch.append(wire.execute_message(""))
+        self.send(b"".join(batch) + wire.SYNC)
+        return [wire.message(Backend.DATA_ROW, payload)
+                for kind, payload in await self._until_ready() if kind == Backend.DATA_ROW]
+
+    async def _until_ready(self) -> list[tuple[bytes, bytes]]:
+        """Every message up to ReadyForQuery; raise the first ErrorResponse after it."""
+        await self.flush()
+        messages: list[tuple[bytes, bytes]] = []
+        error: BackendError | None = None
+        while True:
+            kind, payload = await self.read()
+            if kind == Backend.READY_FOR_QUERY:
+                if error is not None:
+                    raise error
+                return messages
+            if kind == Backend.ERROR_RESPONSE and error is None:
+                error = BackendError(wire.parse_error_fields(payload))
+            messages.append((kind, payload))
+
+    async def cancel(self) -> None:
+        """Ask PostgreSQL to cancel whatever this connection is running."""
+        if self.endpoint is None:
+            return
+        _, writer = await _open(self.endpoint)
+        writer.write(struct.pack("!iiii", 16, wire.CANCEL_REQUEST, self.pid, self.secret))
+        await writer.drain()
+        writer.close()
+
+    def close(self) -> None:
+        if not self.writer.is_closing():
+            try:
+                self.writer.write(wire.message(Frontend.TERMINATE))
+            except (ConnectionError, RuntimeError):
+                pass
+            self.writer.close()
+
+
+async def _open(endpoint: Endpoint) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    if endpoint.host.startswith("/"):
+        return await asyncio.open_unix_connection(f"{endpoint.host}/.s.PGSQL.{endpoint.port}")
+    return await asyncio.open_connection(endpoint.host, endpoint.port)
+
+
+class BackendPool:
+    """A few reusable connections for private aggregates (run as the reader role)."""
+
+    def __init__(self, endpoint: Endpoint, size: int, statement_timeout: float = 0):
+        self.endpoint = endpoint
+        # Startup settings of every connection (PostgreSQL takes any setting there).
+        self.options = {"application_name": "dpgate-private",
+                        "statement_timeout": f"{round(statement_timeout * 1000)}"}
+        self._idle: asyncio.LifoQueue[BackendConnection] = asyncio.LifoQueue()
+        self._slots = asyncio.Semaphore(size)
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[BackendConnection]:
+        """Lend a connection; it goes back to the pool unless it broke."""
+        async with self._slots:
+            connection = None
+            while connection is None and not self._idle.empty():
+                connection = self._idle.get_nowait()
+                if not connection.alive:  # terminated or restarted since it was idle
+                    connection.close()
+                    connection = None
+            if connection is None:
+                connection = await BackendConnection.connect(self.endpoint, **self.options)
+            try:
+                yield connection
+            except (OSError, EOFError, wire.ProtocolError, asyncio.CancelledError):
+                connection.close()
+                raise
+            finally:
+                idle = connection.status == TransactionStatus.IDLE
+                if idle and not connection.writer.is_closing():
+                    self._idle.put_nowait(connection)
+                else:
+                    connection.close()
+
+    def close(self) -> None:
+        while not self._idle.empty():
+            self._idle.get_nowait().close()

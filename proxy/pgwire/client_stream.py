@@ -1,0 +1,55 @@
+"""The stream a client's messages are read from; it knows when the proxy waits on the client.
+
+That is where the idle timeout runs and where a session stops once the proxy is shutting
+down, whatever message loop reads from it: a session is idle exactly when the proxy needs
+more bytes from the client while no transaction is open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+
+class IdleTimeout(Exception):
+    """The client stayed idle outside a transaction longer than server.idle_timeout."""
+
+
+class ShuttingDown(Exception):
+    """The proxy is stopping and this session has finished what it was doing."""
+
+
+class ClientReader(asyncio.StreamReader):
+    def __init__(self, limit: int = 2 ** 16) -> None:
+        super().__init__(limit=limit)
+        self.waiting = False  # suspended until the client sends more
+        self.stopping = False
+        self.idle_timeout = 0.0
+        self.in_transaction: Callable[[], bool] = lambda: True
+
+    def pending(self) -> int:
+        """Bytes received and not read yet."""
+        return len(self._buffer)  # type: ignore[attr-defined]  # asyncio has no peek
+
+    def watch(self, idle_timeout: float, in_transaction: Callable[[], bool]) -> None:
+        """From now on, waits outside a transaction end after `idle_timeout` seconds (0:
+        never)."""
+        self.idle_timeout = idle_timeout
+        self.in_transaction = in_transaction
+
+    async def readexactly(self, n: int) -> bytes:
+        if self.pending() >= n:
+            return await super().readexactly(n)
+        # The message loop would wait for the client: a stopping proxy ends the session
+        # here, between statements, rather than in the middle of one.
+        if self.stopping:
+            raise ShuttingDown
+        limit = None if self.in_transaction() or not self.idle_timeout else self.idle_timeout
+        self.waiting = True
+        try:
+            async with asyncio.timeout(limit):
+                return await super().readexactly(n)
+        except TimeoutError:
+            raise IdleTimeout from None
+        finally:
+            self.waiting = False

@@ -1,0 +1,293 @@
+"""The extended query protocol (Parse, Bind, Describe, Execute, Close, Sync, Flush).
+
+Relayed statements (catalog, public tables, session commands) live on the relay backend
+under the client's own names: their messages are forwarded as they come and their
+answers read only when the proxy needs them (before it answers a message itself, or at
+Sync), so a pipelined client costs one round trip per Sync. Private aggregates and dp.*
+settings live here: analysed once per Parse, described without running anything, charged
+once per Execute. After an error every message up to Sync is skipped, as PostgreSQL does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from rewriter.errors import Refusal
+from rewriter.plan import Plan, Relay, ShowDpSetting
+from rewriter.sqlstate import SqlState
+
+from ..engine.errors import StatementError
+from ..engine.outcome import Reply
+from ..pgwire import wire
+from ..pgwire.backend import Parameters
+from ..pgwire.codes import Backend, Frontend, Target, TransactionStatus
+from .prepared import Portal, Prepared
+from .session import Session
+
+# Forwarded messages whose answers may wait unread; past this, they are read at once.
+MAX_PENDING = 256
+# The backend message that completes each forwarded client message.
+COMPLETES: dict[bytes, set[Backend]] = {
+    Frontend.PARSE: {Backend.PARSE_COMPLETE},
+    Frontend.BIND: {Backend.BIND_COMPLETE},
+    Frontend.CLOSE: {Backend.CLOSE_COMPLETE},
+    Frontend.DESCRIBE: {Backend.ROW_DESCRIPTION, Backend.NO_DATA},
+    Frontend.EXECUTE: {Backend.COMMAND_COMPLETE, Backend.EMPTY_QUERY_RESPONSE,
+                       Backend.PORTAL_SUSPENDED},
+}
+
+
+class ExtendedProtocol:
+    """One session's prepared statements and portals, and its place in the message flow."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        # The session's registry: it forgets them when DEALLOCATE or DISCARD ran.
+        self.statements = session.prepared.statements
+        self.portals = session.prepared.portals
+        # Forwarded messages whose completion is unread, each with what undoes its entry
+        # here if the backend refuses it (or skips it after refusing an earlier one).
+        self.pending: list[tuple[bytes, Callable[[], None]]] = []
+        self.forwarded = False  # something went to the backend since the last Sync
+        self.skipping = False  # an error happened: skip until Sync
+        self.own_error = False  # the proxy (not the backend) raised it
+        self._handlers: dict[bytes, Callable[[bytes], Awaitable[None]]] = {
+                          Frontend.PARSE: self._parse, Frontend.BIND: self._bind,
+                          Frontend.DESCRIBE: self._describe, Frontend.EXECUTE: self._execute,
+                          Frontend.CLOSE: self._close, Frontend.FLUSH: self._flush}
+
+    async def handle(self, kind: bytes, payload: bytes) -> None:
+        """One extended-protocol message; after an error, everything up to Sync is skipped."""
+        if kind == Frontend.SYNC:
+            await self.sync()
+            return
+        if self.skipping:
+            return
+        try:
+            if not self.forwarded and not self.pending:  # between batches: a fresh relay
+                await self.session.ensure_relay()
+            await self._handlers[kind](payload)
+        except _Skipped:
+            pass
+        except StatementError as error:
+            await self.settle()  # forwarded answers come first; their error would stand
+            if not self.skipping:
+                self.session.send(error.response)
+                self.skipping = self.own_error = True
+
+    async def sync(self) -> None:
+        """End of a batch: sync the backend if it took part, then ReadyForQuery."""
+        relay = self.session.relay
+        if self.forwarded:
+            relay.send(wire.SYNC)
+            await self._read_relay(until=Backend.READY_FOR_QUERY)
+            self.pending.clear()
+            self.forwarded = False
+        if self.own_error:
+            await self.session.fail_open_transaction()
+        # Outside a transaction: the transaction ended, and every portal with it.
+        if relay.status == TransactionStatus.IDLE:
+            self.portals.clear()
+        self.skipping = self.own_error = False
+        self.session.send(wire.ready_for_query(relay.status))
+
+    async def settle(self) -> None:
+        """Read the answers of forwarded messages, so the proxy's own come after them."""
+        if self.pending:
+            self.session.relay.send(wire.FLUSH)
+            await self._read_relay(until=b"")
+
+    async def _own_turn(self) -> None:
+        """Before the proxy answers a message itself: earlier answers first, and none of
+        its own if one of them was an error."""
+        await self.settle()
+        if self.skipping:
+            raise _Skipped()
+
+    async def _read_relay(self, until: bytes) -> None:
+        """Pass the backend's answers to the client until every pending message has
+        completed (until=b"") or until a message of kind `until`."""
+        session = self.session
+        relay = session.relay
+        with session.running.on(relay):
+            await relay.flush()
+            while until or self.pending:
+                kind, payload = await relay.read()
+                if kind == Backend.READY_FOR_QUERY:
+                    return
+                session.send(wire.message(kind, payload))
+                await session.relieve()
+                if kind == Backend.ERROR_RESPONSE:
+                    for _, undo in self.pending:
+                        undo()
+                    self.pending.clear()
+                    self.skipping = True
+                elif self.pending and kind in COMPLETES[self.pending[0][0]]:
+                    self.pending.pop(0)
+
+    async def _forward(self, message: bytes, undo: Callable[[], None] = lambda: None
+                       ) -> None:
+        self.session.relay.send(message)
+        self.pending.append((message[:1], undo))
+        self.forwarded = True
+        if len(self.pending) >= MAX_PENDING:  # a client that never syncs: read as we go
+            await self.settle()
+
+    async def _parse(self, payload: bytes) -> None:
+        parse = wire.read_parse(payload)
+        if parse.statement and parse.statement in self.statements:
+            raise StatementError(SqlState.DUPLICATE_PREPARED_STATEMENT,
+                                 f'prepared statement "{parse.statement}" already exists')
+        try:
+            statements = await self.session.engine.statements(parse.query)
+        except Refusal as refusal:  # a syntax error
+            raise await self.session.engine.refused(parse.query, refusal,
+                                             types=parse.parameter_types) from None
+        if len(statements) > 1:
+            raise StatementError(SqlState.SYNTAX_ERROR,
+                                 "cannot insert multiple commands into a prepared statement")
+        plan = statements[0].plan
+        if isinstance(plan, Refusal):
+            raise await self.session.engine.refused(parse.query, plan, types=parse.parameter_types)
+        if isinstance(plan, Relay):
+            prepared = self.statements[parse.statement] = Prepared(parse.query, plan)
+            # plan.text: the statement as classified (row counts neutralised, say).
+            await self._forward(
+                wire.parse_message(parse.statement, plan.text, parse.parameter_types),
+                undo=lambda: _drop(self.statements, parse.statement, prepared))
+            return
+        await self._own_turn()
+        self.statements[parse.statement] = await self._prepare(parse.query, plan,
+                                                               parse.parameter_types)
+        self.session.send(wire.PARSE_COMPLETE)
+
+    async def _prepare(self, text: str, plan: Plan, types: tuple[int, ...]) -> Prepared:
+        described = await self.session.engine.describe(text, plan, types)
+        return Prepared(text, plan, described.parameter_types, described.columns)
+
+    async def _bind(self, payload: bytes) -> None:
+        bind = wire.read_bind(payload)
+        prepared = self._statement(bind.statement)
+        if bind.portal and bind.portal in self.portals:
+            raise StatementError(SqlState.DUPLICATE_CURSOR,
+                                 f'portal "{bind.portal}" already exists')
+        if prepared.relayed:
+            portal = self.portals[bind.portal] = Portal(prepared)
+            await self._forward(wire.message(Frontend.BIND, payload),
+                                undo=lambda: _drop(self.portals, bind.portal, portal))
+            return
+        await self._own_turn()
+        expected = len(prepared.parameter_types)
+        if len(bind.values) != expected:
+            raise StatementError(SqlState.PROTOCOL_VIOLATION,
+                                 f"bind message supplies {len(bind.values)} parameters, but "
+                                 f'prepared statement "{bind.statement}" requires {expected}')
+        parameters = Parameters(prepared.parameter_types,
+                                _formats(bind.parameter_formats, expected, "parameter"),
+                                bind.values)
+        formats = _formats(bind.result_formats, len(prepared.columns), "result")
+        self.portals[bind.portal] = Portal(prepared, parameters, formats)
+        self.session.send(wire.BIND_COMPLETE)
+
+    async def _describe(self, payload: bytes) -> None:
+        kind, name = wire.read_target(payload)
+        formats: tuple[int, ...] = ()
+        if kind == Target.STATEMENT:
+            prepared = self._statement(name)
+        else:
+            portal = self._portal(name)
+            prepared, formats = portal.prepared, portal.formats
+        if prepared.relayed:
+            await self._forward(wire.message(Frontend.DESCRIBE, payload))
+            return
+        await self._own_turn()
+        if kind == Target.STATEMENT:
+            self.session.send(wire.parameter_description(prepared.parameter_types))
+        self.session.send(wire.row_description(prepared.columns, formats)
+                          if prepared.columns else wire.NO_DATA)
+
+    async def _execute(self, payload: bytes) -> None:
+        name, limit = wire.read_execute(payload)
+        portal = self._portal(name)
+        if portal.relayed:
+            await self._forward(wire.message(Frontend.EXECUTE, payload))
+            return
+        await self._own_turn()
+        session = self.session
+        if portal.rows is not None:  # resumed after a row limit
+            session.refuse_if_aborted(portal.prepared.plan)
+            self._send_rows(portal, limit)
+            return
+        answer = await session.execute(portal.prepared.text, portal.prepared.plan,
+                                       portal.parameters)
+        if isinstance(answer, Reply):  # nothing kept: a second Execute runs it again
+            session.send(answer.message)
+            return
+        portal.rows = await session.engine.encode(answer, portal.formats)
+        self._send_rows(portal, limit)
+        if answer.notice:
+            session.send(wire.notice_response(answer.notice))
+
+    def _send_rows(self, portal: Portal, limit: int) -> None:
+        rows = portal.rows or []
+        end = len(rows) if not limit else min(len(rows), portal.sent + limit)
+        for row in rows[portal.sent:end]:
+            self.session.send(row)
+        count, portal.sent = end - portal.sent, end
+        if limit and end < len(rows):
+            self.session.send(wire.PORTAL_SUSPENDED)
+        else:
+            show = isinstance(portal.prepared.plan, ShowDpSetting)
+            self.session.send(wire.command_complete("SHOW" if show else f"SELECT {count}"))
+
+    async def _close(self, payload: bytes) -> None:
+        kind, name = wire.read_target(payload)
+        table: dict = self.statements if kind == Target.STATEMENT else self.portals
+        closed = table.pop(name, None)
+        if closed is not None and closed.relayed:
+            await self._forward(wire.message(Frontend.CLOSE, payload))
+            return
+        await self._own_turn()
+        self.session.send(wire.CLOSE_COMPLETE)
+
+    async def _flush(self, _: bytes) -> None:
+        await self.settle()
+
+    def _statement(self, name: str) -> Prepared:
+        prepared = self.statements.get(name)
+        if prepared is None:
+            raise StatementError(SqlState.INVALID_SQL_STATEMENT_NAME,
+                                 f'prepared statement "{name}" does not exist')
+        return prepared
+
+    def _portal(self, name: str) -> Portal:
+        portal = self.portals.get(name)
+        if portal is None:
+            raise StatementError(SqlState.INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
+        return portal
+
+
+class _Skipped(Exception):
+    """A forwarded message failed: this one is skipped, as everything up to Sync."""
+
+
+def _drop(table: dict, name: str, entry: object) -> None:
+    if table.get(name) is entry:
+        del table[name]
+
+
+def _formats(codes: tuple[int, ...], count: int, what: str) -> tuple[int, ...]:
+    """Bind's format codes expanded to one per value: none is text, one applies to all."""
+    if any(code not in (0, 1) for code in codes):
+        raise StatementError(SqlState.PROTOCOL_VIOLATION,
+                             f"unsupported format code in {what} formats")
+    if not codes:
+        return (0,) * count
+    if len(codes) == 1:
+        return codes * count
+    if len(codes) != count:
+        raise StatementError(SqlState.PROTOCOL_VIOLATION,
+                             f"bind message has {len(codes)} {what} formats but {count} "
+                             f"{what}s")
+    return codes
+

@@ -1,0 +1,309 @@
+"""The asyncio server: accepts clients, authenticates them and runs their sessions.
+
+Each client is one task; whatever goes wrong in it (a malformed message, a dropped
+socket, a bug) ends that client's connection only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import ssl
+import struct
+from collections import Counter
+from dataclasses import dataclass, field
+
+from accounting import Analyst, Ledger, LedgerUnavailable
+from mechanisms.random_source import RandomSource, SecureRandomSource
+from rewriter.sqlstate import SqlState
+
+from ..config import Config
+from ..engine.dispatch import Engine
+from ..engine.knowledge import Knowledge
+from ..engine.plan_cache import PlanCache
+from ..engine.plan_check import PlanChecker
+from ..engine.planning import Planner
+from ..engine.workers import Workers
+from ..pgwire import wire
+from ..pgwire.auth import AuthenticationFailed, authenticate
+from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Endpoint
+from ..pgwire.client_stream import ClientReader, IdleTimeout, ShuttingDown
+from ..pgwire.codes import Frontend, TransactionStatus
+from ..pgwire.outbox import Outbox
+from ..pgwire.running import Running
+from ..pgwire.startup import CancelRequest, FatalError, negotiate
+from ..pgwire.tls import ServerTls
+from .extended import ExtendedProtocol
+from .prepared import PreparedStatements
+from .session import Session
+
+log = logging.getLogger("dpgate.server")
+
+EXTENDED_PROTOCOL = frozenset({Frontend.PARSE, Frontend.BIND, Frontend.DESCRIBE,
+                               Frontend.EXECUTE, Frontend.CLOSE, Frontend.SYNC,
+                               Frontend.FLUSH})
+# CopyData, CopyDone, CopyFail outside a COPY: ignored, as PostgreSQL does.
+COPY_MESSAGES = frozenset({Frontend.COPY_DATA, Frontend.COPY_DONE, Frontend.COPY_FAIL})
+
+
+@dataclass
+class Proxy:
+    config: Config
+    ledger: Ledger
+    rng: RandomSource = field(default_factory=SecureRandomSource)
+    sessions: dict[tuple[int, int], Session] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.config.backend.dsn:
+            raise ValueError("backend.dsn is not set: dpgate needs a PostgreSQL to protect")
+        self.reader_endpoint = Endpoint.from_dsn(self.config.backend.dsn)
+        self.relay_endpoint = Endpoint.from_dsn(
+            self.config.backend.relay_dsn or self.config.backend.dsn
+        )
+        self.pool = BackendPool(self.reader_endpoint, self.config.backend.pool_size,
+                                self.config.backend.private_statement_timeout)
+        self.knowledge = Knowledge(self.ledger)
+        self.plans = PlanCache(max_bytes=self.config.server.plan_cache_bytes)
+        self.checker = PlanChecker(self.config.policy)
+        self.workers = Workers()
+        self.planner = Planner(self.config, self.knowledge, self.plans, self.pool, self.workers)
+        server = self.config.server
+        self.tls = ServerTls.load(server.tls_cert, server.tls_key) if server.tls_cert else None
+        # Every client's task and the stream it reads from.
+        self.clients: dict[asyncio.Task, ClientReader] = {}
+        # Sessions per analyst, counted from admission (before the relay connects).
+        self.admitted: Counter[str] = Counter()
+        self.stopping = False
+
+    async def start(self) -> asyncio.Server:
+        server = self.config.server
+        loop = asyncio.get_running_loop()
+        # asyncio.start_server, but with our reader, which knows when a client is idle.
+        return await loop.create_server(
+            # The callback gets the reader given here, a ClientReader.
+            lambda: asyncio.StreamReaderProtocol(
+                ClientReader(), self._accept),  # type: ignore[arg-type]
+            server.listen_host, server.listen_port)
+
+    async def close(self) -> None:
+        """Stop every client, then the backend pool. Call it after the listening server
+        is closed. Statements running get server.shutdown_grace seconds to finish; every
+        client is then told FATAL 57P01 and disconnected."""
+        self.stopping = True
+        for task, reader in list(self.clients.items()):
+            reader.stopping = True  # a busy session ends when it next waits for its client
+            if reader.waiting:
+                task.cancel()  # nothing in flight: end it now
+        if self.clients:
+            await asyncio.wait(set(self.clients), timeout=self.config.server.shutdown_grace)
+        for task in list(self.clients):
+            task.cancel()
+        await asyncio.gather(*self.clients, return_exceptions=True)
+        self.pool.close()
+        self.workers.close()
+
+    async def _accept(self, reader: ClientReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.clients[task] = reader
+        try:
+            if self.stopping:
+                raise ShuttingDown
+            await self._client(reader, writer)
+        except (ShuttingDown, asyncio.CancelledError):
+            if self.stopping:
+                _try_write(writer, wire.error_response(
+                    SqlState.ADMIN_SHUTDOWN, "terminating connection due to administrator command",
+                    severity="FATAL"))
+        except IdleTimeout:
+            _try_write(writer, wire.error_response(
+                SqlState.IDLE_SESSION_TIMEOUT, "terminating connection due to idle-session timeout",
+                severity="FATAL"))
+        except FatalError as error:
+            _try_write(writer, error.response())
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except ssl.SSLError as error:
+            log.info("TLS handshake with a client failed: %s", error)
+        except wire.ProtocolError as error:
+            _try_write(writer, wire.error_response(SqlState.PROTOCOL_VIOLATION, str(error),
+                                                   severity="FATAL"))
+        except Exception:
+            log.exception("internal error in a client session")
+            _try_write(writer, wire.error_response(SqlState.INTERNAL_ERROR, "dpgate internal error",
+                                                   severity="FATAL"))
+        finally:
+            del self.clients[task]
+            writer.close()
+
+    async def _client(self, reader: ClientReader, writer: asyncio.StreamWriter) -> None:
+        settings = self.config.server
+        outbox = Outbox(writer)  # the session's messages, written once per batch
+        try:
+            startup = await asyncio.wait_for(self._startup(reader, writer, outbox),
+                                             settings.auth_timeout)
+        except TimeoutError:
+            _try_write(writer, wire.error_response(
+                SqlState.QUERY_CANCELED,
+                "canceling authentication due to timeout", severity="FATAL"))
+            return
+        if startup is None:
+            return
+        session, key = startup
+        self.sessions[key] = session
+        reader.watch(settings.idle_timeout, lambda: session.relay.status != TransactionStatus.IDLE)
+        try:
+            await self._serve(session, reader, writer, outbox)
+        finally:
+            self.sessions.pop(key, None)
+            self._leave(session.analyst.name)
+            session.relay.close()
+
+    def _admit(self, analyst: str) -> None:
+        """Take a session slot, or refuse beyond server.max_clients or beyond the analyst's
+        share: one analyst's flood must leave room for the others to log in."""
+        settings = self.config.server
+        if sum(self.admitted.values()) >= settings.max_clients:
+            raise FatalError(SqlState.TOO_MANY_CONNECTIONS, "sorry, too many clients already",
+                             hint=f"dpgate serves at most {settings.max_clients} sessions "
+                             "(server.max_clients).")
+        if self.admitted[analyst] and sum(self.admitted.values()) >= \
+                settings.max_clients - settings.reserved_clients:
+            raise FatalError(SqlState.TOO_MANY_CONNECTIONS, f"too many connections for analyst "
+                             f'"{analyst}": the remaining sessions are kept for analysts '
+                             "with none open", hint=f"dpgate keeps {settings.reserved_clients}"
+                             " of its sessions for analysts logging in for the first time "
+                             "(server.reserved_clients); close some first.")
+        if self.admitted[analyst] >= settings.max_clients_per_analyst:
+            raise FatalError(SqlState.TOO_MANY_CONNECTIONS, f'too many connections for analyst '
+                             f'"{analyst}"', hint=f"Each analyst may open at most "
+                             f"{settings.max_clients_per_analyst} sessions "
+                             "(server.max_clients_per_analyst); close some first.")
+        self.admitted[analyst] += 1
+
+    def _leave(self, analyst: str) -> None:
+        self.admitted[analyst] -= 1
+        if not self.admitted[analyst]:
+            del self.admitted[analyst]
+
+    async def _startup(
+        self, reader: ClientReader, writer: asyncio.StreamWriter, outbox: Outbox
+    ) -> tuple[Session, tuple[int, int]] | None:
+        settings = self.config.server
+        startup = await negotiate(reader, writer, self.tls)
+        if isinstance(startup, CancelRequest):
+            await self._cancel(startup.payload)
+            return None
+        if self.tls and settings.require_tls_for_password and not startup.tls:
+            raise FatalError(SqlState.INVALID_AUTHORIZATION,
+                             "password authentication over an unencrypted connection is refused",
+                             hint="Connect with TLS, e.g. sslmode=verify-full (or require).")
+        params = startup.parameters
+        user = params["user"]
+        database = params.get("database") or user
+        if database != self.relay_endpoint.database:
+            writer.write(wire.error_response(
+                SqlState.INVALID_CATALOG_NAME, f'database "{database}" does not exist',
+                hint=f'dpgate serves the database "{self.relay_endpoint.database}".',
+                severity="FATAL"))
+            return None
+        try:
+            analyst = await authenticate(user, self.ledger.analyst, reader, writer,
+                                         settings.max_message_size,
+                                         self.tls.end_point if self.tls and startup.tls
+                                         else None)
+        except AuthenticationFailed:
+            writer.write(wire.error_response(
+                SqlState.INVALID_PASSWORD, f'password authentication failed for user "{user}"',
+                severity="FATAL"))
+            return None
+        except LedgerUnavailable as error:  # credentials live in the ledger
+            log.error("login of %s: privacy ledger unreachable: %s", user, error)
+            raise FatalError(SqlState.CANNOT_CONNECT_NOW, "dpgate cannot reach its privacy ledger",
+                             hint="Try again in a moment.") from None
+        self._admit(analyst.name)
+        try:
+            return await self._open_session(analyst, params, writer, outbox)
+        except BaseException:
+            self._leave(analyst.name)
+            raise
+
+    async def _open_session(self, analyst: Analyst, params: dict[str, str],
+                            writer: asyncio.StreamWriter, outbox: Outbox
+                            ) -> tuple[Session, tuple[int, int]]:
+        """The relay connection and the session of an authenticated, admitted analyst."""
+        options = {"application_name": params.get("application_name", "") or "dpgate"}
+        for name in ("client_encoding", "DateStyle", "TimeZone", "search_path"):
+            if name in params:
+                options[name] = params[name]
+        try:
+            relay = await BackendConnection.connect(self.relay_endpoint, **options)
+        except BackendError as error:
+            log.error("the backend refused a relay connection: %s", error)
+            if error.sqlstate == SqlState.TOO_MANY_CONNECTIONS:  # PostgreSQL's own slots are full
+                raise FatalError(SqlState.TOO_MANY_CONNECTIONS, "the database behind dpgate has no "
+                                 "connection slot left", hint="Try again later; the data "
+                                 "owner can lower server.max_clients.") from None
+            raise FatalError(SqlState.CONNECTION_FAILURE,
+                             "dpgate cannot reach its database") from None
+        except OSError as error:
+            log.error("cannot connect to the backend: %s", error)
+            raise FatalError(SqlState.CONNECTION_FAILURE,
+                             "dpgate cannot reach its database") from None
+        key = (secrets.randbits(31), secrets.randbits(31))
+        running = Running()
+        engine = Engine(analyst, self.config, self.ledger, self.pool, self.rng, self.planner,
+                        self.checker, self.workers, running)
+        session = Session(analyst, engine, relay,
+                          reconnect=lambda: BackendConnection.connect(self.relay_endpoint,
+                                                                      **options),
+                          send=outbox.send, relieve=outbox.relieve,
+                          prepared=PreparedStatements(), running=running)
+        for name, value in relay.parameters.items():
+            writer.write(wire.parameter_status(name, value))
+        writer.write(wire.backend_key_data(*key))
+        writer.write(wire.ready_for_query(relay.status))
+        await writer.drain()
+        return session, key
+
+    async def _serve(self, session: Session, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter, outbox: Outbox) -> None:
+        max_size = self.config.server.max_message_size
+        extended = ExtendedProtocol(session)
+        while True:
+            kind, payload = await wire.read_message(reader, max_size)
+            if kind == Frontend.TERMINATE:
+                return
+            if kind in EXTENDED_PROTOCOL:
+                await extended.handle(kind, payload)
+            elif extended.skipping or kind in COPY_MESSAGES:
+                pass  # skipped until Sync, or left over from a COPY that never started
+            elif kind == Frontend.QUERY:
+                sql, _ = wire.cstring(payload)
+                await extended.settle()
+                await session.simple_query(sql)
+            elif kind == Frontend.FUNCTION_CALL:
+                session.send(wire.error_response(
+                    SqlState.FEATURE_NOT_SUPPORTED, "the function call protocol is refused",
+                    hint="Call functions in a SELECT statement."))
+                session.send(wire.ready_for_query(session.relay.status))
+            else:
+                raise wire.ProtocolError(f"unexpected message type {kind!r}")
+            outbox.write()
+            await writer.drain()
+
+    async def _cancel(self, payload: bytes) -> None:
+        if len(payload) != 8:
+            return
+        session = self.sessions.get(struct.unpack("!ii", payload))
+        if session is not None:
+            await session.running.cancel()
+
+
+def _try_write(writer: asyncio.StreamWriter, data: bytes) -> None:
+    try:
+        if not writer.is_closing():
+            writer.write(data)
+    except (ConnectionError, RuntimeError):
+        pass
