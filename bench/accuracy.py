@@ -1,7 +1,7 @@
 """Accuracy of unit mode beside row-level FLEX and the truth, on the demo data.
 
 For each shape, ≥ 200 distinct queries (one per product) are planned twice: with the demo
-policy's privacy unit (customers, τ = 10, κ = 5; SPEC §6) and at row level (FLEX, SPEC §1).
+policy's privacy unit (customers, τ = 10, κ = 5) and at row level (FLEX).
 PostgreSQL runs each rewritten query once for its pre-noise answer, and the statement as
 written for the true answer; noise is then drawn in process with dpgate's own release()
 from a seeded source, without the analyst shift (whose mean an analyst can learn and
@@ -32,10 +32,9 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from proxy.release import release  # noqa: E402
-
 from mechanisms.seeded_source import SeededRandomSource  # noqa: E402
 from proxy.config import PrivacySettings  # noqa: E402
+from proxy.engine.release import release  # noqa: E402
 from rewriter.calibrate import calibrate  # noqa: E402
 from rewriter.classify import parse_query  # noqa: E402
 from rewriter.private import plan_private_aggregate  # noqa: E402

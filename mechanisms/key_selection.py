@@ -1,4 +1,4 @@
-"""The threshold of key selection with bounded contributions (SPEC.md §6).
+"""The threshold of key selection with bounded contributions.
 
 A group released only because its noisy count passes a threshold T: a unit that is alone
 in up to κ groups, with at most τ_g rows in each, must make any of them appear with

@@ -1,4 +1,4 @@
-"""Contribution bounding in the rewritten SQL (SPEC.md §6).
+"""Contribution bounding in the rewritten SQL.
 
 After FROM, joins and WHERE, and before any aggregate, each privacy unit keeps at most τ
 rows; under GROUP BY it also keeps at most κ groups and τ_g rows per group. Which rows

@@ -121,7 +121,7 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
     if selecting:
         assert plan.grouping is not None and plan.grouping.selection_part is not None
         selection = parts[plan.grouping.selection_part]
-        if plan.unit is not None:  # κ' groups of ≤ τ_g' rows per unit (SPEC §6)
+        if plan.unit is not None:  # κ' groups of ≤ τ_g' rows per unit
             threshold = unit_threshold(plan.unit.group_rows, plan.unit.groups,
                                        selection.scale, part_delta)
         else:
@@ -174,7 +174,7 @@ def _gaussian(part: PartCalibration, elastic: int, magnitude: float, integer: bo
               histogram: bool, delta: float, unit_l2: float | None = None) -> PartCalibration:
     """σ for the part's L2 sensitivity: a changed row moves a histogram's mass by S out of
     one cell and into another, so Δ₂ = √2·S = ES/√2 there, and ES for a single value. In
-    unit mode the planner gives the unit's L2 (`unit_l2`, SPEC §6)."""
+    unit mode the planner gives the unit's L2 (`unit_l2`)."""
     l2 = elastic * magnitude / (math.sqrt(2) if histogram else 1) if unit_l2 is None else \
         unit_l2 * magnitude
     if l2 == 0:

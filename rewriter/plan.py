@@ -58,7 +58,7 @@ class NoisyPart:
     magnitude: float = 1.0
     level: Fraction | None = None
     grid: QuantileGrid | None = None
-    # Unit mode (SPEC §6): `elastic` is then the constant L1 sensitivity per unit (in
+    # Unit mode: `elastic` is then the constant L1 sensitivity per unit (in
     # units of `magnitude`), `row_elastic` the row-level FLEX ES(k) shown beside it, and
     # `l2` the L2 sensitivity per unit (in units of `magnitude`) for the Gaussian.
     row_elastic: Elastic | None = None
@@ -102,7 +102,7 @@ class OutputColumn:
 
 @dataclass(frozen=True)
 class UnitBounds:
-    """A plan answered in unit mode (SPEC §6): the unit and the contribution bounds.
+    """A plan answered in unit mode: the unit and the contribution bounds.
 
     `groups` and `group_rows` are κ' = min(κ, τ) and τ_g' = min(τ_g, τ): the most groups
     one unit can reach, and its most rows in one group (key selection's threshold).
@@ -204,7 +204,7 @@ class PrivateAggregate:
     # The number of cells of a histogram whose domain a public table supplies: the proxy
     # runs it before the charge and refuses more than the policy's max_cells.
     cells_sql: str | None = None
-    # Unit mode (SPEC §6), or None: row-level FLEX. `row_level_reason` says why a policy
+    # Unit mode, or None: row-level FLEX. `row_level_reason` says why a policy
     # with a unit answered this statement at row level (row_level_fallback).
     unit: UnitBounds | None = None
     row_level_reason: str | None = None

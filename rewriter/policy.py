@@ -82,7 +82,7 @@ class TablePolicy:
     name: str
     private: bool
     columns: Mapping[str, ColumnPolicy] = field(default_factory=dict)
-    unit: UnitPath | None = None  # how its rows reach the privacy unit (SPEC §6)
+    unit: UnitPath | None = None  # how its rows reach the privacy unit
 
     @property
     def key(self) -> str:
@@ -103,7 +103,7 @@ class Policy:
     tables: Mapping[str, TablePolicy] = field(default_factory=dict)
     default_schema: str = "public"
     max_cells: int = DEFAULT_MAX_CELLS
-    # The privacy unit (SPEC §6); None: row-level FLEX privacy (SPEC §1).
+    # The privacy unit; None: row-level FLEX privacy.
     unit: PrivacyUnit | None = None
 
     def unit_path(self, table: str) -> UnitPath | None:

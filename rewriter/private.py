@@ -131,7 +131,7 @@ class _Planner:
     key_expressions: list[exp.Expression | None] = field(default_factory=list)
     # Counts a histogram's cells when a public table supplies a domain (_check_cells).
     cells_sql: str | None = None
-    # Unit mode (SPEC §6): the unit of every row; or why a unit policy fell back to rows.
+    # Unit mode: the unit of every row; or why a unit policy fell back to rows.
     unit: UnitOfRows | None = None
     row_level_reason: str | None = None
 
@@ -177,7 +177,7 @@ class _Planner:
         return replace(plan, post_sql=computed_post,
                        probe_sql=self.probe.sql(dialect="postgres"))
 
-    # -- the privacy unit (SPEC §6) ----------------------------------------------------
+    # -- the privacy unit ----------------------------------------------------
 
     def _unit_mode(self) -> None:
         """Unit mode when the policy names a unit and every row belongs to one unit; else
@@ -957,7 +957,7 @@ def _distinct_count(domain: ColumnDomain, policy: Policy) -> str:
 
 
 def unit_sensitivities(bounds: UnitBounds, histogram: bool) -> tuple[int, float]:
-    """L1 and L2 sensitivity of one unit's rows, in units of one row's value (SPEC §6).
+    """L1 and L2 sensitivity of one unit's rows, in units of one row's value.
 
     Without GROUP BY a unit adds at most τ rows: L1 = L2 = τ. In a histogram it adds at most
     τ_g' = min(τ_g, τ) rows to each of at most κ groups, τ in all: L1 = min(τ, κ·τ_g'),

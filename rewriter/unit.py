@@ -1,4 +1,4 @@
-"""Which privacy unit a row of a query belongs to (SPEC.md §6).
+"""Which privacy unit a row of a query belongs to.
 
 Every private table of the FROM clause reaches the unit through its declared path (a
 column of its own, or a foreign-key chain through other tables of the query). The join's

@@ -1,4 +1,4 @@
-"""The privacy unit of a policy (SPEC.md §6): whom the guarantee protects, and how far.
+"""The privacy unit of a policy: whom the guarantee protects, and how far.
 
     privacy_unit = { table = "customers", column = "customer_id" }
     max_contributions = 10        # τ: rows one unit may contribute to an answer

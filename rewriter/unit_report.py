@@ -1,4 +1,4 @@
-"""How `dpgate explain` and the NOTICE describe the privacy model of an answer (SPEC §6).
+"""How `dpgate explain` and the NOTICE describe the privacy model of an answer.
 
 Truncation is told, never measured: the words say that rows beyond τ per unit are left
 out, and nothing says how many were.

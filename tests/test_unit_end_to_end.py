@@ -1,4 +1,4 @@
-"""Unit mode through the proxy and on PostgreSQL (SPEC.md §6).
+"""Unit mode through the proxy and on PostgreSQL.
 
 The proxy here serves the demo policy with its privacy unit (customers) and zero noise:
 no analyst shift and ε = 10¹² per query, as in test_differential.py. So each answer is

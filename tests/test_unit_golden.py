@@ -1,4 +1,4 @@
-"""Golden files of unit mode (SPEC.md §6): statement → rewritten SQL and sensitivities.
+"""Golden files of unit mode: statement → rewritten SQL and sensitivities.
 
 Each tests/golden/unit/*.sql holds cases separated by `-- ----` lines: a `-- title` line,
 the analyst's statement, `-- expect:`, then the rewritten SQL and one `-- part:` line per
@@ -26,7 +26,7 @@ GOLDEN = Path(__file__).parent / "golden" / "unit"
 SEPARATOR = "-- ----"
 EXPECT = "-- expect:"
 
-# The demo schema and SPEC §1's reference frequencies (products.product_id 300 …).
+# The demo schema and FLEX's reference frequencies (products.product_id 300 …).
 METRICS = Metrics(
     max_freq={("public.orders", "order_id"): 1, ("public.orders", "customer_id"): 100,
               ("public.orders", "product_id"): 500, ("public.products", "product_id"): 1,

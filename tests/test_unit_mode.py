@@ -1,4 +1,4 @@
-"""Unit mode in process (SPEC.md §6): policy checks, sensitivities, the key-selection
+"""Unit mode in process: policy checks, sensitivities, the key-selection
 threshold against its exact probability, and the released distribution's scale."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import math
 import statistics
 
 import pytest
-from proxy.release import release
 
 from mechanisms.key_selection import key_selection_threshold, release_probability
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings
+from proxy.engine.release import release
 from rewriter.calibrate import calibrate
 from rewriter.classify import parse_query
 from rewriter.errors import Refusal
@@ -66,7 +66,7 @@ def test_without_a_unit_the_plan_is_flex_exactly():
     plan = plan_of("SELECT count(*) FROM orders o JOIN customers c "
                    "ON o.customer_id = c.customer_id", row_level)
     assert plan.unit is None and plan.windows == 0 and "OVER" not in plan.sql
-    assert str(plan.parts[0].elastic) == "100 + 1k"  # SPEC §1's reference ES
+    assert str(plan.parts[0].elastic) == "100 + 1k"  # FLEX's reference ES
 
 
 # -- sensitivities ------------------------------------------------------------------
@@ -108,7 +108,7 @@ def test_gaussian_uses_the_units_l2():
 
 
 def test_the_shift_unit_is_public_in_unit_mode():
-    # SPEC §8: μ_u's unit depends on ε, bounds and τ only, never on measured data.
+    # μ_u's unit depends on ε, bounds and τ only, never on measured data.
     plan = plan_of("SELECT sum(o.order_cost) FROM orders o JOIN recommendations r "
                    "ON o.customer_id = r.customer_id")
     calibration = calibrate(plan, 0.5, 1e-6)

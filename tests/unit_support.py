@@ -8,7 +8,7 @@ import dataclasses
 import psycopg
 
 from proxy.config import load_policy_file
-from proxy.demo import DEMO_POLICY_FILE
+from proxy.demo.demo import DEMO_POLICY_FILE
 from rewriter.metrics import Metrics, max_freq_query
 from rewriter.policy import Policy
 
