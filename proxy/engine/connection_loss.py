@@ -17,15 +17,16 @@ from ..pgwire import wire
 from ..pgwire.backend import BackendError
 
 CONNECTION_FAILURE = SqlState.CONNECTION_FAILURE
-# PostgreSQL's codes for a connection it ended or cannot serve yet.
-_LOST_STATES = frozenset({"57P01", "57P02", "57P03", "57P04", "57P05"})
+# PostgreSQL's class of codes for a connection it ended or cannot serve yet (57P01 admin
+# shutdown, 57P03 cannot connect now, …), and the connection exception class.
+_LOST_CLASSES = ("57P", "08")
 
 
 def connection_loss(error: BaseException) -> str | None:
     """The SQLSTATE to report if `error` means the database connection failed, else None."""
     if isinstance(error, BackendError):
         state = error.sqlstate
-        return state if state.startswith("08") or state in _LOST_STATES else None
+        return state if state.startswith(_LOST_CLASSES) else None
     if isinstance(error, (OSError, EOFError, asyncio.IncompleteReadError,
                           wire.ProtocolError)):
         return CONNECTION_FAILURE
