@@ -43,6 +43,9 @@ class ServerSettings:
     # analyst's flood leaves room for the others to log in.
     max_clients: int = 64
     max_clients_per_analyst: int = 16
+    # The last sessions of max_clients go only to analysts with no session open, so that
+    # several analysts flooding together still leave a new analyst room to log in.
+    reserved_clients: int = 4
     # What one statement may ask of the analysis (limits.py): characters (54000), nesting
     # of parentheses (54001), and seconds of analysis before it is abandoned (54000).
     max_statement_size: int = 128 * 1024
@@ -133,6 +136,9 @@ class Config:
         if not 0 < server.max_clients_per_analyst <= server.max_clients:
             raise ValueError("server.max_clients_per_analyst must be between 1 and "
                              "server.max_clients")
+        if not 0 <= server.reserved_clients < server.max_clients:
+            raise ValueError("server.reserved_clients must be between 0 and "
+                             "server.max_clients - 1")
         if server.max_statement_size <= 0 or server.max_nesting <= 0 or \
                 server.analysis_timeout <= 0:
             raise ValueError("server.max_statement_size, max_nesting and analysis_timeout "

@@ -11,6 +11,15 @@ NUMERIC, which cannot overflow for expressions of this size, and divides by NULL
   (PostgreSQL's integer division truncates toward zero, as div does);
 - `a % b` is `mod(a, NULLIF(b, 0))` (the sign of the dividend, like %).
 
+NUMERIC itself overflows beyond 131,072 digits before the decimal point, so a product
+like `order_cost * 1e131071` would fail for some rows only. The analysis therefore bounds
+the digits of every result from its operands (a literal's own digits; 5, 10 and 19 for
+the integer types, 39 and 309 for real and double precision, and an assumed 1,000 for a
+numeric column, whose typmod dpgate does not read; division adds the divisor's fractional
+digits) and refuses an expression whose bound exceeds MAX_DIGITS. Values known only when
+the statement runs (bound parameters, computed constants) are clamped to ±1e1000 first,
+so their digits are bounded too: beyond that PostgreSQL's answer and dpgate's differ.
+
 Where PostgreSQL would have raised an error the total form gives NULL (or a number where
 an integer would have overflowed); elsewhere it gives the same value, as numeric. Casts
 are allowed only where they are total: to text, and from a narrower number to a wider one.
@@ -20,6 +29,7 @@ Everything else is refused. The rewritten nodes are marked so that totality.py t
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
@@ -42,6 +52,15 @@ _WIDER = {  # target -> the source types it holds every value of
 }
 _TEXT_TYPES = frozenset({"text", "varchar", "char", "character varying", "character",
                          "bpchar"})
+# NUMERIC holds 131,072 digits before the point; SUM over up to 1e19 rows adds 19 more.
+MAX_DIGITS = 131_000
+# Digits before and after the point of a value of each type (numeric: an assumption).
+_TYPE_DIGITS = {"smallint": (5, 0), "integer": (10, 0), "bigint": (19, 0),
+                "real": (39, 45), "double precision": (309, 324), "numeric": (1000, 1000)}
+# Bound parameters and computed constants are clamped to this magnitude (and may have up
+# to NUMERIC's 16,383 fractional digits).
+_RUNTIME_DIGITS = (1001, 16383)
+_RUNTIME_BOUND = "1e1000"
 _OPERATORS = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Abs)
 ARITHMETIC = _OPERATORS + (exp.Cast,)
 
@@ -55,8 +74,55 @@ def total_form(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
     """The total form of an arithmetic expression or cast; raises NotTotal."""
     if isinstance(node, exp.Cast):
         return _total_cast(node, type_of)
+    digits, _ = _digits(node, type_of)
+    if digits > MAX_DIGITS:
+        raise NotTotal(f"this arithmetic can reach about 10^{digits}, beyond what NUMERIC "
+                       "holds, so it would fail for some rows only; use smaller constants")
     total, _ = _number(node, type_of)
     return _marked(total)
+
+
+def _digits(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
+            ) -> tuple[int, int]:
+    """Upper bounds of the digits before and after the point of the node's value.
+
+    Only the first can make NUMERIC fail: PostgreSQL rounds the scale of a product to its
+    maximum instead of failing.
+    """
+    if isinstance(node, exp.Paren):
+        return _digits(node.this, type_of)
+    if isinstance(node, (exp.Neg, exp.Abs)):
+        return _digits(node.this, type_of)
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+        (left, left_fraction) = _digits(node.this, type_of)
+        (right, right_fraction) = _digits(node.expression, type_of)
+        if isinstance(node, (exp.Add, exp.Sub)):
+            return max(left, right) + 1, max(left_fraction, right_fraction)
+        if isinstance(node, exp.Mul):
+            return left + right, left_fraction + right_fraction
+        if isinstance(node, exp.Div):  # a nonzero divisor is at least 10^-fraction
+            return left + right_fraction + 1, 16383
+        return min(left, right), max(left_fraction, right_fraction)
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return _literal_digits(node.this)
+    if isinstance(node, (exp.Parameter, exp.Placeholder)):
+        return _RUNTIME_DIGITS
+    if isinstance(node, exp.Cast):
+        return _digits(node.this, type_of)
+    kind = _type_of_operand(node, type_of)
+    return _TYPE_DIGITS.get(kind or "", _RUNTIME_DIGITS)
+
+
+def _literal_digits(text: str) -> tuple[int, int]:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return _RUNTIME_DIGITS
+    if not value.is_finite():
+        return _RUNTIME_DIGITS
+    sign, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    return max(len(digits) + exponent, 1), max(-exponent, 0)
 
 
 def _total_cast(node: exp.Cast, type_of: Callable[[exp.Column], str | None]
@@ -66,7 +132,9 @@ def _total_cast(node: exp.Cast, type_of: Callable[[exp.Column], str | None]
     if base in _TEXT_TYPES:
         return _marked(node.copy())  # every value has a text form
     source = _type_of_operand(node.this, type_of)
-    if source is not None and source in _WIDER.get(base, set()):
+    # A precision (numeric(3, 0)) makes a cast fail on larger values ("numeric field
+    # overflow"): only the unconstrained types hold every value of the narrower ones.
+    if source is not None and "(" not in target and source in _WIDER.get(base, set()):
         return _marked(node.copy())
     raise NotTotal(f"a cast to {target} can fail on some values; only casts to text and "
                    "from a narrower number to a wider one are allowed on private rows")
@@ -106,7 +174,12 @@ def _operand(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
         integer = "." not in node.this and "e" not in node.this.lower()
         return _numeric(node), integer
     if isinstance(node, (exp.Parameter, exp.Placeholder)):
-        return _numeric(node), False  # its type is checked when PostgreSQL plans it
+        # Its type is checked when PostgreSQL plans it; its magnitude is clamped so that
+        # _digits can bound what it computes.
+        bound = exp.Literal.number(_RUNTIME_BOUND)
+        clamped = exp.Least(this=exp.Greatest(this=_numeric(node), expressions=[exp.Neg(
+            this=bound.copy())]), expressions=[bound])
+        return clamped, False
     kind = _type_of_operand(node, type_of)
     if kind is None or kind not in NUMBER_TYPES:
         what = node.sql(dialect="postgres")

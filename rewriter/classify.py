@@ -18,6 +18,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import Token, TokenType
 
 from .catalog import check_catalog_query, refuse_catalogs_with_private
+from .comments import annotate_columns
 from .errors import SYNTAX_ERROR, Refusal, policy_refusal
 from .functions import function_name, is_denied
 from .metrics import Metrics
@@ -183,7 +184,7 @@ def _classify_query(text: str, policy: Policy, metrics: Metrics, offset: int) ->
         _refuse_writes_and_side_effects(tree, offset)
         refuse_catalogs_with_private(tables, policy, offset)
         return plan_private_aggregate(tree, policy, offset, metrics)
-    return _relay(text, tree, tables, offset)
+    return _relay(text, tree, tables, offset, policy)
 
 
 def _read_query(text: str, policy: Policy, offset: int
@@ -198,14 +199,17 @@ def _read_query(text: str, policy: Policy, offset: int
     return tree, tables, any(policy.is_private(table.db, table.name) for table in tables)
 
 
-def _relay(text: str, tree: exp.Expression, tables: list[exp.Table], offset: int) -> Relay:
+def _relay(text: str, tree: exp.Expression, tables: list[exp.Table], offset: int,
+           policy: Policy | None = None) -> Relay:
     """A catalog or public query, its row counts neutralised; untouched text stays exact.
 
     Neutralising comes first so that the size functions it replaces are not refused; the
     same functions run as the reader (over private tables) would measure for real.
     """
     changed = check_catalog_query(tree, tables, offset)
-    _refuse_writes_and_side_effects(tree, offset)
+    _refuse_writes_and_side_effects(tree, offset, relayed=True)
+    if policy is not None:  # after the checks: the notes call no function they refuse
+        changed = annotate_columns(tree, policy) or changed
     return Relay(tree.sql(dialect="postgres") if changed else text)
 
 
@@ -232,7 +236,7 @@ def _classify_cursor(text: str, tokens: list[Token], policy: Policy, offset: int
             "a cursor over private tables is refused: noise and charges are per answer",
             hint="Ask the aggregate directly, without DECLARE (psql: unset FETCH_COUNT).",
             position=offset + 1)
-    return Relay(text[:start] + _relay(query, tree, tables, offset + start).text)
+    return Relay(text[:start] + _relay(query, tree, tables, offset + start, policy).text)
 
 
 def parse_query(text: str, offset: int = 0) -> exp.Expression:
@@ -241,9 +245,12 @@ def parse_query(text: str, offset: int = 0) -> exp.Expression:
         return _node(sqlglot.parse_one(text, dialect="postgres"))
     except ParseError as error:
         quoted = _quote_keyword_labels(text)
-        if quoted != text:
+        qualified = _qualify_array_types(text)
+        for retry in dict.fromkeys((quoted, qualified, _qualify_array_types(quoted))):
+            if retry == text:
+                continue
             try:
-                return _node(sqlglot.parse_one(quoted, dialect="postgres"))
+                return _node(sqlglot.parse_one(retry, dialect="postgres"))
             except ParseError:
                 pass
         detail = error.errors[0] if error.errors else {}
@@ -282,13 +289,47 @@ def _quote_keyword_labels(text: str) -> str:
     return "".join(pieces) + text[last:]
 
 
+def _relayed_setting(node: exp.Expr) -> bool:
+    """set_config('jit', 'off', false) in a relayed statement (asyncpg's and SQLAlchemy's
+    type introspection) is what `SET jit = off`, which is relayed, does: allowed when the
+    setting is named by a literal and is neither dpgate's own nor the backend identity."""
+    arguments = node.expressions if isinstance(node, exp.Anonymous) else []
+    if len(arguments) != 3 or not isinstance(arguments[0], exp.Literal) or \
+            not arguments[0].is_string:
+        return False
+    setting = arguments[0].this.lower()
+    return not setting.startswith("dp.") and setting not in IDENTITY_SETTINGS
+
+
+def _qualify_array_types(text: str) -> str:
+    """`x::regtype[]` → `x::pg_catalog.regtype[]`: sqlglot reads an array of an object
+    identifier type (regtype, oid, regclass…) only when it is schema-qualified, and
+    pgcli's completion query casts to regtype[]. These types live in pg_catalog, which
+    PostgreSQL searches first, so the qualified name means the same."""
+    try:
+        tokens = _DIALECT.tokenize(text)
+    except TokenError:
+        return text
+    pieces, last = [], 0
+    for before, token, after, closing in zip(tokens, tokens[1:], tokens[2:], tokens[3:],
+                                             strict=False):
+        if (before.token_type in (TokenType.DCOLON, TokenType.ALIAS)
+                and token.token_type == TokenType.OBJECT_IDENTIFIER
+                and after.token_type == TokenType.L_BRACKET
+                and closing.token_type == TokenType.R_BRACKET):
+            pieces += [text[last:token.start], f"pg_catalog.{token.text.lower()}"]
+            last = token.end + 1
+    return "".join(pieces) + text[last:]
+
+
 def _real_tables(tree: exp.Expression) -> list[exp.Table]:
     cte_references = cte_reference_ids(tree)
     return [table for table in tree.find_all(exp.Table)
             if isinstance(table.this, exp.Identifier) and id(table) not in cte_references]
 
 
-def _refuse_writes_and_side_effects(tree: exp.Expression, offset: int) -> None:
+def _refuse_writes_and_side_effects(tree: exp.Expression, offset: int,
+                                    relayed: bool = False) -> None:
     for node in tree.walk():
         if isinstance(node, WRITE_NODES):
             raise policy_refusal(
@@ -296,6 +337,8 @@ def _refuse_writes_and_side_effects(tree: exp.Expression, offset: int) -> None:
                 position=position_of(node, offset),
             )
         name = function_name(node)
+        if name == "set_config" and relayed and _relayed_setting(node):
+            continue
         if name and is_denied(name):
             raise policy_refusal(f"function {name} is refused", position=position_of(node, offset))
     into = tree.find(exp.Into)  # also in the first branch of a UNION

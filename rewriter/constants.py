@@ -91,6 +91,22 @@ class _Extractor:
             node.replace(exp.EQ(this=node.this, expression=exp.Any(this=array)))
             self.value(node.this)
             return
+        if isinstance(node, (exp.Any, exp.All)) or (
+                isinstance(node, exp.Anonymous) and str(node.this).upper() in ("ANY", "ALL",
+                                                                              "SOME")):
+            # `x = ANY(…)` is an operator over an array or a subquery, not a value: only
+            # its operand can be computed first (`ANY(SELECT …)` as `ANY(ARRAY(SELECT …))`,
+            # which has the same NULL semantics).
+            operand = node.this if not isinstance(node, exp.Anonymous) else None
+            query = operand.this if isinstance(operand, exp.Subquery) else operand
+            if operand is not None and isinstance(query, (exp.Select, exp.Union)):
+                array = self._placeholder(operand, f"ARRAY({self._public(query)})")
+                node.set("this", exp.Paren(this=array))
+                return
+            arguments: list[exp.Expression] = list(node.iter_expressions())
+            for argument in arguments:
+                self.value(argument)
+            return
         if isinstance(node, exp.Exists):
             node.replace(self._placeholder(node, f"EXISTS ({self._public(node.this)})"))
             return

@@ -64,3 +64,18 @@ def _answers(private: bool, domain: Domain | None, key_selection: bool,
     if bounds is not None:
         uses.append("sum, avg, var/stddev, min/max, percentiles (clamped to the bounds)")
     return "; ".join(uses)
+
+
+def column_note(policy: Policy, table: str, column: str | None) -> str:
+    """One line on a private table's column for its comment (comments.py); `column` None:
+    any column the policy does not list."""
+    rule = policy.column(table, column) if column is not None else policy.column(table, "")
+    parts = ["dpgate: private"]
+    if (domain := describe_domain(rule.domain)) is not None:
+        parts.append(f"domain {domain}")
+    if rule.bounds is not None:
+        parts.append(f"bounds {_bounds(rule.bounds)}")
+    if rule.key_selection:
+        parts.append("key selection")
+    parts.append("answers: " + _answers(True, rule.domain, rule.key_selection, rule.bounds))
+    return "; ".join(parts)

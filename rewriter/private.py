@@ -79,13 +79,19 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     if split is not None:
         inner, outer, alias = split
         plan = plan_private_aggregate(inner, policy, offset, metrics)
-        if plan.outer_sql is not None or not plan.postgres_sql:
-            raise unsupported("a query over an aggregate subquery is answered for one level "
-                              "of standard SQL aggregates",
-                              position=position_of(tree, offset))
-        return replace(plan, outer_sql=outer, outer_alias=alias,
-                       inner_sql=inner.sql(dialect="postgres"),
-                       fingerprint_text=_fingerprint(tree, plan.unit))
+        # PostgreSQL aggregates the groups that exist; the inner answer holds every key of
+        # the domain (empty ones too) or those above the key-selection threshold, so
+        # count(*) over it would silently differ (1,000 or 0 where PostgreSQL says 4).
+        # Such a query is analysed below instead, as an aggregate over a grouped derived
+        # table (FLEX: stability doubled), which computes what PostgreSQL does, with noise.
+        if plan.grouping is None or not _aggregates_groups(tree, plan.grouping):
+            if plan.outer_sql is not None or not plan.postgres_sql:
+                raise unsupported("a query over an aggregate subquery is answered for one "
+                                  "level of standard SQL aggregates",
+                                  position=position_of(tree, offset))
+            return replace(plan, outer_sql=outer, outer_alias=alias,
+                           inner_sql=inner.sql(dialect="postgres"),
+                           fingerprint_text=_fingerprint(tree, plan.unit))
     constants = extract_constants(tree, policy, offset)
     analyzer = Analyzer(policy, metrics or Metrics(), offset)
     planner = _Planner(analyzer, tree, offset)
@@ -93,6 +99,21 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     # The last net, after the analysis's own messages, over what runs on private rows.
     refuse_unsafe_nodes(planner.probe or tree, offset)
     return replace(plan, constants=constants, scans=tuple(sorted(analyzer.scans.elements())))
+
+
+def _aggregates_groups(outer: exp.Select, grouping: Grouping) -> bool:
+    """Whether the query around a GROUP BY aggregates its groups in a way that depends on
+    which groups exist. Over a whole declared domain, sum() and max() of the released
+    values are what PostgreSQL computes (an empty key adds a noisy 0); anything else, or
+    any aggregate over groups chosen by key selection, is not."""
+    aggregates = [node for projection in outer.expressions
+                  for node in projection.find_all(exp.AggFunc)]
+    for clause in ("where", "having", "order"):
+        if outer.args.get(clause) is not None:
+            aggregates += list(outer.args[clause].find_all(exp.AggFunc))
+    if grouping.selection_part is not None:
+        return bool(aggregates)
+    return any(not isinstance(node, (exp.Sum, exp.Max)) for node in aggregates)
 
 
 @dataclass
@@ -214,6 +235,8 @@ class _Planner:
                                                       strict=True))]
         having = self.tree.args.get("having")
         order = self.tree.args.get("order")
+        for clause in ("limit", "offset"):
+            self._refuse_row_reads(self.tree.args.get(clause), clause.upper())
         sql = post_sql(self.tree, projections,
                        self._substitute(having.this) if having is not None else None,
                        [self._post_order(item) for item in order.expressions] if order else [])
@@ -223,6 +246,19 @@ class _Planner:
                                  hint="Ask for an aggregate such as count(*).",
                                  position=position_of(self.tree, self.offset))
         return PostProcess(), sql
+
+    def _refuse_row_reads(self, node: exp.Expression | None, clause: str) -> None:
+        """LIMIT and OFFSET are copied into the SQL over the released values, which runs
+        on the reader connection: a subquery there would read private rows unnoised (its
+        value would be the number of rows returned)."""
+        if node is None:
+            return
+        found = node.find(exp.Subquery, exp.Select, exp.Table, exp.Column, exp.AggFunc,
+                          exp.Window)
+        if found is not None:
+            raise unsupported(f"{clause} takes a constant or a parameter over private "
+                              "aggregates", hint=f"Write the number of rows: {clause} 10.",
+                              position=position_of(found, self.offset))
 
     def _substitute(self, node: exp.Expression) -> exp.Expr:
         expanded = node.copy().transform(

@@ -120,8 +120,14 @@ class Analyzer:
     missing: set[ColumnKey] = field(default_factory=set)
     # The names each query's WITH makes visible, by node: a query has one lexical scope.
     _scopes: dict[int, Ctes] = field(default_factory=dict)
-    # Private base tables read, once per occurrence met (plan_check compares PostgreSQL's).
+    # Private base tables PostgreSQL will read (plan_check compares its plan with these).
+    # A CTE body counts once, when first read from the statement: PostgreSQL drops a CTE
+    # nobody reads and materializes one read twice, so counting every definition or every
+    # reference would let an unused CTE over a private table hide a scan the analysis
+    # resolved to something else.
     scans: Counter[str] = field(default_factory=Counter)
+    _counting: bool = True
+    _counted_ctes: set[int] = field(default_factory=set)
 
     # -- relations -------------------------------------------------------------------
 
@@ -161,7 +167,12 @@ class Analyzer:
         for name, cte in zip(names, with_.expressions, strict=True):
             definition = CteDefinition(cte.this, _alias_columns(cte), dict(scope))
             # Every CTE is checked, even one the query never reads: its text still runs.
-            self.derived_relation(definition.body, definition.scope)
+            # Its scans count only where it is read (see `scans`).
+            counting, self._counting = self._counting, False
+            try:
+                self.derived_relation(definition.body, definition.scope)
+            finally:
+                self._counting = counting
             scope[name] = definition
         self._scopes[id(query)] = scope
         return scope
@@ -175,8 +186,16 @@ class Analyzer:
                                   position=position_of(node, self.offset))
             if not node.db and node.name in ctes:
                 definition = ctes[node.name]
-                relation, columns, star = self.derived_relation(definition.body,
-                                                                definition.scope)
+                counting = self._counting
+                if id(definition.body) in self._counted_ctes:
+                    self._counting = False  # materialized once by PostgreSQL
+                elif counting:
+                    self._counted_ctes.add(id(definition.body))
+                try:
+                    relation, columns, star = self.derived_relation(definition.body,
+                                                                    definition.scope)
+                finally:
+                    self._counting = counting
                 columns = self._renamed(columns, definition.columns, star, node.name, node)
                 return self._derived_source(relation, alias,
                                             self._renamed(columns, aliases, star, alias, node),
@@ -187,7 +206,7 @@ class Analyzer:
                                      "private data", position=position_of(node, self.offset))
             table = f"{schema}.{name}"
             private = self.policy.is_private(schema, name)
-            if private:
+            if private and self._counting:
                 self.scans[table] += 1
             return Source(alias or name, table=table, private=private,
                           renamed=self._renamed_base(table, aliases, alias, node))

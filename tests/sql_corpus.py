@@ -285,6 +285,25 @@ _HANDWRITTEN = [
               "FROM orders GROUP BY quantity) AS s ORDER BY 1"),
     ("outer", "SELECT max(n) FROM (SELECT quantity, count(*) AS n FROM orders "
               "GROUP BY quantity) AS s"),
+    # -- found by the audit: arrays, nested stars, aggregates over released groups ----------
+    ("audit", "SELECT count(*) FROM orders WHERE quantity = ANY('{1,2}')"),
+    ("audit", "SELECT count(*) FROM orders WHERE quantity = ANY(ARRAY[1, 2, 3])"),
+    ("audit", "SELECT count(*) FROM orders WHERE product_id = ANY(SELECT product_id "
+              "FROM products WHERE price > 100)"),
+    ("audit", "SELECT count(*) FROM orders WHERE quantity > ALL(SELECT 5)"),
+    ("audit", "SELECT count(*) FROM (SELECT * FROM (SELECT * FROM orders) AS x) AS y "
+              "WHERE y.quantity = 1"),
+    ("audit", "WITH a AS (SELECT * FROM orders), b AS (SELECT * FROM a) "
+              "SELECT count(*) FROM a JOIN b ON a.order_id = b.order_id"),
+    ("audit", "SELECT count(*) FROM (SELECT product_id, count(*) AS n FROM orders "
+              "WHERE quantity = 10 GROUP BY product_id) AS s"),
+    ("audit", "SELECT count(*) FROM (SELECT customer_id, count(*) AS n FROM orders "
+              "GROUP BY customer_id HAVING count(*) > 1) AS s"),
+    ("audit", "SELECT quantity, count(*) FROM orders GROUP BY quantity ORDER BY 1 LIMIT 1 + 2"),
+    ("audit", "SELECT quantity, count(*) FROM orders GROUP BY quantity "
+              "LIMIT (SELECT count(*) FROM orders WHERE customer_id = 1)"),
+    ("audit", "SELECT count(*) FROM orders WHERE order_cost * 1e100 > 0"),
+    ("audit", "SELECT count(*) FROM orders WHERE order_cost::numeric(10, 2) > 100"),
     # -- session and settings ---------------------------------------------------------------
     ("session", "SHOW dp.epsilon"),
     ("session", "SELECT 1"),

@@ -29,13 +29,15 @@ from tests.proxies import (
 )
 
 OTHER, OTHER_PASSWORD = "dave", "dave-pw"
+NEWCOMER = "erin"  # password: the same
 COUNT = "SELECT count(*) FROM orders WHERE quantity > 3"
 
 
 @pytest.fixture
 def proxy(demo_database: DemoDatabase, tmp_path: Path) -> Iterator[OwnProxy]:
     own = start_own_proxy(tmp_path, demo_database, max_clients=8, max_clients_per_analyst=4,
-                          max_statement_size=64 * 1024, plan_cache_bytes=256 * 1024,
+                          reserved_clients=1, max_statement_size=64 * 1024,
+                          plan_cache_bytes=256 * 1024,
                           max_message_size=1 << 20)
     added = dpgate_cli("user", "add", OTHER, "--epsilon", "100", "--config",
                        str(tmp_path / "dpgate.toml"), stdin=OTHER_PASSWORD + "\n")
@@ -135,10 +137,23 @@ def test_one_analyst_cannot_take_every_session(proxy: OwnProxy):
     psycopg.connect(proxy.dsn(), autocommit=True).close()  # the slots came back
 
 
-def test_the_proxy_refuses_beyond_max_clients(proxy: OwnProxy):
+def test_the_proxy_refuses_beyond_max_clients(proxy: OwnProxy, tmp_path: Path):
+    """8 sessions, 4 per analyst, the last one kept for an analyst with none open."""
+    added = dpgate_cli("user", "add", NEWCOMER, "--epsilon", "1", "--config",
+                       str(tmp_path / "dpgate.toml"), stdin=NEWCOMER + "\n")
+    assert added.returncode == 0, added.stderr
     held = [psycopg.connect(dsn, autocommit=True) for dsn in [proxy.dsn()] * 4 +
-            [other_dsn(proxy)] * 4]
+            [other_dsn(proxy)] * 3]
     try:
+        # Both flooding analysts are below their own share, yet the last slot is kept ...
+        refused = refused_login(proxy, OTHER, OTHER_PASSWORD)
+        assert refused["C"] == "53300" and "kept for analysts with none open" in refused["M"]
+        # ... for an analyst logging in for the first time, who is answered.
+        newcomer = psycopg.connect(other_dsn(proxy).replace(f"{OTHER}:{OTHER_PASSWORD}",
+                                                            f"{NEWCOMER}:{NEWCOMER}"),
+                                   autocommit=True)
+        held.append(newcomer)
+        assert isinstance(newcomer.execute(COUNT).fetchone()[0], int)
         refused = refused_login(proxy, OTHER, OTHER_PASSWORD)
         assert (refused["C"], refused["M"]) == ("53300", "sorry, too many clients already")
     finally:

@@ -36,6 +36,7 @@ from rewriter.unit_report import mode_notice
 from ..config import Config
 from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Described, Parameters
 from ..pgwire.running import Running
+from .connection_loss import connection_loss
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error, ledger_call
 from .outcome import Answer
@@ -75,6 +76,8 @@ class PrivateAnswers:
         self.settings = settings
         self.running = running
         self.report_charge = report_charge
+        # Whether the statement under way reached its charge (never retried after).
+        self.charging = False
 
     async def describe(self, text: str, plan: PrivateAggregate,
                        types: tuple[int, ...] = (), offset: int = 0) -> Shape:
@@ -145,7 +148,32 @@ class PrivateAnswers:
 
     async def answer(self, text: str, plan: PrivateAggregate,
                      parameters: Parameters | None = None, offset: int = 0) -> Answer:
-        """Charge, run and noise one private aggregate (or return its stored answer)."""
+        """Charge, run and noise one private aggregate (or return its stored answer).
+
+        A database connection that fails before the charge (PostgreSQL restarted, starting
+        up or down) is replaced and the statement tried once more; a second failure is this
+        statement's error with PostgreSQL's SQLSTATE, uncharged (connection_loss.py)."""
+        for attempt in range(2):
+            self.charging = False
+            try:
+                return await self._answer_once(text, plan, parameters, offset)
+            except Exception as error:
+                # A describe's BackendError arrives as a StatementError with its code.
+                state = None if self.charging else connection_loss(
+                    BackendError({"C": error.sqlstate})
+                    if isinstance(error, StatementError) else error)
+                if state is None:
+                    raise
+                log.warning("database connection failed before the charge (%s)%s", state,
+                            "" if attempt else ", retrying")
+                if attempt:
+                    raise StatementError(state, "dpgate cannot reach its database at the "
+                                         "moment; nothing was charged",
+                                         hint="Ask again in a moment.") from None
+        raise AssertionError("unreachable")
+
+    async def _answer_once(self, text: str, plan: PrivateAggregate,
+                           parameters: Parameters | None, offset: int) -> Answer:
         settings = self.settings
         epsilon, delta, mechanism = settings.epsilon, settings.delta, settings.mechanism
         try:
@@ -170,6 +198,7 @@ class PrivateAnswers:
                 epsilon=calibration.epsilon, delta=calibration.delta, mechanism=mechanism,
                 sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
             )
+            self.charging = True
             try:
                 outcome = await ledger_call(self.workers.ledger_write,
                                             self.ledger.charge_or_repeat, request)

@@ -190,6 +190,13 @@ class Proxy:
             raise FatalError(SqlState.TOO_MANY_CONNECTIONS, "sorry, too many clients already",
                              hint=f"dpgate serves at most {settings.max_clients} sessions "
                              "(server.max_clients).")
+        if self.admitted[analyst] and sum(self.admitted.values()) >= \
+                settings.max_clients - settings.reserved_clients:
+            raise FatalError(SqlState.TOO_MANY_CONNECTIONS, f"too many connections for analyst "
+                             f'"{analyst}": the remaining sessions are kept for analysts '
+                             "with none open", hint=f"dpgate keeps {settings.reserved_clients}"
+                             " of its sessions for analysts logging in for the first time "
+                             "(server.reserved_clients); close some first.")
         if self.admitted[analyst] >= settings.max_clients_per_analyst:
             raise FatalError(SqlState.TOO_MANY_CONNECTIONS, f'too many connections for analyst '
                              f'"{analyst}"', hint=f"Each analyst may open at most "
