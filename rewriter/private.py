@@ -52,6 +52,10 @@ from .totality import refuse_unsafe_nodes
 from .unit import NotOneUnit, UnitOfRows, unit_of_rows
 
 ONLY_AGGREGATES = "only aggregates of private tables are answered"
+# Column types a domain value may be cast to, to compare it with a parameter as the column.
+_CASTABLE_TYPES = frozenset({
+    "smallint", "integer", "bigint", "numeric", "real", "double precision", "boolean", "date",
+    "text", "character varying", "timestamp without time zone", "timestamp with time zone"})
 _COMPARISONS: dict[type[exp.Expr], str] = {
     exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 
@@ -163,7 +167,7 @@ class _Planner:
         grouping, domains = self._grouping()
         self._settle_groups(grouping is not None and grouping.key_selection)
         noisy_parts = tuple(self._noisy_part(part) for part in self.parts)
-        key_specs = [KeySpec(column, domain, expression, self._restriction(resolved, column))
+        key_specs = [KeySpec(column, domain, expression, *self._restriction(resolved, column))
                      for (resolved, column), domain, expression
                      in zip(self.keys, domains, self.key_expressions, strict=True)]
         plan = self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping,
@@ -323,27 +327,36 @@ class _Planner:
                     f"{column.sql(dialect='postgres')}: its groups are the image of the domain",
                     hint=self._domain_hint(resolved), position=position_of(item, self.offset))
 
-    def _restriction(self, key: Resolved, column: exp.Column) -> tuple[exp.Expr, ...]:
-        """The WHERE conjuncts that read the key's column and nothing else: PostgreSQL would
-        never list a key they reject, so neither does the filled histogram. Conjuncts with
-        subqueries, aggregates, windows, random draws or parameters (bound values and the
-        public subqueries computed first, each placed once) are left out: they stay in
-        WHERE, and the domain stays whole."""
+    def _restriction(self, key: Resolved, column: exp.Column
+                     ) -> tuple[tuple[exp.Expr, ...], str | None]:
+        """The WHERE conjuncts that read the key's column and nothing else (PostgreSQL would
+        never list a key they reject, so neither does the filled histogram), and the
+        column's type when they hold parameters.
+
+        A parameter ($1: bound by the client, or a literal lifted into one) is compared with
+        the domain's value cast to the column's own type, so that PostgreSQL deduces the
+        same type for it in both places; without a known type such a conjunct is left out.
+        So are conjuncts with subqueries, aggregates, windows, random draws or computed
+        constants (each is placed once, in the data's WHERE): the domain stays whole."""
         where = self.tree.args.get("where")
         if where is None:
-            return ()
+            return (), None
         condition = where.this
         conjuncts = condition.flatten() if isinstance(condition, exp.And) else [condition]
+        kind = self.analyzer.metrics.column_types.get(key.origin) if key.origin else None
+        typed = kind if kind in _CASTABLE_TYPES else None
         kept: list[exp.Expr] = []
         for conjunct in conjuncts:
             columns = list(conjunct.find_all(exp.Column))
             if not columns or conjunct.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window,
-                                            exp.Rand, exp.Anonymous, exp.Placeholder,
-                                            exp.Parameter):
+                                            exp.Rand, exp.Anonymous, exp.Placeholder):
+                continue
+            if conjunct.find(exp.Parameter) and typed is None:
                 continue
             if all(self._same_column(c, key, column) for c in columns):
                 kept.append(conjunct)
-        return tuple(kept)
+        parameters = any(c.find(exp.Parameter) for c in kept)
+        return tuple(kept), typed if parameters else None
 
     def _same_column(self, column: exp.Column, key: Resolved, key_column: exp.Column) -> bool:
         if column.name != key_column.name:

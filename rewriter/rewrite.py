@@ -33,6 +33,8 @@ class KeySpec:
     # WHERE conjuncts that read `column` alone: a key they reject cannot hold a row, so it
     # is not listed (the statement's text decides, never the data).
     restriction: tuple[exp.Expr, ...] = ()
+    # The column's type, to read the domain's value as, when the restriction has parameters.
+    restriction_type: str | None = None
 
     def value(self) -> exp.Expression:
         return (self.expression or self.column).copy()
@@ -55,9 +57,11 @@ class KeySpec:
 
     def _on_domain(self, condition: exp.Expr, alias: str, name: str) -> exp.Expr:
         """The condition with the key column read from the domain's `alias`.`name`."""
+        value: exp.Expr = exp.column(name.strip('"'), table=alias, quoted=True)
+        if self.restriction_type is not None:
+            value = exp.cast(value, exp.DataType.build(self.restriction_type, dialect="postgres"))
         return condition.copy().transform(
-            lambda n: exp.column(name.strip('"'), table=alias, quoted=True)
-            if isinstance(n, exp.Column) else n)
+            lambda n: value.copy() if isinstance(n, exp.Column) else n)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ so which keys come back still depends on no private row.
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 
 from rewriter.classify import parse_query
@@ -40,12 +41,21 @@ def test_where_conditions_on_the_key_alone_restrict_the_listed_domain() -> None:
     "NOT (quantity = 3 AND product_id = 2)",
     # computed first as a constant, which is placed once: in the data's WHERE
     "quantity IN (SELECT product_id FROM products WHERE product_id <= 3)",
-    "quantity > $1",  # a bound parameter
+    "order_id > $1",  # a parameter, and the column's type unknown
 ])
 def test_conditions_that_read_more_than_the_key_leave_the_domain_whole(condition: str) -> None:
     sql = _rewritten(f"SELECT quantity, count(*) FROM orders WHERE {condition} "
                      "GROUP BY quantity")
     assert "kept" not in sql.split("LEFT JOIN")[0]
+
+
+@pytest.mark.unit
+def test_a_parameter_is_compared_with_the_domain_value_read_as_the_column() -> None:
+    # $1's type is deduced from `quantity` in the data's WHERE; the domain's value is cast
+    # to quantity's type, so PostgreSQL deduces the same type in both places.
+    sql = _rewritten("SELECT quantity, count(*) FROM orders WHERE quantity BETWEEN $1 AND $2 "
+                     "GROUP BY quantity")
+    assert """CAST("kept"."k0" AS INT) BETWEEN $1 AND $2""" in sql.split("LEFT JOIN")[0]
 
 
 @pytest.mark.unit
@@ -71,3 +81,17 @@ def test_with_zero_noise_the_range_histogram_is_postgresqls(exact_dsn: str,  # n
     assert direct.sqlstate is None and proxied.sqlstate is None, proxied.message
     assert proxied.columns == direct.columns
     assert proxied.rows == direct.rows
+
+
+@pytest.mark.end_to_end
+def test_with_parameters_the_range_histogram_is_postgresqls(exact_dsn: str,  # noqa: F811
+                                                            demo_database) -> None:
+    sql = ("SELECT quantity, count(*) FROM orders WHERE quantity BETWEEN %s AND %s "
+           "AND order_date >= %s GROUP BY quantity ORDER BY quantity")
+    values = (3, 5, "2025-01-01")
+    rows = {}
+    for name, dsn in (("direct", demo_database.admin_dsn), ("dpgate", exact_dsn)):
+        with psycopg.connect(dsn, autocommit=True) as connection:  # server-side binding
+            rows[name] = connection.execute(sql, values).fetchall()
+    assert rows["dpgate"] == rows["direct"]
+    assert [quantity for quantity, _ in rows["dpgate"]] == [3, 4, 5]
