@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .one_commit import ShiftChanged, Standing
 from .store import (
     Analyst,
     AnalystBudget,
@@ -269,29 +270,60 @@ class SqliteLedger:
         and delta must fit; otherwise BudgetExceeded and nothing is charged.
         """
         with self._transaction() as connection:
+            stored = _stored(connection, request)
+            if stored is not None:
+                return stored
+            charge_id, shift = _charge(connection, request, "charged")
+            return Charged(charge_id, _budget(connection, request.analyst), shift)
+
+    # one commit per fresh answer (one_commit.py)
+
+    def look_up(self, analyst: str, fingerprint: str) -> Repeated | Standing:
+        """The stored answer to a repeated question, or the budget and shift: a read of
+        one snapshot, which waits for no writer and writes nothing (no fsync)."""
+        with self._opened() as connection:
+            connection.execute("BEGIN")
             stored = connection.execute(
                 "SELECT rows FROM answers WHERE analyst = ? AND fingerprint = ?",
-                (request.analyst, request.fingerprint),
-            ).fetchone()
-            budget = _budget(connection, request.analyst)
+                (analyst, fingerprint)).fetchone()
+            budget = _budget(connection, analyst)
             if stored is not None:
                 return Repeated(json.loads(stored[0]), budget)
-            if not budget.fits(request.epsilon, request.delta):
-                raise BudgetExceeded(request.epsilon, budget, request.delta)
-            cursor = connection.execute(
-                "INSERT INTO charges (analyst, at, statement, fingerprint, epsilon, delta,"
-                " mechanism, sensitivity, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'charged')",
-                (request.analyst, _now(), request.statement, request.fingerprint,
-                 request.epsilon, request.delta, request.mechanism, request.sensitivity),
-            )
-            connection.execute(
-                "UPDATE analysts SET epsilon_spent = epsilon_spent + ?,"
-                " delta_spent = delta_spent + ?, queries = queries + 1 WHERE name = ?",
-                (request.epsilon, request.delta, request.analyst),
-            )
             (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
-                                          (request.analyst,)).fetchone()
-            return Charged(int(cursor.lastrowid), _budget(connection, request.analyst), shift)
+                                          (analyst,)).fetchone()
+            return Standing(budget, shift)
+
+    def charge_answer(self, request: ChargeRequest, shift: float,
+                      rows: list[list[object]]) -> Charged | Repeated | ShiftChanged:
+        """Check, charge and store the answer in one IMMEDIATE transaction (one fsync).
+
+        The answer is stored unless the analyst's answers were forgotten after the
+        look-up (answers_after), as record_answer does."""
+        with self._transaction() as connection:
+            stored = _stored(connection, request)
+            if stored is not None:
+                return stored
+            (current,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
+                                            (request.analyst,)).fetchone()
+            if current != shift:
+                return ShiftChanged(current)
+            charge_id, _ = _charge(connection, request, "answered")
+            connection.execute(
+                "INSERT OR IGNORE INTO answers SELECT ?, ?, ?, ? FROM analysts"
+                " WHERE name = ? AND answers_after < ?",
+                (request.analyst, request.fingerprint, charge_id, json.dumps(rows),
+                 request.analyst, charge_id),
+            )
+            return Charged(charge_id, _budget(connection, request.analyst), shift)
+
+    def charge_failure(self, request: ChargeRequest, outcome: str) -> Charged | Repeated:
+        """Charge a failed question with its outcome in one transaction."""
+        with self._transaction() as connection:
+            stored = _stored(connection, request)
+            if stored is not None:
+                return stored
+            charge_id, shift = _charge(connection, request, outcome)
+            return Charged(charge_id, _budget(connection, request.analyst), shift)
 
     def record_answer(self, charge_id: int, rows: list[list[object]]) -> None:
         """Store the released answer so a repeat of the question gets it back for free.
@@ -349,6 +381,40 @@ def _analyst(row: tuple) -> Analyst:
     name, salt, stored_key, server_key, iterations, epsilon, delta, shift = row
     return Analyst(name, ScramVerifier(salt, stored_key, server_key, iterations),
                    epsilon, delta, shift)
+
+
+def _stored(connection: sqlite3.Connection, request: ChargeRequest) -> Repeated | None:
+    """The stored answer to this analyst's question, with their budget, if there is one."""
+    stored = connection.execute(
+        "SELECT rows FROM answers WHERE analyst = ? AND fingerprint = ?",
+        (request.analyst, request.fingerprint),
+    ).fetchone()
+    if stored is None:
+        return None
+    return Repeated(json.loads(stored[0]), _budget(connection, request.analyst))
+
+
+def _charge(connection: sqlite3.Connection, request: ChargeRequest, outcome: str
+            ) -> tuple[int, float]:
+    """Check the budget and insert the charge (inside the caller's IMMEDIATE transaction);
+    returns the charge's id and the analyst's shift. Raises BudgetExceeded."""
+    budget = _budget(connection, request.analyst)
+    if not budget.fits(request.epsilon, request.delta):
+        raise BudgetExceeded(request.epsilon, budget, request.delta)
+    cursor = connection.execute(
+        "INSERT INTO charges (analyst, at, statement, fingerprint, epsilon, delta,"
+        " mechanism, sensitivity, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (request.analyst, _now(), request.statement, request.fingerprint,
+         request.epsilon, request.delta, request.mechanism, request.sensitivity, outcome),
+    )
+    connection.execute(
+        "UPDATE analysts SET epsilon_spent = epsilon_spent + ?,"
+        " delta_spent = delta_spent + ?, queries = queries + 1 WHERE name = ?",
+        (request.epsilon, request.delta, request.analyst),
+    )
+    (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
+                                  (request.analyst,)).fetchone()
+    return int(cursor.lastrowid), shift
 
 
 def _budget(connection: sqlite3.Connection, name: str) -> Budget:

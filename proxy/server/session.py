@@ -18,8 +18,12 @@ from accounting import (
     ChargeRequest,
     Ledger,
     Repeated,
+    Standing,
     as_written,
+    charge_answer,
+    charge_failure,
     fingerprint,
+    look_up,
 )
 from mechanisms.random_source import RandomSource
 from rewriter.calibrate import MECHANISMS, Calibration
@@ -531,34 +535,38 @@ class Session:
                 epsilon=calibration.epsilon, delta=calibration.delta, mechanism=mechanism,
                 sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
             )
-            try:
-                outcome = await self._ledger(self.workers.ledger_write,
-                                             self.ledger.charge_or_repeat, request)
-            except BudgetExceeded as exceeded:
-                raise StatementError(BUDGET_EXHAUSTED, str(exceeded),
-                                     hint="Ask the data owner for more budget, or lower "
-                                     "dp.epsilon.") from None
-            if isinstance(outcome, Repeated):
-                rows = outcome.rows
+            # The stored answer or the budget and shift: a read, no fsync. The one commit
+            # comes after the query ran (_answer): check, charge and answer together.
+            prior = await self._ledger(self.workers.ledger_read, look_up, self.ledger,
+                                       self.analyst.name, request.fingerprint)
+            if isinstance(prior, Standing):
+                if not prior.budget.fits(request.epsilon, request.delta):
+                    raise _exhausted(BudgetExceeded(request.epsilon, prior.budget,
+                                                    request.delta))
+                rows, notice, prior = await self._answer(backend, sql, plan, calibration,
+                                                         shape, prior.shift, parameters,
+                                                         request)
+            if isinstance(prior, Repeated):
+                rows = prior.rows
                 notice = (f"dpgate: repeated question, the stored answer is returned and "
-                          f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
-                          f"of {outcome.budget.epsilon_total:g})")
-            else:
-                rows, notice = await self._answer(backend, sql, plan, calibration, shape,
-                                                  outcome, parameters)
+                          f"nothing is charged (epsilon left {prior.budget.epsilon_left:g} "
+                          f"of {prior.budget.epsilon_total:g})")
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice)
 
     async def _answer(self, backend: BackendConnection, sql: str, plan: PrivateAggregate,
-                      calibration: Calibration, shape: Shape, charged: Charged,
-                      parameters: Parameters | None) -> tuple[list[list[str | None]], str]:
+                      calibration: Calibration, shape: Shape, shift: float,
+                      parameters: Parameters | None, request: ChargeRequest
+                      ) -> tuple[list[list[str | None]], str, Charged | Repeated]:
+        """Run the rewritten query, noise it, then charge and store the answer in one
+        durable commit, before anything is sent. A failure of the query may depend on the
+        rows: it is charged too (and reported only once charged)."""
         self.running = backend
         try:
             result = await backend.fetch(sql, parameters)
         except (BackendError, OSError, asyncio.IncompleteReadError) as error:
-            log.warning("private query failed after its charge (%s): %.200s",
+            log.warning("private query failed and is charged (%s): %.200s",
                         getattr(error, "sqlstate", type(error).__name__), sql)
-            await self._ledger(self.workers.ledger_write, self.ledger.record_failure,
-                               charged.charge_id, "failed")
+            await self._charge_failure(request)
             # The failure may depend on the rows, so neither its detail nor a refund.
             raise StatementError(
                 DATA_EXCEPTION,
@@ -567,41 +575,74 @@ class Session:
             ) from None
         finally:
             self.running = None
-        arguments = (plan, calibration, shape.key_types, result.rows, charged.shift,
+        for _ in range(3):  # a rotation of the shift meanwhile: noise again with the new one
+            rows, answer = await self._released(backend, plan, calibration, shape, shift,
+                                                result.rows, parameters, request)
+            try:
+                outcome = await self._ledger(self.workers.ledger_write, charge_answer,
+                                             self.ledger, request, shift, rows)
+            except BudgetExceeded as exceeded:
+                raise _exhausted(exceeded) from None
+            if isinstance(outcome, Repeated):
+                return outcome.rows, "", outcome
+            if isinstance(outcome, Charged):
+                return rows, answer_notice(plan, calibration, answer, outcome.budget,
+                                           self.config.privacy.confidence), outcome
+            shift = outcome.shift
+        raise StatementError(IO_ERROR, "the analyst's secret shift kept changing; nothing "
+                             "was released", hint="Ask again.")
+
+    async def _released(self, backend: BackendConnection, plan: PrivateAggregate,
+                        calibration: Calibration, shape: Shape, shift: float,
+                        true_rows: list, parameters: Parameters | None,
+                        request: ChargeRequest) -> tuple[list[list[str | None]], Release]:
+        """The noisy answer as the client will see it (post-processing included)."""
+        arguments = (plan, calibration, shape.key_types, true_rows, shift,
                      self.config.privacy, self.rng,
                      shape.released if plan.post_sql else shape.answer)
         # Noise for a large histogram, or the exponential mechanism's sampling, takes long.
-        large = len(result.rows) > INLINE_RELEASE_ROWS or any(p.choice for p in plan.parts)
+        large = len(true_rows) > INLINE_RELEASE_ROWS or any(p.choice for p in plan.parts)
         answer = await self.workers.cpu(release, *arguments) if large else release(*arguments)
         rows = answer.rows
         if plan.post_sql is not None:
             sql = with_rows(plan.post_sql, rows, [name for name, _ in shape.released])
-            rows = await self._post_processed(backend, sql, parameters, charged)
+            rows = await self._post_processed(backend, sql, parameters, request)
         if plan.outer_sql is not None:
             sql = with_answer(plan.outer_sql, plan.outer_alias, rows, [
                 (name, type_name) for (name, _), type_name in
                 zip(shape.answer, shape.answer_types, strict=True)])
-            rows = await self._post_processed(backend, sql, parameters, charged)
-        await self._ledger(self.workers.ledger_write, self.ledger.record_answer,
-                           charged.charge_id, rows)
-        return rows, answer_notice(plan, calibration, answer, charged.budget,
-                                   self.config.privacy.confidence)
+            rows = await self._post_processed(backend, sql, parameters, request)
+        return rows, answer
+
+    async def _charge_failure(self, request: ChargeRequest) -> None:
+        """Charge a failed question (one commit). Without the budget for it, the failure
+        is not reported: the analyst hears that the budget is exhausted."""
+        try:
+            await self._ledger(self.workers.ledger_write, charge_failure, self.ledger,
+                               request, "failed")
+        except BudgetExceeded as exceeded:
+            raise _exhausted(exceeded) from None
 
     async def _post_processed(self, backend: BackendConnection, sql: str,
-                              parameters: Parameters | None, charged: Charged
+                              parameters: Parameters | None, request: ChargeRequest
                               ) -> list[list[str | None]]:
         """The statement's expressions over the released values only (post-processing).
 
         Its failure (a noisy count of 0 as a divisor) depends on released values only, so
-        PostgreSQL's own error is reported; the charge stays, as the values were drawn.
+        PostgreSQL's own error is reported, once the question is charged: the values
+        were drawn.
         """
         try:
             result = await backend.fetch(sql, parameters)
         except BackendError as error:
-            await self._ledger(self.workers.ledger_write, self.ledger.record_failure,
-                               charged.charge_id, "failed")
+            await self._charge_failure(request)
             raise _backend_error(error, 0) from None
         return [[None if v is None else v.decode() for v in row] for row in result.rows]
+
+
+def _exhausted(exceeded: BudgetExceeded) -> StatementError:
+    return StatementError(BUDGET_EXHAUSTED, str(exceeded), hint="Ask the data owner for more "
+                          "budget, or lower dp.epsilon.")
 
 
 def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Release,

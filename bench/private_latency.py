@@ -1,0 +1,410 @@
+"""Issue 16's targets in one run: private answers against direct PostgreSQL, a durable
+SQLite commit and PgBouncer, each printed with its ratio and whether it is met.
+
+    .venv/bin/python -m bench.private_latency [--runs 300] [--seconds 5] [--sessions 16]
+                                              [--no-strace] [--no-passthrough]
+
+Run from the repository root (`-m`, so that this checkout's code is measured). It starts an
+embedded PostgreSQL (pgserver) with the demo dataset, dpgate (`dpgate serve`, a subprocess)
+and PgBouncer, all on loopback in a temporary directory, and measures:
+
+1. direct PostgreSQL: p50/p99 of `SELECT count(*) FROM orders WHERE product_id = P AND
+   quantity >= Q` with distinct literals, simple protocol, and the same with parameters
+   (extended protocol, prepared);
+2. one durable SQLite commit (WAL, synchronous=FULL, the ledger's settings) on the same
+   disk as dpgate's ledger: p50;
+3. dpgate: the same private counts, each a fresh question (parsed, analysed, run, noised
+   and durably charged), with literals (simple) and with parameters (extended, prepared);
+4. SESSIONS sessions of different analysts asking fresh counts for SECONDS: answers/s,
+   beside SESSIONS threads doing plain durable SQLite commits;
+5. fsyncs per answer: `strace -f -c -e trace=fsync,fdatasync` attached to dpgate during
+   a run of fresh answers (one session, then SESSIONS sessions);
+6. passthrough: pgbench select-only on a public table, 4 clients, `-M simple` against
+   PgBouncer in transaction pooling, `-M prepared` against PgBouncer in session pooling
+   (PgBouncer 1.18 cannot keep prepared statements in transaction pooling).
+
+Nothing here asserts: the last table prints each target, the measured value, the limit and
+pass/miss. Needs pgbench, pgbouncer and (for 5) strace on the PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from accounting import SqliteLedger
+from bench.clients import DATABASE, SCRIPT, free_port, stop, wait_for_port
+from proxy.config import PrivacySettings
+from proxy.demo.analysts import create_analyst
+from proxy.demo.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
+from proxy.demo.roles import READER, RELAY
+
+ROOT = Path(__file__).resolve().parents[1]
+PASSWORD = "bench-pw"
+SESSION_DATABASE = "bench_session"  # PgBouncer's alias of DATABASE in session pooling
+LITERALS = "SELECT count(*) FROM orders WHERE product_id = {} AND quantity >= {}"
+PARAMETERS = "SELECT count(*) FROM orders WHERE product_id = %s AND quantity >= %s"
+
+
+def question(number: int) -> tuple[int, int]:
+    """The number-th distinct (product, quantity) pair: 10,000 of them."""
+    return number % 1000 + 1, number // 1000 % 10 + 1
+
+
+def start_dpgate(directory: Path, dsns: dict[str, str], analysts: list[str],
+                 stack: ExitStack) -> tuple[int, subprocess.Popen]:
+    """dpgate serve with a ledger holding `analysts` (created in-process: faster than one
+    `dpgate user add` each)."""
+    port = free_port()
+    ledger_path = directory / "ledger" / "ledger.sqlite3"
+    config = directory / "dpgate.toml"
+    config.write_text(f"""
+[server]
+listen_host = "127.0.0.1"
+listen_port = {port}
+
+[backend]
+dsn = "{dsns[READER]}"
+relay_dsn = "{dsns[RELAY]}"
+
+[ledger]
+path = "{ledger_path}"
+
+[policy]
+file = "{DEMO_POLICY_FILE}"
+""")
+    ledger = SqliteLedger(ledger_path)
+    for name in analysts:
+        create_analyst(ledger, name, PASSWORD, 1e9, 1e-3, PrivacySettings())
+    process = subprocess.Popen([sys.executable, "-m", "proxy", "serve", "--config", str(config)],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stack.callback(stop, process)
+    wait_for_port(port, process, "dpgate")
+    return port, process
+
+
+def start_pgbouncer(directory: Path, admin: dict[str, str], run_as: str | None,
+                    stack: ExitStack) -> int:
+    """PgBouncer with DATABASE in transaction pooling and SESSION_DATABASE in session
+    pooling, both in front of the same PostgreSQL."""
+    port = free_port()
+    home = directory / "pgbouncer"
+    home.mkdir()
+    home.chmod(0o777)  # written by run_as
+    (home / "userlist.txt").write_text(f'"{admin["user"]}" ""\n')
+    backend = f'host={admin["host"]} port={admin.get("port", 5432)} user={admin["user"]}'
+    ini = home / "pgbouncer.ini"
+    ini.write_text(f"""
+[databases]
+{DATABASE} = {backend} dbname={DATABASE}
+{SESSION_DATABASE} = {backend} dbname={DATABASE} pool_mode=session
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {port}
+unix_socket_dir =
+auth_type = trust
+auth_file = {home / "userlist.txt"}
+pool_mode = transaction
+default_pool_size = 8
+max_client_conn = 100
+ignore_startup_parameters = extra_float_digits
+logfile = {home / "pgbouncer.log"}
+pidfile = {home / "pgbouncer.pid"}
+""")
+    for path in home.iterdir():
+        path.chmod(0o644)
+    switch = ["-u", run_as] if run_as and os.geteuid() == 0 else []  # it refuses root
+    process = subprocess.Popen(["pgbouncer", *switch, str(ini)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stack.callback(stop, process)
+    wait_for_port(port, process, "pgbouncer")
+    return port
+
+
+def latencies(conninfo: str, numbers: range, extended: bool) -> list[float]:
+    """Seconds per fresh count, one connection, after one warm-up count outside `numbers`."""
+    with psycopg.connect(conninfo, autocommit=True) as connection:
+        def ask(number: int) -> None:
+            if extended:
+                connection.execute(PARAMETERS, question(number), prepare=True).fetchone()
+            else:
+                connection.execute(LITERALS.format(*question(number))).fetchone()
+
+        ask(numbers.stop)
+        timings = []
+        for number in numbers:
+            started = time.perf_counter()
+            ask(number)
+            timings.append(time.perf_counter() - started)
+    return timings
+
+
+def sqlite_commit_latencies(directory: Path, runs: int) -> list[float]:
+    """Seconds per INSERT + COMMIT, WAL and synchronous=FULL, as the ledger commits."""
+    connection = sqlite3.connect(directory / "commits.sqlite3", isolation_level=None)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=FULL")
+    connection.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER, at REAL)")
+    timings = []
+    for number in range(runs + 1):
+        started = time.perf_counter()
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute("INSERT INTO t VALUES (?, ?)", (number, started))
+        connection.execute("COMMIT")
+        timings.append(time.perf_counter() - started)
+    connection.close()
+    return timings[1:]
+
+
+def in_threads(work: Callable[[int, threading.Event], int], threads: int,
+               seconds: float) -> float:
+    """Operations per second of `threads` threads running work(index, stop) for `seconds`;
+    work returns how many operations it completed."""
+    stop_event, counts = threading.Event(), [0] * threads
+    ready = threading.Barrier(threads + 1)
+
+    def run(index: int) -> None:
+        ready.wait()
+        counts[index] = work(index, stop_event)
+
+    pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    ready.wait()
+    started = time.perf_counter()
+    time.sleep(seconds)
+    stop_event.set()
+    for thread in pool:
+        thread.join()
+    return sum(counts) / (time.perf_counter() - started)
+
+
+def analyst_work(port: int, analysts: list[str], first: int
+                 ) -> Callable[[int, threading.Event], int]:
+    """Each thread one analyst asking fresh counts (numbers from `first` on)."""
+    def work(index: int, stop_event: threading.Event) -> int:
+        conninfo = f"postgresql://{analysts[index]}:{PASSWORD}@127.0.0.1:{port}/{DATABASE}"
+        with psycopg.connect(conninfo, autocommit=True) as connection:
+            number = first
+            while not stop_event.is_set():
+                connection.execute(LITERALS.format(*question(number))).fetchone()
+                number += 1
+        return number - first
+    return work
+
+
+def sqlite_work(directory: Path) -> Callable[[int, threading.Event], int]:
+    """Each thread INSERT + COMMIT on its own connection to one WAL file (FULL sync)."""
+    path = directory / "writers.sqlite3"
+    with sqlite3.connect(path, isolation_level=None) as setup:
+        setup.execute("PRAGMA journal_mode=WAL")
+        setup.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER, at REAL)")
+
+    def work(index: int, stop_event: threading.Event) -> int:
+        connection = sqlite3.connect(path, timeout=60, isolation_level=None)
+        connection.execute("PRAGMA synchronous=FULL")
+        done = 0
+        while not stop_event.is_set():
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("INSERT INTO t VALUES (?, ?)", (index, time.time()))
+            connection.execute("COMMIT")
+            done += 1
+        connection.close()
+        return done
+    return work
+
+
+class FsyncCounter:
+    """strace attached to every thread of a process, counting fsync and fdatasync."""
+
+    def __init__(self, pid: int, directory: Path):
+        self.output = directory / f"strace-{time.monotonic_ns()}.txt"
+        self.process = subprocess.Popen(
+            ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", str(self.output),
+             "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)  # strace attaches to each thread in turn
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=30)
+        text = self.output.read_text()
+        return sum(int(match.group(1)) for match in
+                   re.finditer(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?f(?:data)?sync$",
+                               text, re.MULTILINE))
+
+
+def pgbench_tps(host: str, port: str | None, user: str, password: str, database: str,
+                mode: str, seconds: int, script: Path) -> float:
+    command = ["pgbench", "-n", "-M", mode, "-c", "4", "-j", "2", "-T", str(seconds),
+               "-f", str(script), "-h", host, "-U", user]
+    if port:
+        command += ["-p", port]
+    result = subprocess.run([*command, database], capture_output=True, text=True,
+                            env={**os.environ, "PGPASSWORD": password}, check=False)
+    match = re.search(r"tps = ([\d.]+)", result.stdout)
+    if result.returncode != 0 or not match:
+        raise RuntimeError(f"pgbench failed against {host}:{port}:\n{result.stderr[-2000:]}")
+    return float(match.group(1))
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[-1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=300, help="fresh counts per latency row")
+    parser.add_argument("--seconds", type=int, default=5, help="duration of throughput runs")
+    parser.add_argument("--sessions", type=int, default=16, help="concurrent analysts")
+    parser.add_argument("--no-strace", action="store_true", help="skip the fsync count")
+    parser.add_argument("--no-passthrough", action="store_true", help="skip pgbench")
+    parser.add_argument("--profile", type=Path, help="py-spy record dpgate during the "
+                        "latency runs into this file (collapsed stacks)")
+    args = parser.parse_args()
+    needed = ["pgbench", "pgbouncer"] * (not args.no_passthrough) + ["strace"] * (
+        not args.no_strace)
+    for tool in needed:
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} is not on the PATH (apt-get install postgresql-client pgbouncer "
+                     "strace)")
+    runs = min(args.runs, 2000)
+    analysts = [f"analyst{i}" for i in range(args.sessions + 2)]
+    rows: list[tuple[str, str, str]] = []  # (what, measured, value)
+    targets: list[tuple[str, float, float, str]] = []  # (target, value, limit, "<=" / ">=")
+
+    with tempfile.TemporaryDirectory(prefix="dpgate-bench-") as temporary, ExitStack() as stack:
+        directory = Path(temporary)
+        directory.chmod(0o755)
+        print("starting an embedded PostgreSQL and loading the demo dataset…", flush=True)
+        server, admin_uri = start_embedded_postgres(directory / "pgdata")
+        stack.callback(server.cleanup)
+        dsns = prepare_database(admin_uri, DATABASE)
+        admin = conninfo_to_dict(admin_uri)
+        admin_dsn = make_conninfo(admin_uri, dbname=DATABASE)
+        with psycopg.connect(admin_dsn, autocommit=True) as connection:
+            connection.execute("VACUUM ANALYZE")
+        print("starting dpgate…", flush=True)
+        port, dpgate = start_dpgate(directory, dsns, analysts, stack)
+
+        def through(name: str) -> str:
+            return f"postgresql://{name}:{PASSWORD}@127.0.0.1:{port}/{DATABASE}"
+
+        print(f"latencies: {runs} fresh counts each…", flush=True)
+        block = range(0, runs)
+        direct = latencies(admin_dsn, block, extended=False)
+        direct_x = latencies(admin_dsn, block, extended=True)
+        commit = sqlite_commit_latencies(directory / "ledger", runs)
+        profiler = None if args.profile is None else subprocess.Popen(
+            [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw",
+             "--rate", "500", "--nonblocking", "-o", str(args.profile), "-p", str(dpgate.pid)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        simple = latencies(through(analysts[0]), block, extended=False)
+        extended = latencies(through(analysts[1]), block, extended=True)
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait(timeout=60)
+        # Each answer must have been a fresh, charged question, or the timings say nothing.
+        charged = [len(SqliteLedger(directory / "ledger" / "ledger.sqlite3").charges(name))
+                   for name in analysts[:2]]
+        rows.append(("charges of the simple / extended runs", "count",
+                     f"{charged[0]} / {charged[1]} (of {runs + 1} each)"))
+        for what, timings in (("direct PostgreSQL, literals (simple)", direct),
+                              ("direct PostgreSQL, parameters (extended)", direct_x),
+                              ("durable SQLite commit", commit),
+                              ("dpgate, literals (simple)", simple),
+                              ("dpgate, parameters (extended)", extended)):
+            rows.append((what, "p50 / p99 ms", f"{p50(timings) * 1e3:.2f} / "
+                         f"{p99(timings) * 1e3:.2f}"))
+        limit = p50(direct) + p50(commit) + 0.5e-3
+        targets.append(("simple p50 ≤ direct + commit + 0.5 ms (ms)", p50(simple) * 1e3,
+                        limit * 1e3, "<="))
+        targets.append(("simple p99 ≤ 3 × p50 (ms)", p99(simple) * 1e3, 3e3 * p50(simple),
+                        "<="))
+        limit = p50(direct_x) + p50(commit) + 0.3e-3
+        targets.append(("extended p50 ≤ direct + commit + 0.3 ms (ms)", p50(extended) * 1e3,
+                        limit * 1e3, "<="))
+
+        print(f"{args.sessions} analysts for {args.seconds} s, then {args.sessions} SQLite "
+              "writers…", flush=True)
+        answers = in_threads(analyst_work(port, analysts[2:], 2000), args.sessions,
+                             args.seconds)
+        commits = in_threads(sqlite_work(directory / "ledger"), args.sessions, args.seconds)
+        rows.append((f"{args.sessions} analysts' fresh answers", "per second", f"{answers:,.0f}"))
+        rows.append((f"{args.sessions} SQLite writers' commits", "per second", f"{commits:,.0f}"))
+        targets.append((f"{args.sessions} analysts ≥ 0.8 × SQLite commits (answers/s)",
+                        answers, 0.8 * commits, ">="))
+
+        if not args.no_strace:
+            print("counting fsyncs under strace…", flush=True)
+            counter = FsyncCounter(dpgate.pid, directory)
+            traced = range(4000, 4000 + min(runs, 200))
+            latencies(through(analysts[0]), traced, extended=False)
+            fsyncs = counter.stop()
+            single = fsyncs / (len(traced) + 1)
+            rows.append(("fsyncs per fresh answer, 1 session", "count", f"{single:.2f}"))
+            targets.append(("fsyncs per answer, 1 session", single, 1.0, "<="))
+            counter = FsyncCounter(dpgate.pid, directory)
+            done = in_threads(analyst_work(port, analysts[2:], 6000), args.sessions,
+                              args.seconds) * args.seconds
+            fsyncs = counter.stop()
+            rows.append((f"fsyncs per fresh answer, {args.sessions} sessions", "count",
+                         f"{fsyncs / max(done, 1):.2f}"))
+            targets.append((f"fsyncs per answer, {args.sessions} sessions",
+                            fsyncs / max(done, 1), 1.0, "<="))
+
+        if not args.no_passthrough:
+            bouncer = start_pgbouncer(directory, admin, server.system_user, stack)
+            script = directory / "select.sql"
+            script.write_text(SCRIPT)
+            host, user = admin["host"], admin["user"]
+            for mode, pooled in (("simple", DATABASE), ("prepared", SESSION_DATABASE)):
+                print(f"pgbench -M {mode}, {args.seconds} s each…", flush=True)
+                tps = {
+                    "direct": pgbench_tps(host, None, user, "", DATABASE, mode, args.seconds,
+                                          script),
+                    "pgbouncer": pgbench_tps("127.0.0.1", str(bouncer), user, "", pooled,
+                                             mode, args.seconds, script),
+                    "dpgate": pgbench_tps("127.0.0.1", str(port), analysts[0], PASSWORD,
+                                          DATABASE, mode, args.seconds, script),
+                }
+                for name, value in tps.items():
+                    rows.append((f"pgbench -M {mode}, {name}", "tps", f"{value:,.0f}"))
+                share = 0.8 if mode == "simple" else 0.6
+                targets.append((f"passthrough -M {mode} ≥ {share} × PgBouncer (tps)",
+                                tps["dpgate"], share * tps["pgbouncer"], ">="))
+
+    print("\nmeasured")
+    for what, unit, value in rows:
+        print(f"  {what:<44}{unit:>14}  {value}")
+    print("\ntargets (issue 16)")
+    print(f"  {'target':<52}{'measured':>10}{'limit':>10}{'ratio':>8}  verdict")
+    for what, value, limit, sense in targets:
+        met = value <= limit if sense == "<=" else value >= limit
+        ratio = value / limit if limit else float("inf")
+        print(f"  {what:<52}{value:>10.2f}{limit:>10.2f}{ratio:>8.2f}  "
+              f"{'pass' if met else 'MISS'}")
+
+
+if __name__ == "__main__":
+    main()
