@@ -51,6 +51,7 @@ from ..engine.limits import (
     TooMuchWork,
     check_statement,
 )
+from ..engine.literals import LiftedParameters, LiftedStatement, lift, usable
 from ..engine.plan_cache import PlanCache, calibrate_cached
 from ..engine.plan_check import PlanChecker
 from ..engine.release import Release, release, result_columns
@@ -160,7 +161,7 @@ class Session:
     async def simple_query(self, sql: str) -> None:
         """Answer one Query message, ending with ReadyForQuery."""
         try:
-            statements = await self.statements(sql)
+            statements = await self._lifted(sql) or await self.statements(sql)
         except Refusal as refusal:
             statements = [Statement(sql, 0, refusal)]
         except StatementError as error:
@@ -198,6 +199,20 @@ class Session:
             self.plans.put(key, statements)
             return statements
         raise StatementError(DATA_EXCEPTION, "dpgate could not measure the join metrics")
+
+    async def _lifted(self, sql: str) -> list[Statement] | None:
+        """The plan of the string with its literals lifted as parameters (literals.py),
+        shared by every statement of that shape, if it answers with parameters."""
+        lifted = lift(sql) if len(sql) <= INLINE_ANALYSIS_SIZE else None
+        if lifted is None:
+            return None
+        try:
+            statements = await self.statements(lifted.text)
+        except (Refusal, StatementError):
+            return None  # the original text gets its own analysis and its own error
+        if not usable(statements):
+            return None
+        return [LiftedStatement(lifted.text, 0, statements[0].plan, lifted.parameters, sql)]
 
     async def _analyse(self, sql: str) -> list[Statement]:
         """classify(), within the limits of limits.py; a long text on a worker thread."""
@@ -249,6 +264,15 @@ class Session:
             self.set_dp(plan)
         elif isinstance(plan, ShowDpSetting):
             self._send_answer(await self.show(plan))
+        elif isinstance(plan, PrivateAggregate) and isinstance(statement, LiftedStatement):
+            try:
+                answer = await self.private_answer(statement.text, plan, statement.parameters,
+                                                   asked_as=statement.original)
+            except _FreeError:  # answered as written instead, with its own error
+                for original in await self.statements(statement.original):
+                    await self._run(original)
+                return
+            self._send_answer(answer)
         elif isinstance(plan, PrivateAggregate):
             self._send_answer(await self.private_answer(statement.text, plan,
                                                         offset=statement.offset))
@@ -491,7 +515,11 @@ class Session:
             columns = written.columns
         released = (await backend.describe(plan.probe_sql, types)).columns \
             if plan.probe_sql is not None else []
-        names = await _type_names(backend, [t for _, t in released + columns])
+        oids = tuple(t for _, t in released + columns)
+        names = self.checker.type_names.get(oids)  # an OID names one type for good
+        if names is None:
+            names = await _type_names(backend, list(oids))
+            self.checker.type_names.put(oids, names)
         return Shape(described.parameters, key_types,
                      outer.columns if plan.outer_sql is not None and outer else columns,
                      [(name, t) for name, (_, t) in zip(names[:len(released)], released,
@@ -509,27 +537,29 @@ class Session:
                                  error.fields.get("H")) from None
 
     async def private_answer(self, text: str, plan: PrivateAggregate,
-                             parameters: Parameters | None = None, offset: int = 0
-                             ) -> Answer:
-        """Charge, run and noise one private aggregate (or return its stored answer)."""
-        epsilon, delta, mechanism = self.epsilon, self.delta, self.mechanism
-        try:
-            # The first calibration of a join scans the smooth sensitivity: not on the loop.
-            calibration = await self.workers.cpu(calibrate_cached, plan, epsilon, delta,
-                                                 mechanism)
-        except Refusal as refusal:
-            raise StatementError(refusal.sqlstate, refusal.message, refusal.hint) from None
+                             parameters: Parameters | None = None, offset: int = 0,
+                             asked_as: str | None = None) -> Answer:
+        """Run, noise and charge one private aggregate (or return its stored answer).
+
+        `asked_as` is the text the analyst wrote when `text` is its lifted form: an error
+        before the charge then raises _FreeError, to be answered from the text as written
+        (whose error positions and wording are the analyst's own).
+        """
+        epsilon, mechanism = self.epsilon, self.mechanism
         bound = _parameters_text(parameters)
         async with self.pool.connection() as backend:
-            # Bad parameter values fail here, at bind time, before the charge.
-            types = parameters.types if parameters else ()
-            written = await self._as_written(backend, text, plan, types, offset)
-            sql = await self._prepare(backend, plan, parameters)
-            shape = await self._shape(backend, written, sql, plan, types, parameters)
+            try:
+                calibration, sql, shape = await self._before_charge(
+                    backend, text, plan, parameters, offset)
+            except StatementError:
+                if asked_as is not None:
+                    raise _FreeError() from None
+                raise
             # Computed constants (current_date…) are part of the question asked.
             asked = bound + (f" -- computed: {sql}" if plan.constants else "")
             request = ChargeRequest(
-                analyst=self.analyst.name, statement=text + bound,
+                analyst=self.analyst.name,
+                statement=text + bound if asked_as is None else asked_as,
                 fingerprint=fingerprint(plan.fingerprint_text + asked, epsilon,
                                         calibration.delta, mechanism),
                 epsilon=calibration.epsilon, delta=calibration.delta, mechanism=mechanism,
@@ -552,6 +582,33 @@ class Session:
                           f"nothing is charged (epsilon left {prior.budget.epsilon_left:g} "
                           f"of {prior.budget.epsilon_total:g})")
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice)
+
+    async def _before_charge(self, backend: BackendConnection, text: str,
+                             plan: PrivateAggregate, parameters: Parameters | None,
+                             offset: int) -> tuple[Calibration, str, Shape]:
+        """Everything that may fail for free: calibration, PostgreSQL's parse of the
+        statement, constants, the plan check and the answer's shape."""
+        try:
+            calibration = calibrate_cached.get(plan, self.epsilon, self.delta, self.mechanism)
+            if calibration is None:
+                # The first calibration of a join scans the smooth sensitivity: off the loop.
+                calibration = await self.workers.cpu(calibrate_cached, plan, self.epsilon,
+                                                     self.delta, self.mechanism)
+        except Refusal as refusal:
+            raise StatementError(refusal.sqlstate, refusal.message, refusal.hint) from None
+        # Bad parameter values fail here, at bind time, before the charge.
+        types = parameters.types if parameters else ()
+        # A lifted statement's shape is the same for every value of its literals.
+        remembered = (text, types, plan) if isinstance(parameters, LiftedParameters) else None
+        shape = None if remembered is None else self.checker.shapes.get(remembered)
+        written = None if shape is not None else \
+            await self._as_written(backend, text, plan, types, offset)
+        sql = await self._prepare(backend, plan, parameters)
+        if shape is None:
+            shape = await self._shape(backend, written, sql, plan, types, parameters)
+            if remembered is not None:
+                self.checker.shapes.put(remembered, shape)
+        return calibration, sql, shape
 
     async def _answer(self, backend: BackendConnection, sql: str, plan: PrivateAggregate,
                       calibration: Calibration, shape: Shape, shift: float,
@@ -736,6 +793,10 @@ class Answer:
     rows: list[list[str | None]]
     tag: str
     notice: str | None = None
+
+
+class _FreeError(Exception):
+    """A lifted statement failed before its charge: answer the text as written."""
 
 
 class _AlreadyReported(StatementError):
