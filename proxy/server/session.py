@@ -51,7 +51,7 @@ from ..engine.limits import (
     TooMuchWork,
     check_statement,
 )
-from ..engine.literals import LiftedParameters, LiftedStatement, lift, usable
+from ..engine.literals import LiftedStatement, lift, usable
 from ..engine.plan_cache import PlanCache, calibrate_cached
 from ..engine.plan_check import PlanChecker
 from ..engine.release import Release, release, result_columns
@@ -598,8 +598,10 @@ class Session:
             raise StatementError(refusal.sqlstate, refusal.message, refusal.hint) from None
         # Bad parameter values fail here, at bind time, before the charge.
         types = parameters.types if parameters else ()
-        # A lifted statement's shape is the same for every value of its literals.
-        remembered = (text, types, plan) if isinstance(parameters, LiftedParameters) else None
+        # The shape of a statement with parameters is the same for all their values
+        # (Parse/Describe read catalogs only); the plan check below still binds the
+        # client's values, so a bad one fails before the charge.
+        remembered = (text, types, plan) if parameters is not None else None
         shape = None if remembered is None else self.checker.shapes.get(remembered)
         written = None if shape is not None else \
             await self._as_written(backend, text, plan, types, offset)
