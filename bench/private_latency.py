@@ -43,6 +43,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
@@ -100,7 +101,7 @@ file = "{DEMO_POLICY_FILE}"
 
 
 def start_pgbouncer(directory: Path, admin: dict[str, str], run_as: str | None,
-                    stack: ExitStack) -> int:
+                    stack: ExitStack) -> tuple[int, subprocess.Popen]:
     """PgBouncer with DATABASE in transaction pooling and SESSION_DATABASE in session
     pooling, both in front of the same PostgreSQL."""
     port = free_port()
@@ -135,7 +136,7 @@ pidfile = {home / "pgbouncer.pid"}
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     stack.callback(stop, process)
     wait_for_port(port, process, "pgbouncer")
-    return port
+    return port, process
 
 
 def latencies(conninfo: str, numbers: range, extended: bool) -> list[float]:
@@ -173,16 +174,26 @@ def sqlite_commit_latencies(directory: Path, runs: int) -> list[float]:
     return timings[1:]
 
 
-def in_threads(work: Callable[[int, threading.Event], int], threads: int,
-               seconds: float) -> float:
-    """Operations per second of `threads` threads running work(index, stop) for `seconds`;
-    work returns how many operations it completed."""
+Operation = tuple[Callable[[int], None], Callable[[], None]]  # (do the n-th, close)
+
+
+def in_threads(setup: Callable[[int], Operation], threads: int,
+               seconds: float) -> tuple[int, float]:
+    """Operations completed by `threads` threads for about `seconds`, and the seconds
+    taken. Each thread runs setup(index) first (connecting is not measured), then its
+    operation until the time is up."""
     stop_event, counts = threading.Event(), [0] * threads
     ready = threading.Barrier(threads + 1)
 
     def run(index: int) -> None:
+        operation, close = setup(index)
         ready.wait()
-        counts[index] = work(index, stop_event)
+        done = 0
+        while not stop_event.is_set():
+            operation(done)
+            done += 1
+        counts[index] = done
+        close()
 
     pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
     for thread in pool:
@@ -193,42 +204,37 @@ def in_threads(work: Callable[[int, threading.Event], int], threads: int,
     stop_event.set()
     for thread in pool:
         thread.join()
-    return sum(counts) / (time.perf_counter() - started)
+    return sum(counts), time.perf_counter() - started
 
 
-def analyst_work(port: int, analysts: list[str], first: int
-                 ) -> Callable[[int, threading.Event], int]:
+def analyst_work(port: int, analysts: list[str], first: int) -> Callable[[int], Operation]:
     """Each thread one analyst asking fresh counts (numbers from `first` on)."""
-    def work(index: int, stop_event: threading.Event) -> int:
+    def setup(index: int) -> Operation:
         conninfo = f"postgresql://{analysts[index]}:{PASSWORD}@127.0.0.1:{port}/{DATABASE}"
-        with psycopg.connect(conninfo, autocommit=True) as connection:
-            number = first
-            while not stop_event.is_set():
-                connection.execute(LITERALS.format(*question(number))).fetchone()
-                number += 1
-        return number - first
-    return work
+        connection = psycopg.connect(conninfo, autocommit=True)
+        return (lambda n: connection.execute(LITERALS.format(*question(first + n))).fetchone(),
+                connection.close)
+    return setup
 
 
-def sqlite_work(directory: Path) -> Callable[[int, threading.Event], int]:
+def sqlite_work(directory: Path) -> Callable[[int], Operation]:
     """Each thread INSERT + COMMIT on its own connection to one WAL file (FULL sync)."""
     path = directory / "writers.sqlite3"
-    with sqlite3.connect(path, isolation_level=None) as setup:
-        setup.execute("PRAGMA journal_mode=WAL")
-        setup.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER, at REAL)")
+    with sqlite3.connect(path, isolation_level=None) as setup_connection:
+        setup_connection.execute("PRAGMA journal_mode=WAL")
+        setup_connection.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER, at REAL)")
 
-    def work(index: int, stop_event: threading.Event) -> int:
-        connection = sqlite3.connect(path, timeout=60, isolation_level=None)
+    def setup(index: int) -> Operation:
+        connection = sqlite3.connect(path, timeout=60, isolation_level=None,
+                                     check_same_thread=False)
         connection.execute("PRAGMA synchronous=FULL")
-        done = 0
-        while not stop_event.is_set():
+
+        def insert(n: int) -> None:
             connection.execute("BEGIN IMMEDIATE")
-            connection.execute("INSERT INTO t VALUES (?, ?)", (index, time.time()))
+            connection.execute("INSERT INTO t VALUES (?, ?)", (index, n))
             connection.execute("COMMIT")
-            done += 1
-        connection.close()
-        return done
-    return work
+        return insert, connection.close
+    return setup
 
 
 class FsyncCounter:
@@ -272,26 +278,153 @@ def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100)[-1]
 
 
+@dataclass
+class Run:
+    """What every measurement needs, and the tables they fill."""
+
+    args: argparse.Namespace
+    directory: Path
+    admin_dsn: str
+    admin: dict[str, str]
+    server: object  # pgserver's PostgresServer
+    port: int
+    dpgate: subprocess.Popen
+    analysts: list[str]
+    stack: ExitStack
+    rows: list[tuple[str, str, str]] = field(default_factory=list)  # what, unit, value
+    # (target, measured, limit, "<=" or ">=")
+    targets: list[tuple[str, float, float, str]] = field(default_factory=list)
+
+    def through(self, name: str) -> str:
+        return f"postgresql://{name}:{PASSWORD}@127.0.0.1:{self.port}/{DATABASE}"
+
+
+def measure_latencies(run: Run) -> None:
+    """Direct, one commit and dpgate latencies, with literals and with parameters."""
+    runs, analysts = run.args.runs, run.analysts
+    print(f"latencies: {runs} fresh counts each…", flush=True)
+    block = range(0, runs)
+    direct = latencies(run.admin_dsn, block, extended=False)
+    direct_x = latencies(run.admin_dsn, block, extended=True)
+    commit = sqlite_commit_latencies(run.directory / "ledger", runs)
+    simple = latencies(run.through(analysts[0]), block, extended=False)
+    extended = latencies(run.through(analysts[1]), block, extended=True)
+    # Each answer must have been a fresh, charged question, or the timings say nothing.
+    ledger = SqliteLedger(run.directory / "ledger" / "ledger.sqlite3")
+    charged = [len(ledger.charges(name)) for name in analysts[:2]]
+    run.rows.append(("charges of the simple / extended runs", "count",
+                     f"{charged[0]} / {charged[1]} (of {runs + 1} each)"))
+    for what, timings in (("direct PostgreSQL, literals (simple)", direct),
+                          ("direct PostgreSQL, parameters (extended)", direct_x),
+                          ("durable SQLite commit", commit),
+                          ("dpgate, literals (simple)", simple),
+                          ("dpgate, parameters (extended)", extended)):
+        run.rows.append((what, "p50 / p99 ms", f"{p50(timings) * 1e3:.2f} / "
+                         f"{p99(timings) * 1e3:.2f}"))
+    limit = p50(direct) + p50(commit) + 0.5e-3
+    run.targets.append(("simple p50 ≤ direct + commit + 0.5 ms (ms)", p50(simple) * 1e3,
+                        limit * 1e3, "<="))
+    run.targets.append(("simple p99 ≤ 3 × p50 (ms)", p99(simple) * 1e3, 3e3 * p50(simple),
+                        "<="))
+    limit = p50(direct_x) + p50(commit) + 0.3e-3
+    run.targets.append(("extended p50 ≤ direct + commit + 0.3 ms (ms)", p50(extended) * 1e3,
+                        limit * 1e3, "<="))
+
+
+def measure_concurrency(run: Run) -> None:
+    """SESSIONS analysts' fresh answers per second beside SESSIONS SQLite writers."""
+    sessions, seconds = run.args.sessions, run.args.seconds
+    print(f"{sessions} analysts for {seconds} s, then {sessions} SQLite writers…", flush=True)
+    answers, elapsed = in_threads(analyst_work(run.port, run.analysts[2:], 2000), sessions,
+                                  seconds)
+    commits, elapsed_commits = in_threads(sqlite_work(run.directory / "ledger"), sessions,
+                                          seconds)
+    rate, commit_rate = answers / elapsed, commits / elapsed_commits
+    run.rows.append((f"{sessions} analysts' fresh answers", "per second", f"{rate:,.0f}"))
+    run.rows.append((f"{sessions} SQLite writers' commits", "per second", f"{commit_rate:,.0f}"))
+    run.targets.append((f"{sessions} analysts ≥ 0.8 × SQLite commits (answers/s)", rate,
+                        0.8 * commit_rate, ">="))
+
+
+def measure_fsyncs(run: Run) -> None:
+    """fsync + fdatasync calls of the dpgate process per fresh answer, under strace."""
+    print("counting fsyncs under strace…", flush=True)
+    counter = FsyncCounter(run.dpgate.pid, run.directory)
+    traced = range(4000, 4000 + min(run.args.runs, 200))
+    latencies(run.through(run.analysts[0]), traced, extended=False)
+    single = counter.stop() / (len(traced) + 1)
+    run.rows.append(("fsyncs per fresh answer, 1 session", "count", f"{single:.3f}"))
+    run.targets.append(("fsyncs per answer, 1 session", single, 1.0, "<="))
+    sessions = run.args.sessions
+    counter = FsyncCounter(run.dpgate.pid, run.directory)
+    done, _ = in_threads(analyst_work(run.port, run.analysts[2:], 6000), sessions,
+                         run.args.seconds)
+    many = counter.stop() / max(done, 1)
+    run.rows.append((f"fsyncs per fresh answer, {sessions} sessions", "count", f"{many:.3f}"))
+    run.targets.append((f"fsyncs per answer, {sessions} sessions", many, 1.0, "<="))
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure_passthrough(run: Run) -> None:
+    """pgbench select-only on a public table: direct, PgBouncer, dpgate. Besides tps, the
+    CPU time the proxy process spent per transaction, which other work on a shared
+    machine disturbs far less than throughput."""
+    bouncer, bouncer_process = start_pgbouncer(run.directory, run.admin,
+                                               run.server.system_user, run.stack)
+    script = run.directory / "select.sql"
+    script.write_text(SCRIPT)
+    host, user, seconds = run.admin["host"], run.admin["user"], run.args.seconds
+    for mode, pooled in (("simple", DATABASE), ("prepared", SESSION_DATABASE)):
+        print(f"pgbench -M {mode}, {seconds} s each…", flush=True)
+        tps = {"direct": pgbench_tps(host, None, user, "", DATABASE, mode, seconds, script)}
+        cpu = {}
+        for name, port, who, password, database, pid in (
+                ("pgbouncer", bouncer, user, "", pooled, bouncer_process.pid),
+                ("dpgate", run.port, run.analysts[0], PASSWORD, DATABASE, run.dpgate.pid)):
+            # One second first, so that each proxy has met the 1,000 statements: the
+            # steady state is measured, not dpgate's first analysis of each text.
+            pgbench_tps("127.0.0.1", str(port), who, password, database, mode, 1, script)
+            before = cpu_seconds(pid)
+            tps[name] = pgbench_tps("127.0.0.1", str(port), who, password, database, mode,
+                                    seconds, script)
+            cpu[name] = (cpu_seconds(pid) - before) / (tps[name] * seconds) * 1e6
+        for name, value in tps.items():
+            run.rows.append((f"pgbench -M {mode}, {name}", "tps", f"{value:,.0f}"))
+        for name, value in cpu.items():
+            run.rows.append((f"pgbench -M {mode}, {name} CPU", "µs per txn", f"{value:,.1f}"))
+        share = 0.8 if mode == "simple" else 0.6
+        run.targets.append((f"passthrough -M {mode} ≥ {share} × PgBouncer (tps)",
+                            tps["dpgate"], share * tps["pgbouncer"], ">="))
+
+
+PARTS = {"latency": measure_latencies, "concurrency": measure_concurrency,
+         "fsync": measure_fsyncs, "passthrough": measure_passthrough}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=300, help="fresh counts per latency row")
     parser.add_argument("--seconds", type=int, default=5, help="duration of throughput runs")
     parser.add_argument("--sessions", type=int, default=16, help="concurrent analysts")
-    parser.add_argument("--no-strace", action="store_true", help="skip the fsync count")
-    parser.add_argument("--no-passthrough", action="store_true", help="skip pgbench")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help="measurements to make, comma-separated (default: all)")
     parser.add_argument("--profile", type=Path, help="py-spy record dpgate during the "
-                        "latency runs into this file (collapsed stacks)")
+                        "measurements into this file (collapsed stacks)")
     args = parser.parse_args()
-    needed = ["pgbench", "pgbouncer"] * (not args.no_passthrough) + ["strace"] * (
-        not args.no_strace)
+    args.runs = min(args.runs, 2000)
+    parts = [PARTS[name] for name in args.parts.split(",")]
+    needed = ["pgbench", "pgbouncer"] * (measure_passthrough in parts) + ["strace"] * (
+        measure_fsyncs in parts)
     for tool in needed:
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is not on the PATH (apt-get install postgresql-client pgbouncer "
                      "strace)")
-    runs = min(args.runs, 2000)
     analysts = [f"analyst{i}" for i in range(args.sessions + 2)]
-    rows: list[tuple[str, str, str]] = []  # (what, measured, value)
-    targets: list[tuple[str, float, float, str]] = []  # (target, value, limit, "<=" / ">=")
 
     with tempfile.TemporaryDirectory(prefix="dpgate-bench-") as temporary, ExitStack() as stack:
         directory = Path(temporary)
@@ -300,106 +433,33 @@ def main() -> None:
         server, admin_uri = start_embedded_postgres(directory / "pgdata")
         stack.callback(server.cleanup)
         dsns = prepare_database(admin_uri, DATABASE)
-        admin = conninfo_to_dict(admin_uri)
         admin_dsn = make_conninfo(admin_uri, dbname=DATABASE)
         with psycopg.connect(admin_dsn, autocommit=True) as connection:
             connection.execute("VACUUM ANALYZE")
-        print("starting dpgate…", flush=True)
+        loop = os.environ.get("DPGATE_EVENT_LOOP", "uvloop if installed")
+        print(f"starting dpgate (event loop: {loop})…", flush=True)
         port, dpgate = start_dpgate(directory, dsns, analysts, stack)
-
-        def through(name: str) -> str:
-            return f"postgresql://{name}:{PASSWORD}@127.0.0.1:{port}/{DATABASE}"
-
-        print(f"latencies: {runs} fresh counts each…", flush=True)
-        block = range(0, runs)
-        direct = latencies(admin_dsn, block, extended=False)
-        direct_x = latencies(admin_dsn, block, extended=True)
-        commit = sqlite_commit_latencies(directory / "ledger", runs)
+        run = Run(args, directory, admin_dsn, conninfo_to_dict(admin_uri), server, port,
+                  dpgate, analysts, stack)
         profiler = None if args.profile is None else subprocess.Popen(
             [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw",
-             "--rate", "500", "--nonblocking", "-o", str(args.profile), "-p", str(dpgate.pid)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        simple = latencies(through(analysts[0]), block, extended=False)
-        extended = latencies(through(analysts[1]), block, extended=True)
+             "--rate", "500", "--nonblocking", "-o", str(args.profile), "-p",
+             str(dpgate.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for part in parts:
+            part(run)
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
             profiler.wait(timeout=60)
-        # Each answer must have been a fresh, charged question, or the timings say nothing.
-        charged = [len(SqliteLedger(directory / "ledger" / "ledger.sqlite3").charges(name))
-                   for name in analysts[:2]]
-        rows.append(("charges of the simple / extended runs", "count",
-                     f"{charged[0]} / {charged[1]} (of {runs + 1} each)"))
-        for what, timings in (("direct PostgreSQL, literals (simple)", direct),
-                              ("direct PostgreSQL, parameters (extended)", direct_x),
-                              ("durable SQLite commit", commit),
-                              ("dpgate, literals (simple)", simple),
-                              ("dpgate, parameters (extended)", extended)):
-            rows.append((what, "p50 / p99 ms", f"{p50(timings) * 1e3:.2f} / "
-                         f"{p99(timings) * 1e3:.2f}"))
-        limit = p50(direct) + p50(commit) + 0.5e-3
-        targets.append(("simple p50 ≤ direct + commit + 0.5 ms (ms)", p50(simple) * 1e3,
-                        limit * 1e3, "<="))
-        targets.append(("simple p99 ≤ 3 × p50 (ms)", p99(simple) * 1e3, 3e3 * p50(simple),
-                        "<="))
-        limit = p50(direct_x) + p50(commit) + 0.3e-3
-        targets.append(("extended p50 ≤ direct + commit + 0.3 ms (ms)", p50(extended) * 1e3,
-                        limit * 1e3, "<="))
+    print_tables(run)
 
-        print(f"{args.sessions} analysts for {args.seconds} s, then {args.sessions} SQLite "
-              "writers…", flush=True)
-        answers = in_threads(analyst_work(port, analysts[2:], 2000), args.sessions,
-                             args.seconds)
-        commits = in_threads(sqlite_work(directory / "ledger"), args.sessions, args.seconds)
-        rows.append((f"{args.sessions} analysts' fresh answers", "per second", f"{answers:,.0f}"))
-        rows.append((f"{args.sessions} SQLite writers' commits", "per second", f"{commits:,.0f}"))
-        targets.append((f"{args.sessions} analysts ≥ 0.8 × SQLite commits (answers/s)",
-                        answers, 0.8 * commits, ">="))
 
-        if not args.no_strace:
-            print("counting fsyncs under strace…", flush=True)
-            counter = FsyncCounter(dpgate.pid, directory)
-            traced = range(4000, 4000 + min(runs, 200))
-            latencies(through(analysts[0]), traced, extended=False)
-            fsyncs = counter.stop()
-            single = fsyncs / (len(traced) + 1)
-            rows.append(("fsyncs per fresh answer, 1 session", "count", f"{single:.2f}"))
-            targets.append(("fsyncs per answer, 1 session", single, 1.0, "<="))
-            counter = FsyncCounter(dpgate.pid, directory)
-            done = in_threads(analyst_work(port, analysts[2:], 6000), args.sessions,
-                              args.seconds) * args.seconds
-            fsyncs = counter.stop()
-            rows.append((f"fsyncs per fresh answer, {args.sessions} sessions", "count",
-                         f"{fsyncs / max(done, 1):.2f}"))
-            targets.append((f"fsyncs per answer, {args.sessions} sessions",
-                            fsyncs / max(done, 1), 1.0, "<="))
-
-        if not args.no_passthrough:
-            bouncer = start_pgbouncer(directory, admin, server.system_user, stack)
-            script = directory / "select.sql"
-            script.write_text(SCRIPT)
-            host, user = admin["host"], admin["user"]
-            for mode, pooled in (("simple", DATABASE), ("prepared", SESSION_DATABASE)):
-                print(f"pgbench -M {mode}, {args.seconds} s each…", flush=True)
-                tps = {
-                    "direct": pgbench_tps(host, None, user, "", DATABASE, mode, args.seconds,
-                                          script),
-                    "pgbouncer": pgbench_tps("127.0.0.1", str(bouncer), user, "", pooled,
-                                             mode, args.seconds, script),
-                    "dpgate": pgbench_tps("127.0.0.1", str(port), analysts[0], PASSWORD,
-                                          DATABASE, mode, args.seconds, script),
-                }
-                for name, value in tps.items():
-                    rows.append((f"pgbench -M {mode}, {name}", "tps", f"{value:,.0f}"))
-                share = 0.8 if mode == "simple" else 0.6
-                targets.append((f"passthrough -M {mode} ≥ {share} × PgBouncer (tps)",
-                                tps["dpgate"], share * tps["pgbouncer"], ">="))
-
+def print_tables(run: Run) -> None:
     print("\nmeasured")
-    for what, unit, value in rows:
+    for what, unit, value in run.rows:
         print(f"  {what:<44}{unit:>14}  {value}")
     print("\ntargets (issue 16)")
     print(f"  {'target':<52}{'measured':>10}{'limit':>10}{'ratio':>8}  verdict")
-    for what, value, limit, sense in targets:
+    for what, value, limit, sense in run.targets:
         met = value <= limit if sense == "<=" else value >= limit
         ratio = value / limit if limit else float("inf")
         print(f"  {what:<52}{value:>10.2f}{limit:>10.2f}{ratio:>8.2f}  "

@@ -10,11 +10,18 @@ import pytest
 
 from proxy.config import load_policy_file
 from proxy.demo.demo import DEMO_POLICY_FILE
-from proxy.engine.literals import INT4_OID, INT8_OID, NUMERIC_OID, lift, usable
+from proxy.engine.literals import (
+    INT4_OID,
+    INT8_OID,
+    NUMERIC_OID,
+    lift,
+    relayed_as_written,
+    usable,
+)
 from rewriter.classify import classify
 from rewriter.errors import Refusal
 from rewriter.metrics import MissingMetrics
-from rewriter.plan import PrivateAggregate
+from rewriter.plan import PrivateAggregate, Relay
 from tests.sql_corpus import corpus
 
 POLICY = load_policy_file(DEMO_POLICY_FILE)
@@ -111,3 +118,17 @@ def test_the_lifted_plan_is_the_plan_as_written_with_its_values():
         assert _without_sql(plan) == _without_sql(written.plan), sql
         assert _put_back(plan.sql, lifted.parameters.values) == written.plan.sql, sql
     assert used >= 40  # the corpus's filtered counts, sums, averages and histograms
+
+
+@pytest.mark.parametrize(("sql", "relayed"), [
+    ("SELECT name, price FROM products WHERE product_id = 12", True),
+    ("SELECT * FROM products WHERE price > 10.5 ORDER BY 1 LIMIT 3", True),
+    # Relayed rewritten (row counts hidden): the shape is not taken for the original.
+    ("SELECT relname, n_live_tup FROM pg_stat_user_tables WHERE relid > 5", False),
+    ("SELECT count(*) FROM orders WHERE product_id = 12", False),  # private
+])
+def test_a_shape_relayed_unchanged_relays_the_original(sql, relayed):
+    lifted = lift(sql)
+    assert relayed_as_written(classify(lifted.text, POLICY), lifted) is relayed
+    if relayed:  # and the text as written is indeed relayed unchanged
+        assert classify(sql, POLICY)[0].plan == Relay(sql)

@@ -16,6 +16,7 @@ from accounting import SqliteLedger, UnknownAnalyst
 
 from ..config import Config, default_data_dir, load_config
 from ..demo.analysts import create_analyst, draw_shift
+from ..server import event_loop
 from ..server.server import Proxy
 from . import cli_analysis, cli_experiment, cli_ledger
 from .cli_common import add_config_arguments, config_from_args
@@ -47,7 +48,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("dpgate: backend.dsn is not set (use --config, DPGATE_BACKEND_DSN, "
               "or `dpgate demo` for an embedded database)", file=sys.stderr)
         return 2
-    asyncio.run(_serve(config))
+    event_loop.run(_serve(config))
     return 0
 
 
@@ -77,7 +78,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                   f"\nLedger: {config.ledger.path}\n"
                   f"  dpgate user show alice --ledger {config.ledger.path}\n"
                   "Press Ctrl-C to stop.")
-        asyncio.run(_serve(config, banner))
+        event_loop.run(_serve(config, banner))
     finally:
         server.cleanup()
     return 0

@@ -20,7 +20,9 @@ Only what cannot change the meaning is lifted (correctness and privacy before sp
 Literals anywhere else — the select list, GROUP BY, HAVING, LIMIT, function arguments such
 as `date_trunc('month', …)` or `percentile_cont(0.5)`, CASE, strings, dates — stay in the
 text and in the cache key. The caller classifies the lifted text, and uses it only when the
-plan needs no values before the query runs (see `usable`); otherwise the original text.
+plan needs no values before the query runs (see `usable`), or relays the original text
+when the lifted one would be relayed unchanged (`relayed_as_written`); otherwise the
+original text gets its own analysis.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from rewriter.classify import Statement
-from rewriter.plan import PrivateAggregate
+from rewriter.plan import PrivateAggregate, Relay
 
 from ..pgwire.backend import Parameters
 
@@ -114,6 +116,16 @@ def usable(statements: list[Statement]) -> bool:
     plan = statements[0].plan
     return (not plan.constants and plan.cells_sql is None and plan.post_sql is None
             and plan.outer_sql is None and plan.probe_sql is None)
+
+
+def relayed_as_written(statements: list[Statement], lifted: Lifted) -> bool:
+    """Whether the lifted text is relayed to PostgreSQL exactly as written (a plain
+    SELECT over public tables or catalogs): then so is the original text. A relay that
+    rewrites the text (neutralise.py hides row counts) or does anything else is not
+    taken for the shape, and the original text gets its own analysis."""
+    if len(statements) != 1 or not isinstance(statements[0].plan, Relay):
+        return False
+    return statements[0].plan == Relay(lifted.text)
 
 
 def _where_clause(tokens: list[Token]) -> range:
