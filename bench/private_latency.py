@@ -139,39 +139,50 @@ pidfile = {home / "pgbouncer.pid"}
     return port, process
 
 
-def latencies(conninfo: str, numbers: range, extended: bool) -> list[float]:
-    """Seconds per fresh count, one connection, after one warm-up count outside `numbers`."""
-    with psycopg.connect(conninfo, autocommit=True) as connection:
-        def ask(number: int) -> None:
-            if extended:
-                connection.execute(PARAMETERS, question(number), prepare=True).fetchone()
-            else:
-                connection.execute(LITERALS.format(*question(number))).fetchone()
+class Asker:
+    """One connection asking fresh counts, with literals or with parameters."""
 
-        ask(numbers.stop)
-        timings = []
-        for number in numbers:
-            started = time.perf_counter()
-            ask(number)
-            timings.append(time.perf_counter() - started)
-    return timings
+    def __init__(self, conninfo: str, extended: bool):
+        self.connection = psycopg.connect(conninfo, autocommit=True)
+        self.extended = extended
 
-
-def sqlite_commit_latencies(directory: Path, runs: int) -> list[float]:
-    """Seconds per INSERT + COMMIT, WAL and synchronous=FULL, as the ledger commits."""
-    connection = sqlite3.connect(directory / "commits.sqlite3", isolation_level=None)
-    connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA synchronous=FULL")
-    connection.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER, at REAL)")
-    timings = []
-    for number in range(runs + 1):
+    def ask(self, number: int) -> float:
+        """Seconds to answer the number-th question."""
         started = time.perf_counter()
-        connection.execute("BEGIN IMMEDIATE")
-        connection.execute("INSERT INTO t VALUES (?, ?)", (number, started))
-        connection.execute("COMMIT")
-        timings.append(time.perf_counter() - started)
-    connection.close()
-    return timings[1:]
+        if self.extended:
+            self.connection.execute(PARAMETERS, question(number), prepare=True).fetchone()
+        else:
+            self.connection.execute(LITERALS.format(*question(number))).fetchone()
+        return time.perf_counter() - started
+
+
+class Committer:
+    """INSERT + COMMIT, WAL and synchronous=FULL, as the ledger commits."""
+
+    def __init__(self, path: Path):
+        self.connection = sqlite3.connect(path, isolation_level=None)
+        self.connection.execute("PRAGMA journal_mode=WAL")
+        self.connection.execute("PRAGMA synchronous=FULL")
+        self.connection.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER, at REAL)")
+
+    def ask(self, number: int) -> float:
+        started = time.perf_counter()
+        self.connection.execute("BEGIN IMMEDIATE")
+        self.connection.execute("INSERT INTO t VALUES (?, ?)", (number, started))
+        self.connection.execute("COMMIT")
+        return time.perf_counter() - started
+
+
+def interleaved(askers: dict[str, Asker | Committer], numbers: range) -> dict[str, list[float]]:
+    """Seconds per question of each asker, taking turns question by question, so that all
+    see the same moments of a shared machine's disk and CPUs; one warm-up each first."""
+    for asker in askers.values():
+        asker.ask(numbers.stop)
+    timings: dict[str, list[float]] = {name: [] for name in askers}
+    for number in numbers:
+        for name, asker in askers.items():
+            timings[name].append(asker.ask(number))
+    return timings
 
 
 Operation = tuple[Callable[[int], None], Callable[[], None]]  # (do the n-th, close)
@@ -238,22 +249,32 @@ def sqlite_work(directory: Path) -> Callable[[int], Operation]:
 
 
 class FsyncCounter:
-    """strace attached to every thread of a process, counting fsync and fdatasync."""
+    """strace attached to every thread of a process, logging fsync and fdatasync calls
+    with the thread that made them."""
 
     def __init__(self, pid: int, directory: Path):
+        self.pid = pid
         self.output = directory / f"strace-{time.monotonic_ns()}.txt"
         self.process = subprocess.Popen(
-            ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", str(self.output),
+            ["strace", "-f", "-e", "trace=fsync,fdatasync", "-o", str(self.output),
              "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.0)  # strace attaches to each thread in turn
 
-    def stop(self) -> int:
+    def stop(self) -> tuple[int, int]:
+        """(fsyncs by the threads that commit answers, fsyncs by the ledger's
+        checkpoint thread)."""
+        checkpoint = {task.name for task in Path(f"/proc/{self.pid}/task").iterdir()
+                      if (task / "comm").read_text().strip() == "dpgate-ckpt"}
         self.process.send_signal(signal.SIGINT)
         self.process.wait(timeout=30)
-        text = self.output.read_text()
-        return sum(int(match.group(1)) for match in
-                   re.finditer(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?f(?:data)?sync$",
-                               text, re.MULTILINE))
+        answering = background = 0
+        for match in re.finditer(r"^(\d+)\s+f(?:data)?sync\(", self.output.read_text(),
+                                 re.MULTILINE):
+            if match.group(1) in checkpoint:
+                background += 1
+            else:
+                answering += 1
+        return answering, background
 
 
 def pgbench_tps(host: str, port: str | None, user: str, password: str, database: str,
@@ -300,27 +321,26 @@ class Run:
 
 
 def measure_latencies(run: Run) -> None:
-    """Direct, one commit and dpgate latencies, with literals and with parameters."""
+    """Direct, one commit and dpgate latencies, with literals and with parameters, taking
+    turns question by question."""
     runs, analysts = run.args.runs, run.analysts
-    print(f"latencies: {runs} fresh counts each…", flush=True)
-    block = range(0, runs)
-    direct = latencies(run.admin_dsn, block, extended=False)
-    direct_x = latencies(run.admin_dsn, block, extended=True)
-    commit = sqlite_commit_latencies(run.directory / "ledger", runs)
-    simple = latencies(run.through(analysts[0]), block, extended=False)
-    extended = latencies(run.through(analysts[1]), block, extended=True)
+    print(f"latencies: {runs} fresh counts each, interleaved…", flush=True)
+    timings = interleaved({
+        "direct PostgreSQL, literals (simple)": Asker(run.admin_dsn, extended=False),
+        "direct PostgreSQL, parameters (extended)": Asker(run.admin_dsn, extended=True),
+        "durable SQLite commit": Committer(run.directory / "ledger" / "commits.sqlite3"),
+        "dpgate, literals (simple)": Asker(run.through(analysts[0]), extended=False),
+        "dpgate, parameters (extended)": Asker(run.through(analysts[1]), extended=True),
+    }, range(runs))
     # Each answer must have been a fresh, charged question, or the timings say nothing.
     ledger = SqliteLedger(run.directory / "ledger" / "ledger.sqlite3")
     charged = [len(ledger.charges(name)) for name in analysts[:2]]
     run.rows.append(("charges of the simple / extended runs", "count",
                      f"{charged[0]} / {charged[1]} (of {runs + 1} each)"))
-    for what, timings in (("direct PostgreSQL, literals (simple)", direct),
-                          ("direct PostgreSQL, parameters (extended)", direct_x),
-                          ("durable SQLite commit", commit),
-                          ("dpgate, literals (simple)", simple),
-                          ("dpgate, parameters (extended)", extended)):
-        run.rows.append((what, "p50 / p99 ms", f"{p50(timings) * 1e3:.2f} / "
-                         f"{p99(timings) * 1e3:.2f}"))
+    for what, values in timings.items():
+        run.rows.append((what, "p50 / p99 ms", f"{p50(values) * 1e3:.2f} / "
+                         f"{p99(values) * 1e3:.2f}"))
+    direct, direct_x, commit, simple, extended = timings.values()
     limit = p50(direct) + p50(commit) + 0.5e-3
     run.targets.append(("simple p50 ≤ direct + commit + 0.5 ms (ms)", p50(simple) * 1e3,
                         limit * 1e3, "<="))
@@ -347,21 +367,28 @@ def measure_concurrency(run: Run) -> None:
 
 
 def measure_fsyncs(run: Run) -> None:
-    """fsync + fdatasync calls of the dpgate process per fresh answer, under strace."""
+    """fsync + fdatasync calls of the dpgate process per fresh answer, under strace: by
+    the threads that commit answers, and by the ledger's checkpoint thread."""
     print("counting fsyncs under strace…", flush=True)
+    asker = Asker(run.through(run.analysts[0]), extended=False)
     counter = FsyncCounter(run.dpgate.pid, run.directory)
-    traced = range(4000, 4000 + min(run.args.runs, 200))
-    latencies(run.through(run.analysts[0]), traced, extended=False)
-    single = counter.stop() / (len(traced) + 1)
-    run.rows.append(("fsyncs per fresh answer, 1 session", "count", f"{single:.3f}"))
-    run.targets.append(("fsyncs per answer, 1 session", single, 1.0, "<="))
-    sessions = run.args.sessions
+    traced = range(4000, 4000 + run.args.runs)
+    for number in traced:
+        asker.ask(number)
+    report(run, "1 session", counter.stop(), len(traced))
     counter = FsyncCounter(run.dpgate.pid, run.directory)
-    done, _ = in_threads(analyst_work(run.port, run.analysts[2:], 6000), sessions,
+    done, _ = in_threads(analyst_work(run.port, run.analysts[2:], 6000), run.args.sessions,
                          run.args.seconds)
-    many = counter.stop() / max(done, 1)
-    run.rows.append((f"fsyncs per fresh answer, {sessions} sessions", "count", f"{many:.3f}"))
-    run.targets.append((f"fsyncs per answer, {sessions} sessions", many, 1.0, "<="))
+    report(run, f"{run.args.sessions} sessions", counter.stop(), done)
+
+
+def report(run: Run, what: str, fsyncs: tuple[int, int], answers: int) -> None:
+    answering, background = fsyncs
+    run.rows.append((f"fsyncs per fresh answer, {what}", "commit / ckpt",
+                     f"{answering / answers:.3f} / {background / answers:.3f} "
+                     f"({answers} answers)"))
+    run.targets.append((f"fsyncs per answer on its path, {what}", answering / answers, 1.0,
+                        "<="))
 
 
 def cpu_seconds(pid: int) -> float:

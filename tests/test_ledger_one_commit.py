@@ -4,6 +4,8 @@ Ledger interface for stores that do not implement them."""
 
 from __future__ import annotations
 
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -19,6 +21,7 @@ from accounting import (
     charge_failure,
     look_up,
 )
+from accounting.sqlite_ledger import CHECKPOINT_EVERY
 from tests.test_ledger import make_ledger, request
 
 
@@ -131,3 +134,27 @@ def test_concurrent_answers_never_overspend(tmp_path):
         answered = sum(pool.map(ask, range(40)))
     assert answered == 10
     assert ledger.budget("ann").epsilon_spent == pytest.approx(1.0)
+
+
+def test_the_wal_is_checkpointed_off_the_answering_threads(tmp_path):
+    """Commits never checkpoint themselves (each answer: one fsync); a thread of the
+    ledger's own does, every CHECKPOINT_EVERY commits."""
+    def checkpointers() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "dpgate-checkpoint"}
+
+    others = checkpointers()  # of other tests' ledgers
+    ledger = make_ledger(tmp_path, epsilon=1e6)
+    database = tmp_path / "ledger.sqlite3"
+    for n in range(CHECKPOINT_EVERY - 2):  # make_ledger committed twice
+        charge_answer(ledger, request(n), 0.3, [[n]])
+    # Until a checkpoint, every page written stays in the WAL: the file does not grow.
+    before = database.stat().st_size
+    assert checkpointers() == others
+    charge_answer(ledger, request(CHECKPOINT_EVERY), 0.3, [[0]])
+    assert len(checkpointers() - others) == 1
+    deadline = time.monotonic() + 10
+    while database.stat().st_size == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert database.stat().st_size > before  # the checkpoint copied the pages in
+    # The answers' own connection never checkpoints by itself.
+    assert ledger._connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
