@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .group_commit import GroupCommit
 from .one_commit import ShiftChanged, Standing
 from .store import (
     Analyst,
@@ -123,6 +124,7 @@ class SqliteLedger:
         self._local = threading.local()
         self._commits = 0
         self._checkpointer: _Checkpointer | None = None
+        self._group = GroupCommit(self._connection, self._count_commit)
         with self._opened() as connection:
             connection.execute("PRAGMA journal_mode=WAL")
             self._migrate(connection)
@@ -161,6 +163,10 @@ class SqliteLedger:
             connection.execute("BEGIN IMMEDIATE")
             yield connection
             connection.execute("COMMIT")
+        self._count_commit()
+
+    def _count_commit(self) -> None:
+        """Ask for a checkpoint every CHECKPOINT_EVERY commits."""
         self._commits += 1  # approximate across threads, which is all it needs to be
         if self._commits % CHECKPOINT_EVERY == 0:
             if self._checkpointer is None:
@@ -311,11 +317,12 @@ class SqliteLedger:
 
     def charge_answer(self, request: ChargeRequest, shift: float,
                       rows: list[list[object]]) -> Charged | Repeated | ShiftChanged:
-        """Check, charge and store the answer in one IMMEDIATE transaction (one fsync).
+        """Check, charge and store the answer in one transaction (one fsync), shared with
+        other sessions' charges arriving meanwhile (group_commit.py).
 
         The answer is stored unless the analyst's answers were forgotten after the
         look-up (answers_after), as record_answer does."""
-        with self._transaction() as connection:
+        def work(connection: sqlite3.Connection) -> Charged | Repeated | ShiftChanged:
             stored = _stored(connection, request)
             if stored is not None:
                 return stored
@@ -331,15 +338,17 @@ class SqliteLedger:
                  request.analyst, charge_id),
             )
             return Charged(charge_id, _budget(connection, request.analyst), shift)
+        return self._group.run(work)
 
     def charge_failure(self, request: ChargeRequest, outcome: str) -> Charged | Repeated:
-        """Charge a failed question with its outcome in one transaction."""
-        with self._transaction() as connection:
+        """Charge a failed question with its outcome, in a shared transaction too."""
+        def work(connection: sqlite3.Connection) -> Charged | Repeated:
             stored = _stored(connection, request)
             if stored is not None:
                 return stored
             charge_id, shift = _charge(connection, request, outcome)
             return Charged(charge_id, _budget(connection, request.analyst), shift)
+        return self._group.run(work)
 
     def record_answer(self, charge_id: int, rows: list[list[object]]) -> None:
         """Store the released answer so a repeat of the question gets it back for free.

@@ -355,12 +355,15 @@ def measure_concurrency(run: Run) -> None:
     """SESSIONS analysts' fresh answers per second beside SESSIONS SQLite writers."""
     sessions, seconds = run.args.sessions, run.args.seconds
     print(f"{sessions} analysts for {seconds} s, then {sessions} SQLite writers…", flush=True)
+    before = cpu_seconds(run.dpgate.pid)
     answers, elapsed = in_threads(analyst_work(run.port, run.analysts[2:], 2000), sessions,
                                   seconds)
+    busy = (cpu_seconds(run.dpgate.pid) - before) / elapsed
     commits, elapsed_commits = in_threads(sqlite_work(run.directory / "ledger"), sessions,
                                           seconds)
     rate, commit_rate = answers / elapsed, commits / elapsed_commits
     run.rows.append((f"{sessions} analysts' fresh answers", "per second", f"{rate:,.0f}"))
+    run.rows.append(("dpgate's CPU meanwhile", "cores busy", f"{busy:.2f}"))
     run.rows.append((f"{sessions} SQLite writers' commits", "per second", f"{commit_rate:,.0f}"))
     run.targets.append((f"{sessions} analysts ≥ 0.8 × SQLite commits (answers/s)", rate,
                         0.8 * commit_rate, ">="))
