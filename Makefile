@@ -14,6 +14,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/dpgate demo
 
-test: $(STAMP)
+# ruff, then mypy over proxy/ rewriter/ accounting/ mechanisms/ ([tool.mypy] in pyproject.toml)
+lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: lint
 	$(VENV)/bin/pytest

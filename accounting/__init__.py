@@ -13,6 +13,8 @@ from .store import (
     ChargeRequest,
     GlobalLoss,
     Ledger,
+    LedgerOutdated,
+    LedgerUnavailable,
     Metric,
     Repeated,
     ScramVerifier,
@@ -22,7 +24,8 @@ from .store import (
 
 __all__ = [
     "Analyst", "AnalystBudget", "Budget", "BudgetExceeded", "ChargeRecord", "ChargeRequest",
-    "Charged", "GlobalLoss", "Ledger", "Metric", "Repeated", "ScramVerifier", "SqliteLedger",
-    "ShiftChanged", "Standing", "UnknownAnalyst", "as_written", "charge_answer",
-    "charge_failure", "fingerprint", "look_up",
+    "Charged", "GlobalLoss", "Ledger", "LedgerOutdated", "LedgerUnavailable",
+    "Metric", "Repeated", "ScramVerifier", "ShiftChanged", "SqliteLedger", "Standing",
+    "UnknownAnalyst", "as_written", "charge_answer", "charge_failure", "fingerprint",
+    "look_up",
 ]

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .store import Budget, Charged, ChargeRequest, Ledger, Repeated, UnknownAnalyst
+from .store import Budget, Charged, ChargeRequest, Ledger, Repeated
 
 
 @dataclass(frozen=True)
 class Standing:
-    """Where a fresh question starts: the analyst's budget and secret shift, read (not
-    locked) before the query runs. The charge checks the budget again in its commit."""
+    """Where a fresh question starts: the analyst's secret shift and, when the store can
+    read it cheaply, their budget, read (not locked) before the query runs. The charge
+    checks the budget again in its commit."""
 
-    budget: Budget
+    budget: Budget | None
     shift: float
 
 
@@ -34,32 +35,32 @@ class ShiftChanged:
     shift: float
 
 
-def look_up(ledger: Ledger, analyst: str, fingerprint: str) -> Repeated | Standing:
-    """The stored answer to a repeated question, or the analyst's budget and shift."""
+def look_up(ledger: Ledger, analyst: str, fingerprint: str, shift: float
+            ) -> Repeated | Standing:
+    """The stored answer to a repeated question, or the analyst's budget and shift.
+
+    `shift` is the one the session knows (from its login or its last charge): a store
+    without its own look-up costs no round trip here, and its charge finds repeats."""
     own = getattr(ledger, "look_up", None)
     if own is not None:
         return own(analyst, fingerprint)
-    found = ledger.analyst(analyst)
-    if found is None:
-        raise UnknownAnalyst(analyst)
-    # The interface has no read of stored answers: a repeat is found by the charge.
-    return Standing(ledger.budget(analyst), found.shift)
+    return Standing(None, shift)
 
 
 def charge_answer(ledger: Ledger, request: ChargeRequest, shift: float,
                   rows: list[list[object]]) -> Charged | Repeated | ShiftChanged:
     """Charge `request` and store `rows` (noised with `shift`) durably, or return the
-    stored answer if the question was answered meanwhile. Raises BudgetExceeded."""
+    stored answer if the question was answered meanwhile. Raises BudgetExceeded.
+
+    Composed from the Ledger interface, a shift rotated since the session learnt it is
+    noticed only in the charge: that answer keeps the shift it was noised with (the
+    shift is data-independent, so the guarantee is the same), and the Charged result
+    carries the new one for the session's next answers."""
     own = getattr(ledger, "charge_answer", None)
     if own is not None:
         return own(request, shift, rows)
     outcome = ledger.charge_or_repeat(request)
     if isinstance(outcome, Charged):
-        # A rotation between the look-up and here: the charge stands (nothing is sent
-        # with the retired shift); the caller noises again and stores that answer.
-        if outcome.shift != shift:
-            ledger.record_failure(outcome.charge_id, "failed")
-            return ShiftChanged(outcome.shift)
         ledger.record_answer(outcome.charge_id, rows)
     return outcome
 

@@ -183,6 +183,11 @@ class SqliteLedger:
             connection.execute(f"PRAGMA user_version = {number}")
         connection.execute("COMMIT")
 
+    def ping(self) -> None:
+        """One read of the file: raises if the ledger cannot be read (health checks)."""
+        with self._opened() as connection:
+            connection.execute("SELECT count(*) FROM metrics").fetchone()
+
     # analysts
 
     def add_analyst(self, analyst: Analyst) -> None:
@@ -471,7 +476,8 @@ def _charge(connection: sqlite3.Connection, request: ChargeRequest, outcome: str
     )
     (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
                                   (request.analyst,)).fetchone()
-    return int(cursor.lastrowid), shift
+    assert cursor.lastrowid is not None  # the INSERT above made a row
+    return cursor.lastrowid, shift
 
 
 def _budget(connection: sqlite3.Connection, name: str) -> Budget:

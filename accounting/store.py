@@ -1,5 +1,5 @@
-"""The ledger's interface and its plain data. A SQLite store implements it today; a
-PostgreSQL-backed store for several proxies would implement the same methods."""
+"""The ledger's interface and its plain data. Two stores implement it: a SQLite file (one
+proxy, the default) and PostgreSQL (several proxies sharing one ledger)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class Analyst:
     verifier: ScramVerifier
     epsilon_total: float
     delta_total: float
-    shift: float  # secret location draw (seed 000), in the configured shift unit
+    shift: float  # secret location draw (shifted Laplace), in the configured shift unit
 
 
 # Sums of many small float charges drift by a few ulps. A slack relative to the total lets
@@ -143,7 +143,7 @@ class GlobalLoss:
 
 @dataclass(frozen=True)
 class Metric:
-    """maxFreq of a join column (SPEC.md §1), measured on the data at `measured_at`.
+    """maxFreq of a join column (FLEX's metric), measured on the data at `measured_at`.
 
     `table` is "schema.name" in lower case, `column` the column's name.
     """
@@ -173,6 +173,16 @@ class UnknownAnalyst(Exception):
     """No analyst of that name (or names, comma-separated) is in the ledger."""
 
 
+class LedgerUnavailable(Exception):
+    """The ledger's store cannot be reached (or failed mid-transaction): nothing was
+    charged or released by the call that raised it, as far as this proxy knows."""
+
+
+class LedgerOutdated(Exception):
+    """The ledger's schema is older (or newer) than this dpgate's; the message says which
+    command brings it up to date. Raised when the ledger is opened, before serving."""
+
+
 class Ledger(Protocol):
     def add_analyst(self, analyst: Analyst) -> None: ...
     def remove_analyst(self, name: str) -> None: ...
@@ -189,3 +199,4 @@ class Ledger(Protocol):
     def forget_answers(self, name: str | None = None) -> int: ...
     def metrics(self) -> list[Metric]: ...
     def store_metrics(self, metrics: list[Metric]) -> None: ...
+    def ping(self) -> None: ...

@@ -40,10 +40,10 @@ def shifted_laplace_bound(
 ) -> float:
     """Return α with P(|round(μ) + DLap(scale)| > α) <= β for every |μ| <= max_abs_shift.
 
-    Seed 000, Theorem 2, gives α = b·ln(cosh(μ/b)/β) for continuous Lap(μ, b). For the
-    integer noise, let m = ⌊M + 1/2⌋ (the largest |round(μ)| when |μ| <= M) and
-    p = e^(−1/b). With P(X >= k) = p^k/(1+p) for X ~ DLap(b), k >= 1, a shift j with
-    |j| <= m and any real α >= m give P(|j + X| > α) = 2·p^(⌊α⌋+1)·cosh(j/b)/(1+p)
+    Theorem 2 of the multi-user shifted Laplace paper gives α = b·ln(cosh(μ/b)/β) for
+    continuous Lap(μ, b). For the integer noise, let m = ⌊M + 1/2⌋ (the largest |round(μ)|
+    when |μ| <= M) and p = e^(−1/b). With P(X >= k) = p^k/(1+p) for X ~ DLap(b), k >= 1,
+    a shift j with |j| <= m and any real α >= m give P(|j + X| > α) = 2·p^(⌊α⌋+1)·cosh(j/b)/(1+p)
     <= 2·e^(−α/b)·cosh(m/b)/(1+p): Theorem 2's tail times 2/(1+p), maximised at the
     worst shift. Solving for β gives
 

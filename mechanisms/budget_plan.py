@@ -1,4 +1,5 @@
-"""Risk-based distribution of privacy budget among analysts (SPEC.md §5, seed 001).
+"""Risk-based distribution of privacy budget among analysts (Bkakria, Cuppens &
+Cuppens, "Optimal Distribution of Privacy Budget in Differential Privacy").
 
 Analyst u discloses what they learn with probability p_u, independently of the others.
 The data owner gives α(x): the largest acceptable probability that a total budget x
@@ -12,9 +13,9 @@ is within its limit exactly when Σ_{u∈S} ε_u ≤ c(W_S), where c(W) is the l
 whose α is still at least 10^−W. So the α-risky distributions form a polytope, and the
 plan is its *leximin* point: the smallest budget as large as possible, then the second
 smallest, and so on. That point is unique, monotone, and no analyst's budget can grow
-without another's shrinking (it is optimal in seed 001's sense).
+without another's shrinking (it is optimal in the paper's sense).
 
-- Exponential α (the seed's example): c(W) = ε·(1 + W), the constraint of every group is
+- Exponential α (the paper's example): c(W) = ε·(1 + W), the constraint of every group is
   Σ_{u∈S} (ε_u − ε·w_u) ≤ ε, and the tightest group is the analysts with ε_u > ε·w_u.
   The plan is water filling: ε_u = ε·max(w_u, L) where L solves Σ_u max(0, L − w_u) = 1
   (O(n log n); 10,000 analysts take milliseconds).
@@ -59,7 +60,7 @@ class _AlphaFunction:
 
 @dataclass(frozen=True)
 class ExponentialAlpha(_AlphaFunction):
-    """The seed's example: α(x) = 1 for x ≤ ε, 10^(−(x−ε)/ε) beyond."""
+    """The paper's example: α(x) = 1 for x ≤ ε, 10^(−(x−ε)/ε) beyond."""
 
     epsilon: float
 
@@ -83,7 +84,7 @@ class ExponentialAlpha(_AlphaFunction):
 class TableAlpha(_AlphaFunction):
     """α from points (total x, acceptable probability a), x increasing, a in (0, 1] and
     non-increasing. Between two points log10 α is linear (each piece decays exponentially,
-    like the seed's example); before the first point α is the first point's value; beyond
+    like the paper's example); before the first point α is the first point's value; beyond
     the last point α is 0: no larger total is acceptable at any risk."""
 
     points: tuple[tuple[float, float], ...]
@@ -263,7 +264,7 @@ def _subset_top(count: int) -> np.ndarray:
 
 def verify_by_subsets(risks: Mapping[str, float], budgets: Mapping[str, float],
                       alpha: Alpha) -> Verification:
-    """Check Definition 3 of seed 001 literally on every group (n ≤ MAX_SUBSET_ANALYSTS),
+    """Check the paper's Definition 3 literally on every group (n ≤ MAX_SUBSET_ANALYSTS),
     plus monotonicity and positivity."""
     weights = _weights(risks)
     _check_group_count(len(weights))

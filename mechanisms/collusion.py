@@ -1,7 +1,8 @@
-"""Seed 000's collusion analysis, reproduced with the real samplers.
+"""The collusion analysis of the multi-user shifted Laplace paper, reproduced with the real
+samplers.
 
 i colluding analysts ask the same count and average their answers. With plain Laplace
-noise the average converges to the true answer r; the seed's Section III.B (Lemma 2, the
+noise the average converges to the true answer r; the paper's Section III.B (Lemma 2, the
 central limit theorem with σ² = 2b²) says i = max(30, 18Δ²/(m²ε²)) colluders get within
 ±m of r with 99% confidence. With per-analyst shifts μ_u (Theorem 3) the average
 converges to r + mean(μ) instead: the error plateaus near |E[μ]|, which is why the
@@ -64,7 +65,8 @@ class CollusionResult:
 
 
 def colluders_needed(epsilon: float, sensitivity: float, margin: float) -> int:
-    """Seed 000: i = max(30, 18Δ²/(m²ε²)) colluders reach ±m with 99% confidence."""
+    """The multi-user shifted Laplace paper: i = max(30, 18Δ²/(m²ε²)) colluders reach ±m
+    with 99% confidence."""
     if epsilon <= 0 or sensitivity < 0 or margin <= 0:
         raise ValueError("need epsilon > 0, sensitivity >= 0 and margin > 0")
     return max(30, math.ceil(18 * sensitivity**2 / (margin**2 * epsilon**2)))

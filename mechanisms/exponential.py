@@ -1,6 +1,6 @@
 """The exponential mechanism, sampled exactly: most frequent category and quantiles.
 
-McSherry & Talwar 2007 (seed 003): choose r with probability ∝ exp(ε·u(D, r)/(2Δu)).
+McSherry & Talwar 2007: choose r with probability ∝ exp(ε·u(D, r)/(2Δu)).
 
 How it is sampled, and why not with floats. Gumbel-max or inverse-CDF sampling on doubles
 gives some candidates probability exactly 0 (an underflowed weight, a Gumbel variate that

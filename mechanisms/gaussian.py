@@ -1,4 +1,5 @@
-"""Exact discrete Gaussian noise for integer answers (Gaussian mechanism, seed 003).
+"""Exact discrete Gaussian noise for integer answers (Gaussian mechanism; Canonne, Kamath
+& Steinke 2020).
 
 Like :mod:`mechanisms.laplace`, no floating point touches the noise: the sampler is
 Algorithm 3 of Canonne, Kamath and Steinke, "The Discrete Gaussian for Differential
@@ -41,7 +42,7 @@ def sample_discrete_gaussian(variance: Real, rng: RandomSource) -> int:
 def gaussian_count(true_value: int, variance: Real, shift: float, rng: RandomSource) -> int:
     """Release ``true_value + round(shift) + N_Z(0, variance)`` for an integer answer.
 
-    The per-analyst shift (seed 000) is a data-independent constant: the guarantee is the
+    The per-analyst shift is a data-independent constant: the guarantee is the
     discrete Gaussian's alone.
     """
     if not math.isfinite(shift):

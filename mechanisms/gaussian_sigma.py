@@ -2,7 +2,7 @@
 
 Three calibrations, from the loosest to the one the samplers use:
 
-* classical (Dwork & Roth 2014, Theorem A.1; seed 003): σ = sqrt(2·ln(1.25/δ))·Δ₂/ε,
+* classical (Dwork & Roth 2014, Theorem A.1): σ = sqrt(2·ln(1.25/δ))·Δ₂/ε,
   proved only for ε < 1;
 * analytic (Balle & Wang, "Improving the Gaussian Mechanism for Differential Privacy",
   ICML 2018, Theorem 8): the smallest σ whose exact privacy profile

@@ -108,9 +108,9 @@ def sample_discrete_laplace(scale: Real, rng: RandomSource) -> int:
 def shifted_laplace_count(true_value: int, scale: Fraction, shift: float, rng: RandomSource) -> int:
     """Release ``true_value + round(shift) + DLap(scale)`` (per-analyst shifted Laplace).
 
-    Seed 000's mechanism for integer answers. The shift μ_u is a data-independent
-    constant fixed per analyst, so the privacy guarantee is exactly that of the discrete
-    Laplace with this scale; only accuracy depends on the shift.
+    The mechanism of the multi-user shifted Laplace paper, for integer answers. The shift
+    μ_u is a data-independent constant fixed per analyst, so the privacy guarantee is
+    exactly that of the discrete Laplace with this scale; only accuracy depends on the shift.
     """
     if not math.isfinite(shift):
         raise ValueError(f"shift must be finite, got {shift!r}")

@@ -142,7 +142,7 @@ def noisy_real(value: Real, noise: RealNoise, shift: float, rng: RandomSource) -
     """Release Λ·(round(x/Λ) + round(μ/Λ) + N) for a real answer x and shift μ.
 
     ``value`` is read exactly (pass PostgreSQL NUMERIC as Decimal). The per-analyst shift
-    μ (seed 000, in answer units) is snapped to the grid like the value: it is
+    μ (the analyst's shift, in answer units) is snapped to the grid like the value: it is
     data-independent, so it leaves the guarantee unchanged.
     """
     steps = (to_grid(exact_value(value), noise.step)

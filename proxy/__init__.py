@@ -1,16 +1,19 @@
 """dpgate's front: PostgreSQL's protocol on the outside, the answering engine inside.
 
-Sub-packages, lowest layer first; each may import only the ones above it in this list
-(and the pure packages rewriter/, accounting/, mechanisms/ where its docstring says so):
+Sub-packages, lowest layer first. Each may import only sub-packages listed before it
+(its own `__init__` says exactly which, and which of the pure packages rewriter/,
+accounting/, mechanisms/):
 
-- `proxy.pgwire`  the PostgreSQL v3 protocol: messages, startup, TLS, SCRAM, the backend
-                  client, the outbox. Imports nothing else of dpgate.
+- `proxy.pgwire`  the PostgreSQL v3 protocol: messages and their codes, startup, TLS,
+                  SCRAM, the backend client, the outbox, what to cancel. Of dpgate it
+                  imports only `rewriter.sqlstate` (the SQLSTATE enum, a leaf module).
 - `proxy.config`  the settings (one module, read by every layer above pgwire).
-- `proxy.engine`  what to answer: releases with noise, choices, plan cache and check,
-                  measured knowledge, limits, worker threads.
+- `proxy.engine`  what to answer: the dispatcher from plan kind to action, planning,
+                  private answers and their release, dp.* settings, errors, caches.
 - `proxy.server`  the asyncio glue: accept, sessions, the simple and extended protocol.
-- `proxy.demo`    the embedded demo: PostgreSQL, data, roles, analysts.
+- `proxy.demo`    the embedded demo: PostgreSQL, data, roles, analysts (pgwire and
+                  config only).
 - `proxy.admin`   the `dpgate` command line (also `python -m proxy`).
 
-tests/test_layers.py enforces this order.
+tests/test_layers.py enforces this order and the absence of import cycles.
 """

@@ -10,6 +10,7 @@ from typing import Any
 
 import platformdirs
 
+from mechanisms.names import Mechanism
 from rewriter.policy import Policy
 
 
@@ -49,6 +50,10 @@ class ServerSettings:
     analysis_timeout: float = 5.0
     # Bytes of statement text the plan cache may hold (least recently used go first).
     plan_cache_bytes: int = 64 << 20
+    # HTTP health endpoint for a load balancer (GET /health: 200 or 503); 0 serves none.
+    # Empty health_host: the listen_host.
+    health_port: int = 0
+    health_host: str = ""
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,10 @@ class BackendSettings:
 @dataclass(frozen=True)
 class LedgerSettings:
     path: str = str(default_data_dir() / "ledger.sqlite3")
+    # A postgresql:// URL: the ledger is kept there instead (shared by several proxies),
+    # in its own schema; `path` is then unused.
+    dsn: str = ""
+    schema: str = "dpgate_ledger"
 
 
 @dataclass(frozen=True)
@@ -77,9 +86,10 @@ class PrivacySettings:
     # δ charged by a query that needs one (joins of private tables: smooth sensitivity;
     # GROUP BY with key selection), unless the session says SET dp.delta.
     default_delta: float = 1e-8
-    # Noise of a session that does not SET dp.mechanism: shifted_laplace (seed 000, the
-    # default), laplace (no shift) or gaussian (costs delta; no private joins).
-    default_mechanism: str = "shifted_laplace"
+    # Noise of a session that does not SET dp.mechanism: shifted_laplace (the default: a
+    # secret shift per analyst), laplace (no shift) or gaussian (costs delta; no private
+    # joins).
+    default_mechanism: str = Mechanism.SHIFTED_LAPLACE
     # The ε a session may SET per query. Below the floor each exact bit of a failed
     # defence would cost next to nothing, and calibration work grows as 1/ε.
     min_epsilon: float = 1e-3
@@ -90,7 +100,7 @@ class PrivacySettings:
     max_delta: float = 1e-3
     # Budget of `dpgate user add` when --epsilon is not given.
     default_budget: float = 1.0
-    # Seed 000's per-analyst location μ_u is drawn once from this interval, in units of
+    # The per-analyst location μ_u of shifted Laplace is drawn once from this interval, in units of
     # the noise scale b ("scale") or of the answer ("absolute"). [0, 0] is plain Laplace.
     shift_unit: str = "scale"
     shift_interval: tuple[float, float] = (0.5, 1.5)
@@ -134,7 +144,7 @@ class Config:
         if not 0 < privacy.min_delta <= privacy.default_delta <= privacy.max_delta < 1:
             raise ValueError("privacy.default_delta must lie in [privacy.min_delta, "
                              "privacy.max_delta], within (0, 1)")
-        if privacy.default_mechanism not in ("shifted_laplace", "laplace", "gaussian"):
+        if privacy.default_mechanism not in tuple(Mechanism):
             raise ValueError("privacy.default_mechanism must be shifted_laplace, laplace or "
                              "gaussian")
         if not 0 < privacy.confidence < 1:

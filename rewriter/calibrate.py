@@ -1,4 +1,5 @@
-"""Noise scales for a planned query at given ε, δ and mechanism (SPEC.md §1 and §3).
+"""Noise scales for a planned query at given ε, δ and mechanism (FLEX's elastic and smooth
+sensitivity; Laplace, Gaussian and exponential mechanisms).
 
 ε and δ are split evenly across the noisy parts (sequential composition). When no part's
 ES(k) depends on k, ES is a global sensitivity: scale ES/ε, δ = 0. Otherwise the smooth
@@ -21,13 +22,14 @@ from mechanisms.gaussian_sigma import (
     analytic_gaussian_sigma,
     discrete_gaussian_variance,
 )
+from mechanisms.names import Mechanism
 from mechanisms.numbers import parameter
 
 from .elastic import SmoothScanTooLong, smooth_sensitivity
 from .errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PROGRAM_LIMIT_EXCEEDED, Refusal
 from .plan import NoisyPart, PrivateAggregate
 
-MECHANISMS = ("shifted_laplace", "laplace", "gaussian")
+MECHANISMS = tuple(Mechanism)
 
 
 @dataclass(frozen=True)
@@ -54,21 +56,22 @@ class Calibration:
     pure: bool
     parts: tuple[PartCalibration, ...]
     threshold: float | None  # τ of key selection, on the selection part's noisy count
-    mechanism: str = "shifted_laplace"
+    mechanism: Mechanism = Mechanism.SHIFTED_LAPLACE
 
 
 def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
-              mechanism: str = "shifted_laplace") -> Calibration:
+              mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration:
     """Scales for every part; `k` only changes the reported ES(k).
 
     A plan without parts (the keys of declared domains, no aggregate) releases only public
     values: it costs nothing.
     """
+    chosen = Mechanism(mechanism)
     if not plan.parts:
-        return Calibration(0.0, 0.0, True, (), None, mechanism)
+        return Calibration(0.0, 0.0, True, (), None, chosen)
     pure = not any(part.elastic.depends_on_k for part in plan.parts)
     selecting = plan.grouping is not None and plan.grouping.key_selection
-    gaussian = mechanism == "gaussian"
+    gaussian = chosen == Mechanism.GAUSSIAN
     if gaussian and (not pure or selecting):
         raise Refusal(FEATURE_NOT_SUPPORTED,
                       "the Gaussian mechanism is available only for queries without joins of "
@@ -117,7 +120,7 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
         threshold = key_selection_threshold(selection.elastic_sensitivity / 2, selection.scale,
                                             part_delta)
     return Calibration(epsilon, delta if delta_users else 0.0, pure, tuple(parts), threshold,
-                       mechanism)
+                       chosen)
 
 
 def _choice(part: NoisyPart, epsilon: float, k: int) -> PartCalibration:

@@ -1,4 +1,4 @@
-"""Aggregates answered by the exponential mechanism (SPEC.md §2, §3): which output asks
+"""Aggregates answered by the exponential mechanism (McSherry & Talwar 2007): which output asks
 for one, and over which column.
 
 `mode() WITHIN GROUP (ORDER BY c)` picks a key of c's public domain; MIN, MAX, `median`
@@ -60,8 +60,8 @@ def choice_spec(node: exp.Expression, offset: int) -> ChoiceSpec | None:
     descending = bool(items[0].args.get("desc"))
     if isinstance(function, exp.Mode):
         return ChoiceSpec("mode", _column(items[0].this, "mode", position), None)
-    name = _PERCENTILES.get(type(function))
-    if name is None:
+    name = _PERCENTILES.get(type(function), "")
+    if not name:
         raise unsupported(f"{function.sql(dialect='postgres')} WITHIN GROUP is not "
                           "supported: dpgate answers mode, percentile_cont and "
                           "percentile_disc", position=position)
@@ -81,7 +81,7 @@ def _column(node: exp.Expression, what: str, position: int | None) -> exp.Column
 def _level(node: exp.Expression | None, what: str, position: int | None) -> Fraction:
     """p as written, read to 0.1% (the public resolution of the mechanism)."""
     negative = isinstance(node, exp.Neg)
-    literal = node.this if negative else node
+    literal = node.this if isinstance(node, exp.Neg) else node
     if not isinstance(literal, exp.Literal) or literal.is_string:
         raise unsupported(f"{what} takes one constant fraction between 0 and 1",
                           position=position)

@@ -238,12 +238,12 @@ def _classify_cursor(text: str, tokens: list[Token], policy: Policy, offset: int
 def parse_query(text: str, offset: int = 0) -> exp.Expression:
     """sqlglot's tree of one query; a syntax error becomes a 42601 refusal."""
     try:
-        return sqlglot.parse_one(text, dialect="postgres")
+        return _node(sqlglot.parse_one(text, dialect="postgres"))
     except ParseError as error:
         quoted = _quote_keyword_labels(text)
         if quoted != text:
             try:
-                return sqlglot.parse_one(quoted, dialect="postgres")
+                return _node(sqlglot.parse_one(quoted, dialect="postgres"))
             except ParseError:
                 pass
         detail = error.errors[0] if error.errors else {}
@@ -253,6 +253,12 @@ def parse_query(text: str, offset: int = 0) -> exp.Expression:
             f"syntax error: {detail.get('description', str(error))}",
             position=None if column is None else offset + int(column),
         ) from None
+
+
+def _node(tree: exp.Expr) -> exp.Expression:
+    # sqlglot 30 types its results as Expr; every node it builds is also an Expression.
+    assert isinstance(tree, exp.Expression)
+    return tree
 
 
 def _quote_keyword_labels(text: str) -> str:

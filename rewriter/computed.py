@@ -1,5 +1,6 @@
-"""Answers computed from released values (SPEC.md §7): arithmetic, casts, ROUND, CASE and
-constants over noisy aggregates and group keys, in the select list, HAVING and ORDER BY.
+"""Answers computed from released values (post-processing, free of charge): arithmetic,
+casts, ROUND, CASE and constants over noisy aggregates and group keys, in the select
+list, HAVING and ORDER BY.
 
 Every aggregate and key such an expression uses is released as an output o0, o1, … of its
 own; the proxy then runs `post_sql` on PostgreSQL with the released rows as a VALUES
@@ -25,9 +26,9 @@ def placeholder(index: int) -> exp.Column:
     return exp.column(f"o{index}", table="r", quoted=True)
 
 
-def substitute(node: exp.Expression, aggregate: Callable[[exp.Expression], int],
+def substitute(node: exp.Expr, aggregate: Callable[[exp.Expression], int],
                key: Callable[[exp.Column], int], offset: int,
-               bucket: Callable[[exp.Expression], int | None]) -> exp.Expression:
+               bucket: Callable[[exp.Expression], int | None]) -> exp.Expr:
     """`node` with each COUNT/SUM/AVG, each computed group key (`bucket`, None where the
     expression is none) and each column replaced by its released output."""
     def replace(sub: exp.Expression) -> exp.Expression:
@@ -49,8 +50,8 @@ def substitute(node: exp.Expression, aggregate: Callable[[exp.Expression], int],
     return node.transform(replace)
 
 
-def post_sql(tree: exp.Select, projections: list[exp.Expression],
-             having: exp.Expression | None, order: list[exp.Ordered]) -> str:
+def post_sql(tree: exp.Select, projections: list[exp.Expr],
+             having: exp.Expr | None, order: list[exp.Ordered]) -> str:
     """The query over the released rows: the statement's own select list, HAVING (as
     WHERE), ORDER BY, LIMIT and OFFSET, with released outputs in place of aggregates."""
     query = exp.select(*projections).from_(exp.to_table(ROWS).as_("r"))
@@ -65,7 +66,7 @@ def post_sql(tree: exp.Select, projections: list[exp.Expression],
 
 
 def probe(tree: exp.Select, sources: list[exp.Expression],
-          keys: list[exp.Column]) -> exp.Select:
+          keys: list[exp.Expression]) -> exp.Select:
     """The statement asking for each released output as written: described (never run)
     for PostgreSQL's type of each one. It is also all the statement evaluates on private
     rows; the rest is evaluated over released values."""

@@ -10,6 +10,7 @@ coefficients exact and evaluate at many k at once.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -81,7 +82,8 @@ class Elastic:
         return "(" + joiner.join(map(str, self.parts)) + ")"
 
 
-_COMBINE_EXACT = {"sum": sum, "product": math.prod, "max": max, "min": min}
+_COMBINE_EXACT: dict[str, Callable[[list[int]], int]] = {
+    "sum": sum, "product": math.prod, "max": max, "min": min}
 _COMBINE_ARRAYS = {
     "sum": lambda arrays: np.sum(arrays, axis=0),
     "product": lambda arrays: np.prod(arrays, axis=0),
@@ -209,7 +211,8 @@ class SmoothScanTooLong(ValueError):
 
 def smooth_sensitivity(elastic: Elastic, epsilon: float, delta: float,
                        private_tables: int) -> Smooth:
-    """S* for an (ε, δ) release with β = ε / (2 ln(2/δ)) (SPEC.md §1).
+    """S* for an (ε, δ) release with β = ε / (2 ln(2/δ)) (FLEX, after Nissim,
+    Raskhodnikova & Smith's smooth sensitivity).
 
     ES(k) is a polynomial-like function of degree at most D = `private_tables`, so
     e^(−βk)·ES(k) decreases for every k > D/β: scanning 0 … ⌈D/β⌉ finds the exact maximum.

@@ -11,8 +11,9 @@ from .metrics import Metrics, MissingMetrics
 from .plan import NoisyPart, OutputColumn, PrivateAggregate, Relay
 from .policy import Policy
 from .private import plan_private_aggregate
+from .sqlstate import SqlState
 
-OBJECT_NOT_IN_PREREQUISITE_STATE = "55000"
+OBJECT_NOT_IN_PREREQUISITE_STATE = SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE
 
 
 def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: float,
@@ -21,14 +22,15 @@ def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: f
     try:
         statements = classify(sql, policy, metrics)
         if len(statements) != 1:
-            raise Refusal("0A000", "explain takes one statement")
+            raise Refusal(SqlState.FEATURE_NOT_SUPPORTED, "explain takes one statement")
         plan = statements[0].plan
         if isinstance(plan, Refusal):
             raise plan
         if isinstance(plan, Relay):
-            plan = _public_aggregate(plan.text, policy, metrics)
-            if plan is None:
+            public = _public_aggregate(plan.text, policy, metrics)
+            if public is None:
                 return {"supported": True, "kind": "relay", "rewritten_sql": sql.strip()}
+            plan = public
         if not isinstance(plan, PrivateAggregate):
             return {"supported": True, "kind": "session"}
         return _report(plan, calibrate(plan, epsilon, delta, k))

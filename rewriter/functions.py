@@ -146,7 +146,7 @@ def _unit_failure(function: str, unit: exp.Expression | None, units: frozenset[s
     return f"{function} on private rows takes one of: {', '.join(sorted(units))}"
 
 
-def function_name(node: exp.Expression) -> str | None:
+def function_name(node: exp.Expr) -> str | None:
     """The lower-case SQL name of a function call node, or None if it is not a call."""
     if isinstance(node, exp.Anonymous):
         # `name`, not `this`: a quoted name ("pg_relation_size") must match like a bare one.

@@ -40,7 +40,7 @@ class MissingMetrics(Exception):
 
 
 def max_freq_query(table: str, column: str) -> str:
-    """The SQL that measures maxFreq(table.column) (SPEC.md §1; NULL keys never join)."""
+    """The SQL that measures maxFreq(table.column) (FLEX's metric; NULL keys never join)."""
     schema, name = (quote_identifier(part) for part in table.split(".", 1))
     column = quote_identifier(column)
     return (f"SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM {schema}.{name} "

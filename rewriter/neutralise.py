@@ -124,7 +124,8 @@ def neutralise(tree: exp.Expression, tables: list[exp.Table]) -> bool:
         elif name in SIZE_AND_COUNT_FUNCTIONS:
             # pg_catalog.f(x) is a Dot around the call: replace the whole reference.
             qualified = isinstance(call.parent, exp.Dot) and call.arg_key == "expression"
-            _replace(call.parent if qualified else call, SIZE_AND_COUNT_FUNCTIONS[name], name)
+            target = call.parent if qualified and call.parent is not None else call
+            _replace(target, SIZE_AND_COUNT_FUNCTIONS[name], name)
             changed = True
     classes: set[str] = set()
     for table in tables:
@@ -201,7 +202,7 @@ def _whole_row_used(tree: exp.Expression, table: exp.Table) -> bool:
     return False
 
 
-def _replace(node: exp.Expression, constant: str, name: str | exp.Identifier) -> None:
+def _replace(node: exp.Expr, constant: str, name: str | exp.Identifier) -> None:
     """Replace a column or call by a constant, keeping the output name PostgreSQL gave it."""
     outermost = node
     while isinstance(outermost.parent, (exp.Cast, exp.Paren)):  # x::int is still named x

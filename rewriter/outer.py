@@ -1,4 +1,4 @@
-"""A query over one aggregate subquery or CTE (SPEC §7): the aggregate is answered, and
+"""A query over one aggregate subquery or CTE (post-processing): the aggregate is answered, and
 the query around it runs over its released rows only.
 
 `WITH t AS (SELECT count(*) AS n FROM orders) SELECT * FROM t` and Metabase's

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from fractions import Fraction
 
 from mechanisms.exponential import QuantileGrid
@@ -67,6 +68,15 @@ class NoisyPart:
         return self.aggregate in CHOICES
 
 
+class OutputKind(StrEnum):
+    """What a column of a private answer is (a StrEnum: equal to its string)."""
+
+    KEY = "key"  # a group key, released as it is
+    NOISY = "noisy"  # an aggregate with additive noise
+    CHOICE = "choice"  # an exponential-mechanism answer (mode, min, max, percentiles)
+    COMPUTED = "computed"  # an expression over released values (post_sql)
+
+
 @dataclass(frozen=True)
 class OutputColumn:
     """A column of the answer: a group key as it is, a noisy aggregate or a choice.
@@ -76,7 +86,7 @@ class OutputColumn:
     """
 
     name: str
-    kind: str  # "key", "noisy", "choice" or "computed" (by post_sql)
+    kind: OutputKind
     # count, count_distinct, sum, avg; for a choice: mode, min, max, percentile_cont,
     # percentile_disc (median is percentile_cont)
     aggregate: str | None
@@ -87,7 +97,7 @@ class OutputColumn:
 
 @dataclass(frozen=True)
 class Grouping:
-    """How the groups of a GROUP BY are chosen (SPEC.md §4).
+    """How the groups of a GROUP BY are chosen.
 
     Either the backend returns every key of the declared domains (`domain_size` cells, or
     None when a public table supplies the domain), or only the groups whose noisy count

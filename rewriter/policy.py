@@ -3,7 +3,7 @@
 A column may carry:
 - `domain`: its public set of values (a list, an integer or date range, or a column of a
   public table). Only such a column is *releasable* as a GROUP BY key; its histogram is
-  released over the whole domain (SPEC.md §4).
+  released over the whole domain.
 - `key_selection = true`: may be grouped without a domain, releasing only the groups whose
   noisy count passes a threshold (τ-thresholding, which costs δ).
 - `bounds = [lo, hi]`: values are clamped to this range for SUM and AVG.
@@ -43,8 +43,10 @@ class RangeDomain:
     @property
     def size(self) -> int:
         if isinstance(self.low, dt.date):
-            span = (self.high - self.low).days  # type: ignore[operator]
+            assert isinstance(self.high, dt.date)  # both ends are dates, or both numbers
+            span = (self.high - self.low).days
         else:
+            assert not isinstance(self.high, dt.date)
             span = int(self.high) - int(self.low)
         return max(0, span // self.step + 1)
 

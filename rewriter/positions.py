@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 
-def position_of(node: exp.Expression, offset: int = 0) -> int | None:
+def position_of(node: exp.Expr, offset: int = 0) -> int | None:
     """The 1-based position of the node's first token, as PostgreSQL reports positions."""
     for candidate in node.walk():
         start = candidate.meta.get("start") if candidate.meta else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
@@ -37,6 +38,7 @@ from .plan import (
     Grouping,
     NoisyPart,
     OutputColumn,
+    OutputKind,
     PostProcess,
     PrivateAggregate,
 )
@@ -47,8 +49,8 @@ from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite
 from .totality import refuse_unsafe_nodes
 
 ONLY_AGGREGATES = "only aggregates of private tables are answered"
-_COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
-                exp.GTE: ">="}
+_COMPARISONS: dict[type[exp.Expr], str] = {
+    exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 
 
 def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
@@ -118,7 +120,7 @@ class _Planner:
             output = self._output(projection, index)
             if output is None:
                 computed.append(index)
-                output = OutputColumn(_name_of(projection), "computed", None, ())
+                output = OutputColumn(_name_of(projection), OutputKind.COMPUTED, None, ())
             self.outputs.append(output)
         post, computed_post = self._post_or_none(bool(computed))
         refuse_missing(self.analyzer)
@@ -172,7 +174,7 @@ class _Planner:
                                  position=position_of(self.tree, self.offset))
         return PostProcess(), sql
 
-    def _substitute(self, node: exp.Expression) -> exp.Expression:
+    def _substitute(self, node: exp.Expression) -> exp.Expr:
         expanded = node.copy().transform(
             lambda n: _variance(n) if isinstance(n, _VARIANCES) else n)
         return substitute(expanded, self._hidden_aggregate, self._hidden_key, self.offset,
@@ -237,7 +239,7 @@ class _Planner:
 
     def _bucketed(self, target: exp.Expression, item: exp.Expression) -> exp.Column:
         """The one column a computed GROUP BY key is a function of (a time bucket, a CASE
-        bucket): the key's groups are the image of that column's domain (SPEC §7)."""
+        bucket): the key's groups are the image of that column's domain."""
         columns = {c.sql(dialect="postgres") for c in target.find_all(exp.Column)}
         if len(columns) != 1 or target.find(exp.AggFunc, exp.Subquery, exp.Select, exp.Window):
             raise unsupported(
@@ -303,7 +305,7 @@ class _Planner:
         name = projection.alias if isinstance(projection, exp.Alias) else _default_name(inner)
         bucket = self._key_expression_index(inner)
         if bucket is not None:
-            return OutputColumn(name, "key", None, (bucket,), hidden)
+            return OutputColumn(name, OutputKind.KEY, None, (bucket,), hidden)
         if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
             key = self._key_index(inner)
             if key is None:
@@ -312,7 +314,7 @@ class _Planner:
                     f"({projection.sql(dialect='postgres')}) would reveal rows",
                     hint="Group by it (GROUP BY a column with a declared domain) or wrap it "
                     "in an aggregate such as count(…).", position=position)
-            return OutputColumn(name, "key", None, (key,), hidden)
+            return OutputColumn(name, OutputKind.KEY, None, (key,), hidden)
         if isinstance(inner, exp.Window):
             raise unsupported("window functions are not supported over private tables",
                               position=position)
@@ -323,7 +325,7 @@ class _Planner:
         spec = choice_spec(inner, self.offset)
         if spec is not None:
             self.choices.append((spec, self.analyzer.resolve(spec.column, self.relation)))
-            return OutputColumn(name, "choice", spec.aggregate, (len(self.choices) - 1,),
+            return OutputColumn(name, OutputKind.CHOICE, spec.aggregate, (len(self.choices) - 1,),
                                 hidden)
         if isinstance(inner, _VARIANCES) and not hidden:
             return None  # from released COUNT, SUM and SUM of squares: see _variance
@@ -356,7 +358,7 @@ class _Planner:
                     raise unsupported("COUNT(DISTINCT …) takes one column", position=position)
                 self.analyzer.resolve(argument.expressions[0], self.relation)
                 part = self._part("count", node, 1.0, None)
-                return OutputColumn(name, "noisy", "count_distinct", (part,), hidden)
+                return OutputColumn(name, OutputKind.NOISY, "count_distinct", (part,), hidden)
             # Whatever it counts, one row changes a count by at most one.
             if argument.find(exp.AggFunc, exp.Subquery, exp.Select, exp.Window):
                 raise unsupported("COUNT takes *, a column, an expression of columns or "
@@ -364,17 +366,18 @@ class _Planner:
             for column in argument.find_all(exp.Column):
                 self.analyzer.resolve(column, self.relation)
             part = self._part("count", node, 1.0, None)
-            return OutputColumn(name, "noisy", "count", (part,), hidden)
+            return OutputColumn(name, OutputKind.NOISY, "count", (part,), hidden)
         bounds = self._bounds(node, position)
         magnitude = max(abs(bounds[0]), abs(bounds[1]))
         total = self._part("sum", node, magnitude, bounds)
         if isinstance(node, exp.Sum):
-            return OutputColumn(name, "noisy", "sum", (total,), hidden, bounds)
+            return OutputColumn(name, OutputKind.NOISY, "sum", (total,), hidden, bounds)
         count = self._part("count", exp.Count(this=argument.copy()), 1.0, None)
-        return OutputColumn(name, "noisy", "avg", (total, count), hidden, bounds)
+        return OutputColumn(name, OutputKind.NOISY, "avg", (total, count), hidden, bounds)
 
     def _bounds(self, node: exp.Expression, position: int | None) -> tuple[float, float]:
         argument = node.this
+        assert isinstance(node, exp.Func)  # an aggregate call
         what = node.sql_name()
         if isinstance(argument, exp.Distinct):
             raise unsupported(f"{what}(DISTINCT …) is not supported", position=position)
@@ -417,7 +420,7 @@ class _Planner:
                        ) -> tuple[float, float]:
         origin = self.analyzer.resolve(argument, self.relation).origin
         rule = self.policy.column(*origin) if origin else None
-        bounds = rule and (rule.bounds or _domain_bounds(rule.domain))
+        bounds = (rule.bounds or _domain_bounds(rule.domain)) if rule else None
         if bounds is None:
             where = (f"[policy.tables.{origin[0].split('.', 1)[1]}.columns.{origin[1]}]"
                      if origin else "the policy")
@@ -509,7 +512,7 @@ class _Planner:
         key = next(o for o in self.outputs if not o.hidden)
         return self._plan_of(mode_sql(self.tree, self.policy, KeySpec(column, domain)), 1,
                              (NoisyPart("mode", self.relation.stability),), PostProcess(),
-                             outputs=(OutputColumn(key.name, "choice", "mode", (0,)),))
+                             outputs=(OutputColumn(key.name, OutputKind.CHOICE, "mode", (0,)),))
 
     def _plan_of(self, sql: str, keys: int, parts: tuple[NoisyPart, ...], post: PostProcess,
                  grouping: Grouping | None = None,
@@ -553,7 +556,8 @@ class _Planner:
             return
         if all(size is not None or isinstance(d, ColumnDomain) for d, size in
                zip(domains, sizes, strict=True)):
-            factors = [str(size) if size is not None else _distinct_count(d, self.policy)
+            factors = [str(size) if size is not None else
+                       _distinct_count(cast(ColumnDomain, d), self.policy)
                        for d, size in zip(domains, sizes, strict=True)]
             self.cells_sql = f"SELECT {' * '.join(factors)}"
 
@@ -563,11 +567,12 @@ class _Planner:
         if not self.keys:
             return None, []
         domains = [self._domain(resolved) for resolved, _ in self.keys]
-        if all(domain is not None for domain in domains):
-            size = 1
-            for domain in domains:
-                size = None if size is None or domain.size is None else size * domain.size
-            self._check_cells(domains, self.tree.args["group"])
+        declared = [domain for domain in domains if domain is not None]
+        if len(declared) == len(domains):
+            size: int | None = 1
+            for known in declared:
+                size = None if size is None or known.size is None else size * known.size
+            self._check_cells(declared, self.tree.args["group"])
             return Grouping(len(self.keys), key_selection=False, domain_size=size), domains
         for (resolved, column), domain in zip(self.keys, domains, strict=True):
             origin = resolved.origin
@@ -655,7 +660,9 @@ class _Planner:
         for index, projection in enumerate(self.tree.expressions):
             if _unalias(projection).sql(dialect="postgres", normalize=True) == text:
                 return index
-        self.outputs.append(self._output(node, len(self.outputs), hidden=True))
+        hidden = self._output(node, len(self.outputs), hidden=True)
+        assert hidden is not None  # only a visible expression is computed
+        self.outputs.append(hidden)
         return len(self.outputs) - 1
 
     def _condition(self, node: exp.Expression) -> Condition | Comparison:
@@ -698,11 +705,13 @@ def _distinct_as_group_by(tree: exp.Select) -> None:
 _VARIANCES = (exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop)
 
 
-def _variance(node: exp.Expression) -> exp.Expression:
+def _variance(node: exp.Expression) -> exp.Expr:
     """var_samp, var_pop, stddev… of x from released n = count(x), s = sum(x) and
-    q = sum(x·x) (SPEC §7): (q − s²/n) / (n − 1) or / n, clamped at 0, NULL for too few
-    rows as in PostgreSQL; the square root for a standard deviation."""
+    q = sum(x·x), post-processing of released values: (q − s²/n) / (n − 1) or / n,
+    clamped at 0, NULL for too few rows as in PostgreSQL; the square root for a standard
+    deviation."""
     x = node.this
+    assert isinstance(node, exp.Func)  # one of _VARIANCES
     if not isinstance(x, exp.Column):
         raise unsupported(f"{node.sql_name()} takes a plain column with declared bounds")
     value = exp.cast(x.copy(), "numeric")
@@ -726,7 +735,7 @@ def _variance(node: exp.Expression) -> exp.Expression:
 
 
 def _domain_bounds(domain: Domain | None) -> tuple[float, float] | None:
-    """A numeric declared domain bounds its column too (SPEC §7: MIN/MAX over it)."""
+    """A numeric declared domain bounds its column too (MIN/MAX over it)."""
     if isinstance(domain, RangeDomain) and isinstance(domain.low, int):
         return float(domain.low), float(domain.high)  # type: ignore[arg-type]
     if isinstance(domain, ValuesDomain) and domain.values and all(

@@ -1,7 +1,7 @@
 """FLEX analysis of the relations a query reads: stability S(k) and max frequencies mf_k.
 
 Each FROM item becomes a Source; joins multiply the frequencies of one side's columns by
-the other side's join-key frequency (SPEC.md §1). Derived tables and CTEs are analysed
+the other side's join-key frequency (FLEX). Derived tables and CTEs are analysed
 recursively; a GROUP BY or DISTINCT inside them doubles the stability, because one changed
 row can make one group vanish and another appear.
 """

@@ -3,7 +3,7 @@
 It returns the group keys as k0…, then one true aggregate per noisy part as c0…, and never
 sorts, limits or filters on aggregate values: those are applied by the proxy after noise.
 A histogram over declared domains is computed as domain LEFT JOIN data, so every key of
-the domain comes back, with 0 where the data has none (SPEC.md §4). The candidates of the
+the domain comes back, with 0 where the data has none. The candidates of the
 exponential mechanism come back the same way: every key of a mode's domain with its
 count, and for a quantile the count of each grid cell, the values snapped in SQL so that
 no value itself leaves the database.
@@ -107,7 +107,7 @@ def _base(tree: exp.Select, policy: Policy) -> exp.Select:
     return base
 
 
-def _alias(node: exp.Expression, name: str) -> exp.Expression:
+def _alias(node: exp.Expr, name: str) -> exp.Expr:
     return exp.alias_(node, name, quoted=True)
 
 

@@ -14,15 +14,18 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from accounting import Ledger, SqliteLedger
+from accounting.postgres_ledger import PostgresLedger
 from proxy.demo.demo import DEMO_POLICY_FILE, PRIVATE_TABLES, PUBLIC_TABLES
 from proxy.demo.demo_data import load_demo_dataset
 from proxy.demo.roles import READER, RELAY, prepare_roles
@@ -70,6 +73,48 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
             yield Postgres(server.get_uri())
         finally:
             server.cleanup()
+
+
+def as_url(conninfo: str) -> str:
+    """A libpq conninfo as a postgresql:// URL (what ledger.dsn and --ledger take)."""
+    params = conninfo_to_dict(conninfo)
+    user = quote(params.pop("user", ""), safe="")
+    password = params.pop("password", "")
+    auth = f"{user}:{quote(password, safe='')}@" if password else (f"{user}@" if user else "")
+    host, port = params.get("host", ""), params.pop("port", "")
+    netloc = "" if host.startswith("/") else params.pop("host", "") + (f":{port}" if port else "")
+    if host.startswith("/") and port:
+        params["port"] = port
+    database = quote(params.pop("dbname", ""), safe="")
+    query = "&".join(f"{k}={quote(str(v), safe='/')}" for k, v in params.items())
+    return f"postgresql://{auth}{netloc}/{database}" + (f"?{query}" if query else "")
+
+
+LEDGER_DATABASE = "dpgate_ledger_tests"
+
+
+@pytest.fixture(scope="session")
+def ledger_database(postgres: Postgres) -> str:
+    """A database for PostgreSQL ledgers; each test takes a schema of its own in it."""
+    return postgres.create_database(LEDGER_DATABASE)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.end_to_end)])
+def new_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Ledger]]:
+    """Makes empty ledgers of one store (the test runs once per store): a new SQLite file,
+    or a new schema in the test PostgreSQL."""
+    made: list[PostgresLedger] = []
+
+    def make() -> Ledger:
+        if request.param == "sqlite":
+            return SqliteLedger(tmp_path / f"ledger-{secrets.token_hex(4)}.sqlite3")
+        dsn = request.getfixturevalue("ledger_database")
+        made.append(PostgresLedger(dsn, schema=f"t_{secrets.token_hex(6)}"))
+        return made[-1]
+
+    yield make
+    for ledger in made:
+        ledger.close()
 
 
 @dataclass(frozen=True)
@@ -170,6 +215,8 @@ STATISTICAL_MODULES = frozenset({"test_samplers_exponential", "test_samplers_rea
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
+        if item.get_closest_marker("end_to_end"):  # e.g. the PostgreSQL ledger's parameter
+            continue
         module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
         function = getattr(item, "function", None)
         names = function.__code__.co_names if function else ()

@@ -45,7 +45,7 @@ _KEYED_AGGREGATES = ["count(*)", "sum(quantity)", "avg(order_cost)",
 _KEYED_FILTERS = ["", " WHERE quantity > 3", " WHERE order_date >= '2025-06-01'"]
 
 _HANDWRITTEN = [
-    # -- name resolution and scoping (SPEC §8) --------------------------------------------
+    # -- name resolution and scoping (PostgreSQL's rules) ---------------------------------
     ("names", "SELECT quantity AS product_id, count(*) FROM orders "
               "GROUP BY quantity, product_id ORDER BY 1, 2"),
     ("names", "SELECT quantity AS q, count(*) FROM orders GROUP BY q ORDER BY q"),
@@ -139,7 +139,7 @@ _HANDWRITTEN = [
     ("rows", "SELECT min(order_cost), max(order_cost) FROM orders"),
     ("rows", "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY order_cost) FROM orders"),
     ("rows", "SELECT mode() WITHIN GROUP (ORDER BY quantity) FROM orders"),
-    # -- post-processing of released aggregates (SPEC §7) ---------------------------------
+    # -- post-processing of released aggregates -------------------------------------------
     ("post", "SELECT (count(*)) FROM orders"),
     ("post", "SELECT (sum(quantity)) FROM orders"),
     ("post", "SELECT count(*) * 2 FROM orders"),
@@ -266,7 +266,7 @@ _HANDWRITTEN = [
              "GROUP BY o_year ORDER BY o_year"),
     ("tpch", "SELECT count(*) FROM customers c WHERE c.customer_id IN "
              "(SELECT customer_id FROM orders)"),
-    # -- functions of releasable columns (SPEC §7) ----------------------------------------
+    # -- functions of releasable columns --------------------------------------------------
     ("buckets", "SELECT quantity % 3 AS r, count(*) FROM orders GROUP BY 1 ORDER BY 1"),
     ("buckets", "SELECT CASE WHEN quantity < 5 THEN 'small' ELSE 'large' END AS size, "
                 "count(*) FROM orders GROUP BY 1 ORDER BY 1"),

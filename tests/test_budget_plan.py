@@ -1,4 +1,5 @@
-"""Risk-based budget distribution (seed 001, SPEC.md §5): optimal, α-risky, monotone."""
+"""Risk-based budget distribution (Bkakria, Cuppens & Cuppens): optimal, α-risky,
+monotone."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def random_table(rng: random.Random) -> TableAlpha:
 
 
 def literal_alpha_risky(risks: dict[str, float], budgets: dict[str, float], alpha) -> bool:
-    """Definition 3 of seed 001 word for word (with the budgets' float tolerance)."""
+    """The paper's Definition 3 word for word (with the budgets' float tolerance)."""
     names = list(risks)
     for size in range(1, len(names) + 1):
         for group in itertools.combinations(names, size):
@@ -52,7 +53,7 @@ def literal_alpha_risky(risks: dict[str, float], budgets: dict[str, float], alph
     return True
 
 
-# The seed's hospital example (§3). The seed gives no numbers for p_u; it says only that
+# The paper's hospital example (§3). The paper gives no numbers for p_u; it says only that
 # the classic model assumes every data consumer discloses (p = 1), which forces
 # ε_h + ε_i + ε_r = ε^t (equation 1), and that u_i and u_h are less likely than 1 to
 # disclose. The values 0.1 and 0.01 below are illustrative.
@@ -74,7 +75,7 @@ def test_hospital_example_with_disclosure_risks_gives_everyone_more():
     assert budgets == pytest.approx({"researcher": 1.0, "insurance": 1.0, "hospital": 2.0})
     assert all(budget > EPSILON_T / 3 for budget in budgets.values())  # better than eq. 1
     assert budgets["hospital"] >= budgets["insurance"] >= budgets["researcher"] > 0
-    # The seed's condition, group by group: every group is within α, the largest on it.
+    # The paper's condition, group by group: every group is within α, the largest on it.
     assert 0.1 * 1.0 <= alpha(budgets["insurance"] + budgets["researcher"])
     assert 0.1 * 0.01 * 1.0 == pytest.approx(alpha(sum(budgets.values())))
     assert literal_alpha_risky(risks, budgets, alpha)
@@ -116,7 +117,7 @@ def test_table_alpha_plans_pass_every_group_and_are_optimal(seed):
 
 
 def assert_no_budget_can_grow_alone(risks, budgets, alpha) -> None:
-    """Optimality in the seed's sense: any single budget a little larger breaks a rule."""
+    """Optimality in the paper's sense: any single budget a little larger breaks a rule."""
     for name in risks:
         larger = {**budgets, name: budgets[name] * (1 + 1e-6)}
         check = verify_by_subsets(risks, larger, alpha)
@@ -148,7 +149,7 @@ def max_min_budget(risks: dict[str, float], alpha) -> float:
 
 
 def test_a_table_of_the_exponential_gives_the_exponential_plan():
-    # log10 α is linear between points, so two points reproduce the seed's α exactly
+    # log10 α is linear between points, so two points reproduce the paper's α exactly
     # on [ε, 9ε]; the budgets below stay inside that range.
     risks = {"a": 0.3, "b": 0.05, "c": 0.05, "d": 0.9, "e": 0.001}
     exponential = ExponentialAlpha(0.4)

@@ -1,4 +1,5 @@
-"""Seed 000's collusion experiment: the pure simulation and `dpgate experiment collusion`."""
+"""The collusion experiment (Theorem 3 of the multi-user shifted Laplace paper): the pure
+simulation and `dpgate experiment collusion`."""
 
 from __future__ import annotations
 

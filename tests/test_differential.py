@@ -1,4 +1,4 @@
-"""Differential tests (SPEC.md §8): every query of tests/sql_corpus.py through dpgate and
+"""Differential tests: every query of tests/sql_corpus.py through dpgate and
 directly on PostgreSQL.
 
 The proxy under test is one of the tests' own, set up so that its noise is zero: no
@@ -8,7 +8,7 @@ the six decimals a released real keeps. No code path is added to dpgate for this
 can switch it on in production.
 
 An answered query must return PostgreSQL's column names, types and rows. By design,
-a histogram over a declared domain also lists the domain's empty keys (SPEC §4), key
+a histogram over a declared domain also lists the domain's empty keys, key
 selection leaves out groups below its threshold, and the exponential mechanism picks
 grid points: those answers are compared by inclusion, or by columns only. Where
 PostgreSQL fails, dpgate must fail with PostgreSQL's SQLSTATE. Every other refusal is

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
+import re
 import time
+from decimal import Decimal
 
 import asyncpg
 import psycopg
@@ -28,26 +30,40 @@ def charges(proxy: RunningProxy, user: str) -> int:
 
 def test_parameterised_private_count_is_noisy_and_charged_once_per_execute(
         proxy: RunningProxy):
+    products = (11, 12, 13)
+    with psycopg.connect(proxy.database.admin_dsn) as admin:
+        truths = [admin.execute(COUNT_BY_PRODUCT, (p,)).fetchone()[0] for p in products]
     before = charges(proxy, "bob")
     with psycopg.connect(proxy.dsn("bob"), autocommit=True) as connection:
-        first = connection.execute(COUNT_BY_PRODUCT, (11,)).fetchone()[0]
-        other = connection.execute(COUNT_BY_PRODUCT, (12,)).fetchone()[0]
+        notices: list[str] = []
+        connection.add_notice_handler(lambda d: notices.append(d.message_primary))
+        answers = [connection.execute(COUNT_BY_PRODUCT, (p,)).fetchone()[0] for p in products]
         again = connection.execute(COUNT_BY_PRODUCT, (11,)).fetchone()[0]
-    assert isinstance(first, int) and isinstance(other, int)
-    assert again == first  # same statement, same value: the stored answer
-    assert charges(proxy, "bob") == before + 2
+    assert all(isinstance(answer, int) for answer in answers)
+    assert again == answers[0]  # same statement, same value: the stored answer
+    assert charges(proxy, "bob") == before + len(products)
+    bounds = [int(re.search(r"count ±(\d+)", notice).group(1)) for notice in notices[:3]]
+    for answer, truth, bound in zip(answers, truths, bounds, strict=True):
+        assert abs(answer - truth) <= 3 * bound  # far beyond the stated bound: not noise
+    # Noisy: the shifted Laplace moves each count by round(μ) + noise, μ ≥ 5 at ε = 0.1;
+    # three exact answers would happen with a probability below 1e-4.
+    assert answers != truths
 
 
 def test_binary_results_and_server_side_prepared_statements(proxy: RunningProxy):
     with psycopg.connect(proxy.dsn("alice"), autocommit=True, prepare_threshold=0
                          ) as connection:
         cursor = connection.cursor(binary=True)
+        answers = []
         for product in (21, 22, 21):
             row = cursor.execute(
                 "SELECT count(*), avg(order_cost) FROM orders WHERE product_id = %s",
                 (product,)).fetchone()
+            answers.append(row)
             assert isinstance(row[0], int)
-            assert row[1] is None or float(row[1]) == float(row[1])
+            # A binary numeric, clamped to order_cost's declared bounds [0, 5000].
+            assert row[1] is None or (isinstance(row[1], Decimal) and 0 <= row[1] <= 5000)
+        assert answers[2] == answers[0]  # asked again: the stored answer, in binary too
         names = cursor.execute("SELECT name FROM pg_prepared_statements").fetchall()
         assert names  # the relayed statement was prepared on the backend
         public = cursor.execute("SELECT product_id FROM products WHERE product_id = %s",

@@ -1,4 +1,5 @@
-"""The FLEX analysis (SPEC.md §1, §2, §4) on the reference policy, without a database."""
+"""The FLEX analysis (elastic sensitivity, bounded aggregates, group keys) on the reference
+policy, without a database."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def refusal_of(sql: str) -> Refusal:
     return caught.value
 
 
-# -- SPEC.md §1 reference values ----------------------------------------------------------
+# -- FLEX reference values ----------------------------------------------------------------
 
 @pytest.mark.parametrize(("sql", "expected"), [
     ("SELECT count(*) FROM orders WHERE product_id = 1", lambda k: 1),
@@ -309,7 +310,7 @@ def test_smooth_path_needs_a_delta():
 
 
 def test_the_shift_unit_on_the_smooth_path_does_not_depend_on_measured_data():
-    """SPEC §8: μ_u depends on the analyst's draw and public quantities only. The join's
+    """μ_u depends on the analyst's draw and public quantities only. The join's
     scale follows the measured maxFreq; the shift's unit must not."""
     sql = ("SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id")
     policy = Policy.from_dict({"tables": {"orders": {"private": True},

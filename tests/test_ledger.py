@@ -1,5 +1,6 @@
-"""The SQLite ledger on a real file: charges, budgets, stored answers, metrics, migrations,
-concurrency."""
+"""Both ledger stores, SQLite on a real file and PostgreSQL on the test server (each test
+runs once per store through `new_ledger`): charges, budgets, stored answers, metrics,
+migrations, concurrency."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import random
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 
+import psycopg
 import pytest
 
 from accounting import (
@@ -15,6 +17,7 @@ from accounting import (
     Charged,
     ChargeRequest,
     GlobalLoss,
+    Ledger,
     Metric,
     Repeated,
     ScramVerifier,
@@ -27,8 +30,8 @@ from accounting.sqlite_ledger import MIGRATIONS
 VERIFIER = ScramVerifier(b"salt", b"stored", b"server", 4096)
 
 
-def make_ledger(tmp_path, epsilon=1.0) -> SqliteLedger:
-    ledger = SqliteLedger(tmp_path / "ledger.sqlite3")
+def make_ledger(new_ledger, epsilon=1.0) -> Ledger:
+    ledger = new_ledger()
     ledger.add_analyst(Analyst("ann", VERIFIER, epsilon, 1e-6, 0.3))
     return ledger
 
@@ -40,7 +43,8 @@ def request(n: int, epsilon: float = 0.1) -> ChargeRequest:
 
 
 def test_file_is_wal_with_a_schema_version(tmp_path):
-    make_ledger(tmp_path)
+    SqliteLedger(tmp_path / "ledger.sqlite3").add_analyst(
+        Analyst("ann", VERIFIER, 1.0, 1e-6, 0.3))
     connection = sqlite3.connect(tmp_path / "ledger.sqlite3")
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert connection.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
@@ -48,8 +52,8 @@ def test_file_is_wal_with_a_schema_version(tmp_path):
     assert SqliteLedger(tmp_path / "ledger.sqlite3").analyst("ann").shift == 0.3
 
 
-def test_charge_answer_and_repeat(tmp_path):
-    ledger = make_ledger(tmp_path)
+def test_charge_answer_and_repeat(new_ledger):
+    ledger = make_ledger(new_ledger)
     charged = ledger.charge_or_repeat(request(1))
     assert isinstance(charged, Charged)
     assert charged.budget.epsilon_spent == pytest.approx(0.1)
@@ -60,16 +64,16 @@ def test_charge_answer_and_repeat(tmp_path):
     assert [c.outcome for c in ledger.charges("ann")] == ["answered"]
 
 
-def test_failed_queries_keep_their_charge(tmp_path):
-    ledger = make_ledger(tmp_path)
+def test_failed_queries_keep_their_charge(new_ledger):
+    ledger = make_ledger(new_ledger)
     charged = ledger.charge_or_repeat(request(1))
     ledger.record_failure(charged.charge_id, "failed")
     assert ledger.budget("ann").epsilon_spent == pytest.approx(0.1)
     assert isinstance(ledger.charge_or_repeat(request(1)), Charged)  # nothing was stored
 
 
-def test_exact_fit_is_allowed_and_overspending_refused(tmp_path):
-    ledger = make_ledger(tmp_path, epsilon=0.3)
+def test_exact_fit_is_allowed_and_overspending_refused(new_ledger):
+    ledger = make_ledger(new_ledger, epsilon=0.3)
     for n in range(3):
         ledger.charge_or_repeat(request(n))
     with pytest.raises(BudgetExceeded) as refused:
@@ -77,8 +81,8 @@ def test_exact_fit_is_allowed_and_overspending_refused(tmp_path):
     assert "0 of 0.3 is left" in str(refused.value)
 
 
-def test_concurrent_charges_never_exceed_the_budget(tmp_path):
-    ledger = make_ledger(tmp_path, epsilon=1.0)
+def test_concurrent_charges_never_exceed_the_budget(new_ledger):
+    ledger = make_ledger(new_ledger, epsilon=1.0)
 
     def attempt(n: int) -> bool:
         try:
@@ -94,13 +98,13 @@ def test_concurrent_charges_never_exceed_the_budget(tmp_path):
     assert budget.epsilon_spent <= 1.0
 
 
-def test_removing_an_analyst_keeps_their_charges(tmp_path):
-    ledger = make_ledger(tmp_path)
+def test_removing_an_analyst_keeps_their_charges(new_ledger):
+    ledger = make_ledger(new_ledger)
     ledger.charge_or_repeat(request(1))
     ledger.remove_analyst("ann")
     assert ledger.analyst("ann") is None
-    connection = sqlite3.connect(tmp_path / "ledger.sqlite3")
-    assert connection.execute("SELECT count(*) FROM charges").fetchone()[0] == 1
+    assert [c.analyst for c in ledger.charges()] == ["ann"]
+    assert [b.active for b in ledger.budgets()] == [False]
 
 
 def delta_request(n: int, delta: float) -> ChargeRequest:
@@ -109,8 +113,8 @@ def delta_request(n: int, delta: float) -> ChargeRequest:
                          "smooth", 250.0)
 
 
-def test_delta_is_charged_and_refused_like_epsilon(tmp_path):
-    ledger = make_ledger(tmp_path, epsilon=10.0)  # delta total 1e-6
+def test_delta_is_charged_and_refused_like_epsilon(new_ledger):
+    ledger = make_ledger(new_ledger, epsilon=10.0)  # delta total 1e-6
     for n in range(4):
         ledger.charge_or_repeat(delta_request(n, 2.5e-7))  # exactly fills delta
     assert ledger.budget("ann").delta_spent == pytest.approx(1e-6)
@@ -124,22 +128,22 @@ def test_delta_is_charged_and_refused_like_epsilon(tmp_path):
     assert isinstance(ledger.charge_or_repeat(request(1)), Charged)
 
 
-def test_the_tolerance_is_relative_so_a_tiny_delta_cannot_overspend(tmp_path):
-    ledger = SqliteLedger(tmp_path / "ledger.sqlite3")
+def test_the_tolerance_is_relative_so_a_tiny_delta_cannot_overspend(new_ledger):
+    ledger = new_ledger()
     ledger.add_analyst(Analyst("ann", VERIFIER, 1.0, 1e-8, 0.0))
     ledger.charge_or_repeat(delta_request(1, 1e-8))
     # An absolute slack of 1e-9 would let 10% more delta through.
     with pytest.raises(BudgetExceeded):
         ledger.charge_or_repeat(delta_request(2, 5e-10))
     # Float drift of ten charges of 0.1 still lets the tenth one through.
-    ledger = make_ledger(tmp_path / "other", epsilon=1.0)
+    ledger = make_ledger(new_ledger, epsilon=1.0)
     for n in range(10):
         ledger.charge_or_repeat(request(n))
     assert ledger.budget("ann").epsilon_left == 0.0
 
 
-def test_metrics_are_upserted_in_one_transaction(tmp_path):
-    ledger = make_ledger(tmp_path)
+def test_metrics_are_upserted_in_one_transaction(new_ledger):
+    ledger = make_ledger(new_ledger)
     assert ledger.metrics() == []
     ledger.store_metrics([Metric("public.orders", "customer_id", 50, "2024-01-01T00:00:00"),
                           Metric("public.orders", "product_id", 140, "2024-01-01T00:00:00")])
@@ -148,19 +152,20 @@ def test_metrics_are_upserted_in_one_transaction(tmp_path):
         Metric("public.orders", "customer_id", 51, "2024-02-01T00:00:00"),
         Metric("public.orders", "product_id", 140, "2024-01-01T00:00:00"),
     ]
-    with pytest.raises(sqlite3.IntegrityError):  # one bad row: none of the batch is stored
+    # One bad row: none of the batch is stored.
+    with pytest.raises((sqlite3.IntegrityError, psycopg.errors.CheckViolation)):
         ledger.store_metrics([Metric("public.a", "x", 1, "t"), Metric("public.b", "y", -1, "t")])
     assert len(ledger.metrics()) == 2
 
 
-def answer(ledger: SqliteLedger, n: int, rows: list[list[object]]) -> None:
+def answer(ledger: Ledger, n: int, rows: list[list[object]]) -> None:
     charged = ledger.charge_or_repeat(request(n))
     assert isinstance(charged, Charged)
     ledger.record_answer(charged.charge_id, rows)
 
 
-def test_rotating_the_shift_forgets_the_analysts_answers(tmp_path):
-    ledger = make_ledger(tmp_path)
+def test_rotating_the_shift_forgets_the_analysts_answers(new_ledger):
+    ledger = make_ledger(new_ledger)
     ledger.add_analyst(Analyst("bo", VERIFIER, 1.0, 1e-6, -0.5))
     answer(ledger, 1, [[7]])
     bo = ChargeRequest("bo", "q", "fp-bo", 0.1, 0.0, "shifted_laplace", 1.0)
@@ -176,8 +181,8 @@ def test_rotating_the_shift_forgets_the_analysts_answers(tmp_path):
         ledger.rotate_shift("nobody", 0.1)
 
 
-def test_forgetting_answers_for_one_analyst_or_all(tmp_path):
-    ledger = make_ledger(tmp_path)
+def test_forgetting_answers_for_one_analyst_or_all(new_ledger):
+    ledger = make_ledger(new_ledger)
     answer(ledger, 1, [[1]])
     answer(ledger, 2, [[2]])
     assert ledger.forget_answers("ann") == 2
@@ -189,8 +194,8 @@ def test_forgetting_answers_for_one_analyst_or_all(tmp_path):
     assert ledger.forget_answers() == 0
 
 
-def test_an_answer_in_flight_when_answers_are_forgotten_is_not_stored(tmp_path):
-    ledger = make_ledger(tmp_path)
+def test_an_answer_in_flight_when_answers_are_forgotten_is_not_stored(new_ledger):
+    ledger = make_ledger(new_ledger)
     in_flight = ledger.charge_or_repeat(request(1))
     ledger.forget_answers("ann")  # e.g. the data changed while the query ran
     ledger.record_answer(in_flight.charge_id, [[5]])
@@ -201,8 +206,8 @@ def test_an_answer_in_flight_when_answers_are_forgotten_is_not_stored(tmp_path):
     assert ledger.charge_or_repeat(request(1)).rows == [[6]]
 
 
-def test_set_budgets_is_all_or_nothing(tmp_path):
-    ledger = make_ledger(tmp_path)
+def test_set_budgets_is_all_or_nothing(new_ledger):
+    ledger = make_ledger(new_ledger)
     ledger.add_analyst(Analyst("bo", VERIFIER, 1.0, 1e-6, 0.0))
     with pytest.raises(UnknownAnalyst, match="carl, dora"):
         ledger.set_budgets({"ann": 3.0, "carl": 1.0, "dora": 2.0})
@@ -213,8 +218,8 @@ def test_set_budgets_is_all_or_nothing(tmp_path):
     assert [ledger.budget(n).epsilon_total for n in ("ann", "bo")] == [3.0, 0.5]
 
 
-def test_budgets_include_removed_analysts_in_the_global_loss(tmp_path):
-    ledger = make_ledger(tmp_path, epsilon=2.0)
+def test_budgets_include_removed_analysts_in_the_global_loss(new_ledger):
+    ledger = make_ledger(new_ledger, epsilon=2.0)
     ledger.add_analyst(Analyst("bo", VERIFIER, 3.0, 1e-6, 0.0))
     answer(ledger, 1, [[1]])
     ledger.charge_or_repeat(delta_request(2, 1e-7))
@@ -252,8 +257,8 @@ def test_a_version_1_ledger_is_migrated_without_losing_anything(tmp_path):
     assert ledger.metrics() == []
 
 
-def test_the_spend_kept_per_analyst_equals_the_sum_of_their_charges(tmp_path):
-    ledger = make_ledger(tmp_path, epsilon=100.0)
+def test_the_spend_kept_per_analyst_equals_the_sum_of_their_charges(new_ledger):
+    ledger = make_ledger(new_ledger, epsilon=100.0)
     rng = random.Random(5)
     for n in range(300):
         epsilon = rng.choice([0.01, 0.1, 0.37])
@@ -269,3 +274,8 @@ def test_the_spend_kept_per_analyst_equals_the_sum_of_their_charges(tmp_path):
     ledger.add_analyst(Analyst("ann", VERIFIER, 200.0, 1e-6, 0.0))
     assert ledger.budget("ann").epsilon_spent == pytest.approx(budget.epsilon_spent)
     assert ledger.budget("ann").queries == 300
+
+
+def test_ping_reads_the_store(new_ledger):
+    ledger = make_ledger(new_ledger)
+    assert ledger.ping() is None  # what the health endpoint asks of either store

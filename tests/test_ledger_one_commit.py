@@ -1,6 +1,7 @@
 """One durable commit per fresh answer (accounting/one_commit.py): the SQLite ledger's own
 look_up / charge_answer / charge_failure, and the same functions composed from the plain
-Ledger interface for stores that do not implement them."""
+Ledger interface for stores that do not implement them (the PostgreSQL ledger, and the
+SQLite ledger seen through the interface only)."""
 
 from __future__ import annotations
 
@@ -38,24 +39,32 @@ class InterfaceOnly:
         return getattr(self._ledger, name)
 
 
-@pytest.fixture(params=["sqlite", "composed"])
-def store(request, tmp_path):
-    ledger = make_ledger(tmp_path, epsilon=0.35)
-    return (ledger if request.param == "sqlite" else InterfaceOnly(ledger)), ledger
+@pytest.fixture(params=["own", "composed"])
+def store(request, new_ledger):
+    """(the ledger as the proxy calls it, the same ledger for checks)."""
+    ledger = make_ledger(new_ledger, epsilon=0.35)
+    return (ledger if request.param == "own" else InterfaceOnly(ledger)), ledger
+
+
+@pytest.fixture
+def sqlite_ledger(tmp_path):
+    def make() -> SqliteLedger:
+        return SqliteLedger(tmp_path / "ledger.sqlite3")
+    return make
 
 
 def test_fresh_answer_then_repeat(store):
     ledger, sqlite = store
     asked = request(1)
-    standing = look_up(ledger, "ann", asked.fingerprint)
+    standing = look_up(ledger, "ann", asked.fingerprint, 0.3)
     assert isinstance(standing, Standing) and standing.shift == 0.3
-    assert standing.budget.epsilon_spent == 0
+    assert standing.budget is None or standing.budget.epsilon_spent == 0
     charged = charge_answer(ledger, asked, standing.shift, [[42]])
     assert isinstance(charged, Charged)
     assert charged.budget.epsilon_spent == pytest.approx(0.1)
     assert [c.outcome for c in sqlite.charges("ann")] == ["answered"]
     # Found by the look-up (SQLite) or by the charge (composed): free either way.
-    again = look_up(ledger, "ann", asked.fingerprint)
+    again = look_up(ledger, "ann", asked.fingerprint, 0.3)
     if isinstance(again, Standing):
         again = charge_answer(ledger, asked, again.shift, [[7]])
     assert isinstance(again, Repeated) and again.rows == [[42]]
@@ -81,12 +90,13 @@ def test_a_failure_is_charged(store):
     assert [c.outcome for c in sqlite.charges("ann")] == ["failed"]
     assert sqlite.budget("ann").epsilon_spent == pytest.approx(0.1)
     # Nothing stored: asking again is a fresh question.
-    assert isinstance(look_up(ledger, "ann", request(1).fingerprint), Standing)
+    assert isinstance(look_up(ledger, "ann", request(1).fingerprint, 0.3), Standing)
 
 
-def test_a_rotated_shift_is_noticed_before_anything_is_stored(tmp_path):
-    ledger = make_ledger(tmp_path)
-    standing = look_up(ledger, "ann", request(1).fingerprint)
+def test_a_rotated_shift_is_noticed_before_anything_is_stored(sqlite_ledger):
+    """The SQLite ledger's own charge: nothing is written with a retired shift."""
+    ledger = make_ledger(sqlite_ledger)
+    standing = look_up(ledger, "ann", request(1).fingerprint, 0.3)
     ledger.rotate_shift("ann", 0.9)
     outcome = charge_answer(ledger, request(1), standing.shift, [[1]])
     assert outcome == ShiftChanged(0.9)
@@ -105,11 +115,11 @@ def wal_commits(path) -> int:
     return sum(1 for at in frames if int.from_bytes(data[at + 4:at + 8], "big"))
 
 
-def test_one_fresh_answer_is_one_write_transaction(tmp_path):
-    ledger = make_ledger(tmp_path, epsilon=100.0)
+def test_one_fresh_answer_is_one_write_transaction(tmp_path, sqlite_ledger):
+    ledger = make_ledger(sqlite_ledger, epsilon=100.0)
     wal = tmp_path / "ledger.sqlite3-wal"
     before = wal_commits(wal)
-    standing = look_up(ledger, "ann", request(1).fingerprint)
+    standing = look_up(ledger, "ann", request(1).fingerprint, 0.3)
     assert wal_commits(wal) == before  # the look-up writes nothing
     charge_answer(ledger, request(1), standing.shift, [[1]])
     assert wal_commits(wal) == before + 1
@@ -121,8 +131,8 @@ def test_one_fresh_answer_is_one_write_transaction(tmp_path):
     assert wal_commits(wal) == before + 4
 
 
-def test_concurrent_answers_never_overspend(tmp_path):
-    ledger = make_ledger(tmp_path, epsilon=1.0)
+def test_concurrent_answers_never_overspend(new_ledger):
+    ledger = make_ledger(new_ledger, epsilon=1.0)
 
     def ask(n: int) -> bool:
         try:
@@ -136,14 +146,14 @@ def test_concurrent_answers_never_overspend(tmp_path):
     assert ledger.budget("ann").epsilon_spent == pytest.approx(1.0)
 
 
-def test_the_wal_is_checkpointed_off_the_answering_threads(tmp_path):
+def test_the_wal_is_checkpointed_off_the_answering_threads(tmp_path, sqlite_ledger):
     """Commits never checkpoint themselves (each answer: one fsync); a thread of the
     ledger's own does, every CHECKPOINT_EVERY commits."""
     def checkpointers() -> set[threading.Thread]:
         return {t for t in threading.enumerate() if t.name == "dpgate-checkpoint"}
 
     others = checkpointers()  # of other tests' ledgers
-    ledger = make_ledger(tmp_path, epsilon=1e6)
+    ledger = make_ledger(sqlite_ledger, epsilon=1e6)
     database = tmp_path / "ledger.sqlite3"
     for n in range(CHECKPOINT_EVERY - 2):  # make_ledger committed twice
         charge_answer(ledger, request(n), 0.3, [[n]])
@@ -158,3 +168,13 @@ def test_the_wal_is_checkpointed_off_the_answering_threads(tmp_path):
     assert database.stat().st_size > before  # the checkpoint copied the pages in
     # The answers' own connection never checkpoints by itself.
     assert ledger._connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+
+
+def test_composed_a_rotated_shift_is_told_to_the_session(new_ledger):
+    """Composed from the interface: the answer keeps the shift it was noised with, and
+    the charge tells the session the new one for its next answers."""
+    ledger = make_ledger(new_ledger)
+    ledger.rotate_shift("ann", 0.9)
+    outcome = charge_answer(InterfaceOnly(ledger), request(1), 0.3, [[1]])
+    assert isinstance(outcome, Charged) and outcome.shift == 0.9
+    assert [c.outcome for c in ledger.charges("ann")] == ["answered"]

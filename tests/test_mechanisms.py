@@ -189,7 +189,7 @@ def test_discrete_laplace_scale_zero_and_invalid() -> None:
 
 
 def test_discrete_laplace_large_irregular_scale() -> None:
-    # FLEX reference scale from SPEC §1: a Fraction with a large denominator.
+    # FLEX reference scale: a Fraction with a large denominator.
     scale = Fraction(repr(5409.181856298167))
     rng = SeededSource(11)
     draws = np.array([sample_discrete_laplace(scale, rng) for _ in range(5000)], dtype=float)

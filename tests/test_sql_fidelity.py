@@ -144,7 +144,7 @@ def test_dpgate_refusals_stay_where_postgresql_would_answer(proxy: RunningProxy)
             connection.execute("SELECT order_id FROM orders")
 
 
-# -- expressions over released values (SPEC §7) -------------------------------------------
+# -- expressions over released values -----------------------------------------------------
 
 def test_expressions_over_aggregates_are_computed_over_released_values_only():
     plan = plan_of("SELECT quantity, count(*) * 100.0 / 7 AS pct FROM orders "

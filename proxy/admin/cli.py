@@ -12,20 +12,25 @@ import signal
 import sys
 from pathlib import Path
 
-from accounting import SqliteLedger, UnknownAnalyst
+from accounting import LedgerOutdated, LedgerUnavailable, UnknownAnalyst
 
 from ..config import Config, default_data_dir, load_config
 from ..demo.analysts import create_analyst, draw_shift
 from ..server import event_loop
+from ..server.health import start_health
 from ..server.server import Proxy
 from . import cli_analysis, cli_experiment, cli_ledger
-from .cli_common import add_config_arguments, config_from_args
+from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
 
 
 async def _serve(config: Config, banner: str = "") -> None:
-    ledger = SqliteLedger(config.ledger.path)
+    ledger = open_configured_ledger(config)
     proxy = Proxy(config, ledger)
     server = await proxy.start()
+    health = None
+    if config.server.health_port:
+        health = await start_health(proxy, config.server.health_host or
+                                    config.server.listen_host, config.server.health_port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -40,6 +45,8 @@ async def _serve(config: Config, banner: str = "") -> None:
           f"{config.server.shutdown_grace:g} s", flush=True)
     await proxy.close()
     await server.wait_closed()
+    if health is not None:
+        await health.cleanup()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -99,7 +106,7 @@ def _read_password(args: argparse.Namespace) -> str:
 def cmd_user_add(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     epsilon = args.epsilon if args.epsilon is not None else config.privacy.default_budget
-    ledger = SqliteLedger(config.ledger.path)
+    ledger = open_configured_ledger(config)
     try:
         create_analyst(ledger, args.name, _read_password(args), epsilon, args.delta,
                        config.privacy)
@@ -111,7 +118,7 @@ def cmd_user_add(args: argparse.Namespace) -> int:
 
 
 def cmd_user_list(args: argparse.Namespace) -> int:
-    ledger = SqliteLedger(config_from_args(args).ledger.path)
+    ledger = open_configured_ledger(config_from_args(args))
     print(f"{'analyst':<20} {'epsilon':>10} {'spent':>10} {'left':>10} {'queries':>8}")
     for analyst in ledger.analysts():
         budget = ledger.budget(analyst.name)
@@ -121,7 +128,7 @@ def cmd_user_list(args: argparse.Namespace) -> int:
 
 
 def cmd_user_show(args: argparse.Namespace) -> int:
-    ledger = SqliteLedger(config_from_args(args).ledger.path)
+    ledger = open_configured_ledger(config_from_args(args))
     try:
         budget = ledger.budget(args.name)
     except UnknownAnalyst:
@@ -147,7 +154,7 @@ def cmd_user_show(args: argparse.Namespace) -> int:
 
 def cmd_user_remove(args: argparse.Namespace) -> int:
     try:
-        SqliteLedger(config_from_args(args).ledger.path).remove_analyst(args.name)
+        open_configured_ledger(config_from_args(args)).remove_analyst(args.name)
     except UnknownAnalyst:
         print(f"dpgate: no analyst named {args.name}", file=sys.stderr)
         return 1
@@ -158,7 +165,7 @@ def cmd_user_remove(args: argparse.Namespace) -> int:
 def cmd_user_rotate_shift(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     try:
-        SqliteLedger(config.ledger.path).rotate_shift(args.name, draw_shift(config.privacy))
+        open_configured_ledger(config).rotate_shift(args.name, draw_shift(config.privacy))
     except UnknownAnalyst:
         print(f"dpgate: no analyst named {args.name}", file=sys.stderr)
         return 1
@@ -174,8 +181,8 @@ def cmd_setup_roles(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     admin = args.admin_dsn or os.environ.get("DPGATE_ADMIN_DSN", "")
-    passwords = [os.environ.get("DPGATE_READER_PASSWORD"),
-                 os.environ.get("DPGATE_RELAY_PASSWORD")]
+    passwords = [os.environ.get("DPGATE_READER_PASSWORD", ""),
+                 os.environ.get("DPGATE_RELAY_PASSWORD", "")]
     if not admin or not all(passwords):
         print("dpgate: need --admin-dsn (or DPGATE_ADMIN_DSN), DPGATE_READER_PASSWORD and "
               "DPGATE_RELAY_PASSWORD", file=sys.stderr)
@@ -252,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
-    except (ValueError, OSError) as error:
+    except (ValueError, OSError, LedgerOutdated, LedgerUnavailable) as error:
         print(f"dpgate: {error}", file=sys.stderr)
         return 1
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from psycopg.conninfo import make_conninfo
 
-from accounting import SqliteLedger
 from rewriter.explain import explain
 from rewriter.metrics import Metrics
 
@@ -27,7 +26,7 @@ from ..config import (
 from ..demo.demo import DEMO_POLICY_FILE
 from ..engine.knowledge import Knowledge, fetch_columns, refresh_all
 from ..pgwire.backend import BackendConnection, Endpoint
-from .cli_common import add_config_arguments, config_from_args
+from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -77,7 +76,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         policy, source = config.policy, args.config or os.environ.get("DPGATE_CONFIG")
         if source is None:  # no configuration: what `dpgate demo` serves, and its ledger
             policy, source = load_policy_file(DEMO_POLICY_FILE), str(DEMO_POLICY_FILE)
-        metrics = Knowledge(SqliteLedger(config.ledger.path)).metrics
+        metrics = Knowledge(open_configured_ledger(config)).metrics
     epsilon = args.epsilon if args.epsilon is not None else config.privacy.default_epsilon
     delta = args.delta if args.delta is not None else config.privacy.default_delta
     report = explain(args.sql, policy, metrics, epsilon, delta, args.k)
@@ -117,7 +116,7 @@ def _refresh_demo(args: argparse.Namespace) -> int:
 
 
 def _refresh(config: Config) -> int:
-    ledger = SqliteLedger(config.ledger.path)
+    ledger = open_configured_ledger(config)
 
     def progress(index: int, total: int, metric: Any, seconds: float) -> None:
         print(f"[{index}/{total}] {metric.table}.{metric.column}: max_freq {metric.max_freq} "
@@ -135,14 +134,16 @@ def _refresh(config: Config) -> int:
         finally:
             backend.close()
         ledger.store_metrics(measured)
-        print(f"{len(measured)} metrics stored in {config.ledger.path}")
+        where = (f"the PostgreSQL ledger (schema {config.ledger.schema})" if config.ledger.dsn
+                 else config.ledger.path)
+        print(f"{len(measured)} metrics stored in {where}")
         return 0
 
     return asyncio.run(run())
 
 
 def cmd_metrics_show(args: argparse.Namespace) -> int:
-    metrics = SqliteLedger(config_from_args(args).ledger.path).metrics()
+    metrics = open_configured_ledger(config_from_args(args)).metrics()
     if args.json:
         print(json.dumps([m.__dict__ for m in metrics], indent=2))
         return 0

@@ -6,6 +6,9 @@ import argparse
 import os
 from dataclasses import replace
 
+from accounting import Ledger
+from accounting.opening import is_postgres, open_ledger
+
 from ..config import Config, LedgerSettings, load_config
 
 
@@ -13,11 +16,20 @@ def add_config_arguments(sub: argparse.ArgumentParser, ledger: bool = True) -> N
     """--config (and --ledger) for a subcommand; read them back with config_from_args."""
     sub.add_argument("--config", help="dpgate.toml (default: $DPGATE_CONFIG, else defaults)")
     if ledger:
-        sub.add_argument("--ledger", help="ledger file (overrides the configuration)")
+        sub.add_argument("--ledger", help="ledger file, or a postgresql:// URL (overrides "
+                         "the configuration)")
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
     config = load_config(args.config or os.environ.get("DPGATE_CONFIG"))
     if getattr(args, "ledger", None):
-        config = replace(config, ledger=LedgerSettings(path=args.ledger))
+        given = (LedgerSettings(dsn=args.ledger, schema=config.ledger.schema)
+                 if is_postgres(args.ledger) else LedgerSettings(path=args.ledger))
+        config = replace(config, ledger=given)
     return config
+
+
+def open_configured_ledger(config: Config, upgrade: bool = False) -> Ledger:
+    """The ledger the configuration names: PostgreSQL if ledger.dsn is set, else SQLite."""
+    return open_ledger(config.ledger.path, config.ledger.dsn, config.ledger.schema,
+                       upgrade=upgrade)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 
 from mechanisms.collusion import CollusionResult, CollusionSetup, run_collusion
@@ -21,7 +22,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         dest="experiment_command", required=True)
     collusion = experiment.add_parser(
         "collusion", help="colluding analysts averaging answers: plain vs shifted Laplace",
-        description="Seed 000, Section III.B and Theorem 3: i analysts ask the same count "
+        description="Theorem 3 of the multi-user shifted Laplace paper: i analysts ask the "
+        "same count "
         "and average their answers. Prints, per coalition size, the mean error and the "
         "share of trials within the margin, for plain Laplace, per-analyst shifted Laplace, "
         "and shifted Laplace whose mean shift the colluders know and subtract, next to the "
@@ -76,6 +78,10 @@ def cmd_collusion(args: argparse.Namespace) -> int:
         max_colluders=args.max_colluders, trials=args.trials,
         shift_interval=args.shift_interval or privacy.shift_interval,
         shift_unit=args.shift_unit or privacy.shift_unit)
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        # Checked before the simulation, which can take minutes.
+        print("dpgate: --plot needs matplotlib: pip install 'dpgate[plot]'", file=sys.stderr)
+        return 2
     rng: RandomSource = (SecureRandomSource() if args.seed is None
                          else SeededRandomSource(args.seed))
     result = run_collusion(setup, rng, _progress)
@@ -94,7 +100,8 @@ def _report(result: CollusionResult, source: str) -> str:
     unit = " x b" if setup.shift_unit == "scale" else ""
     formula = result.formula_colluders
     lines = [
-        "dpgate experiment collusion (seed 000, Section III.B and Theorem 3)",
+        "dpgate experiment collusion (colluders averaging one count; Theorem 3 of the "
+        "multi-user shifted Laplace paper)",
         f"  epsilon {setup.epsilon:g}, sensitivity {setup.sensitivity:g}: Laplace scale "
         f"b = {float(result.scale):g}",
         f"  shifts: uniform in [{low:g}, {high:g}]{unit}, mean shift {result.mean_shift:g}",
@@ -128,7 +135,7 @@ def _plot(result: CollusionResult, path: str) -> None:
     setup = result.setup
     sizes = range(1, setup.max_colluders + 1)
     figure, (errors, within) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
-    curves = ((result.plain, "plain Laplace"), (result.shifted, "shifted Laplace (seed 000)"),
+    curves = ((result.plain, "plain Laplace"), (result.shifted, "per-analyst shifted Laplace"),
               (result.informed, "shifted, known mean shift subtracted"))
     for curve, label in curves:
         errors.plot(sizes, curve.mean_error, label=label)

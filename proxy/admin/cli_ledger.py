@@ -15,7 +15,7 @@ from accounting import (
     AnalystBudget,
     ChargeRecord,
     GlobalLoss,
-    SqliteLedger,
+    Ledger,
     UnknownAnalyst,
     as_written,
 )
@@ -30,7 +30,8 @@ from mechanisms.budget_plan import (
     verify,
 )
 
-from .cli_common import add_config_arguments, config_from_args
+from . import cli_ledger_store
+from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
 
 EXPORT_FIELDS = [field.name for field in dataclasses.fields(ChargeRecord)]
 
@@ -48,6 +49,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     ).add_subparsers(dest="ledger_command", required=True)
     _add_ledger_export(ledger)
     _add_forget_answers(ledger)
+    cli_ledger_store.add_commands(ledger)
 
 
 def _add_budget_show(budget: argparse._SubParsersAction) -> None:
@@ -63,7 +65,7 @@ def _add_budget_show(budget: argparse._SubParsersAction) -> None:
 
 def _add_budget_plan(budget: argparse._SubParsersAction) -> None:
     plan = budget.add_parser(
-        "plan", help="distribute epsilon by disclosure risk (seed 001)",
+        "plan", help="distribute epsilon by disclosure risk (Bkakria, Cuppens & Cuppens)",
         description="Compute each analyst's epsilon from their probability P of disclosing "
         "what they learn: the optimal alpha-risky, monotone distribution, with the tie-break "
         f"{TIE_BREAK}. Prints the budgets and the checks; --apply writes them.")
@@ -74,7 +76,7 @@ def _add_budget_plan(budget: argparse._SubParsersAction) -> None:
                      help="an analyst and their disclosure probability, 0 < P <= 1 (repeat)")
     alpha = plan.add_mutually_exclusive_group(required=True)
     alpha.add_argument("--epsilon", type=float, metavar="E", help="alpha(x) = 1 for x <= E, "
-                       "10^(-(x-E)/E) beyond (the seed's example); any number of analysts")
+                       "10^(-(x-E)/E) beyond (the paper's example); any number of analysts")
     alpha.add_argument("--alpha-table", metavar="FILE", help="lines TOTAL,PROBABILITY: "
                        "log10 alpha linear between points, 0 beyond the last; at most 20 "
                        "analysts")
@@ -116,8 +118,8 @@ def _add_forget_answers(ledger: argparse._SubParsersAction) -> None:
     forget.set_defaults(func=cmd_ledger_forget_answers)
 
 
-def _ledger(args: argparse.Namespace) -> SqliteLedger:
-    return SqliteLedger(config_from_args(args).ledger.path)
+def _ledger(args: argparse.Namespace) -> Ledger:
+    return open_configured_ledger(config_from_args(args))
 
 
 # budget show

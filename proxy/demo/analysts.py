@@ -1,4 +1,4 @@
-"""Creating analysts: a SCRAM verifier and a secret shift drawn once (seed 000)."""
+"""Creating analysts: a SCRAM verifier and a secret shift drawn once (shifted Laplace)."""
 
 from __future__ import annotations
 

@@ -45,8 +45,8 @@ def prepare_database(admin_conninfo: str, database: str) -> dict[str, str]:
     prepare_roles(conninfo, PRIVATE_TABLES, PUBLIC_TABLES, passwords[READER], passwords[RELAY])
     params = conninfo_to_dict(conninfo)
     return {
-        role: make_conninfo(**{k: v for k, v in params.items() if k not in ("user", "password")},
-                            user=role, password=password)
+        role: make_conninfo("", **{k: v for k, v in params.items()
+                                   if k not in ("user", "password")}, user=role, password=password)
         for role, password in passwords.items()
     }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import itertools
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -230,7 +231,7 @@ def _make_recommendations(rng: random.Random) -> list[tuple[int, int]]:
     """About three distinct, popularity-weighted product recommendations per customer."""
     cum_weights = _product_cum_weights(rng)
     product_ids = range(1, NUM_PRODUCTS + 1)
-    pairs = []
+    pairs: list[tuple[int, int]] = []
     for customer_id in range(1, NUM_CUSTOMERS + 1):
         picks = rng.choices(product_ids, cum_weights=cum_weights, k=rng.randrange(7))
         pairs.extend((customer_id, product_id) for product_id in sorted(set(picks)))
@@ -270,11 +271,9 @@ def load_demo_dataset(conninfo: str) -> bool:
                 return False
             data = generate_demo_dataset()
             cur.execute(_SCHEMA_DDL)
-            for table, rows in zip(
-                DEMO_TABLES,
-                (data.customers, data.products, data.orders, data.recommendations),
-                strict=True,
-            ):
+            tables: tuple[Sequence[Sequence[object]], ...] = (
+                data.customers, data.products, data.orders, data.recommendations)
+            for table, rows in zip(DEMO_TABLES, tables, strict=True):
                 with cur.copy(f"COPY public.{table} FROM STDIN") as copy:
                     for row in rows:
                         copy.write_row(row)

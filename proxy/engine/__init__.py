@@ -1,9 +1,16 @@
-"""The answering engine: what a planned statement turns into. Releases with noise, key
-selection and HAVING/ORDER BY/LIMIT after noise (`release`), exponential-mechanism answers
-(`choices`), the plan cache (`plan_cache`), PostgreSQL's check of a rewritten plan before
-the charge (`plan_check`), metrics and column names measured on the backend
-(`knowledge`), the work limits of one statement (`limits`) and worker threads
-(`workers`).
+"""The answering engine: what a planned statement turns into.
+
+- `dispatch`: the one table from plan kind to action, shared by both protocols (Engine)
+- `planning`: query string to plans (plan cache, limits, measuring missing metrics)
+- `private`: private aggregates described, charged, run and released
+- `dp_settings`: SET/SHOW of dp.* settings, SHOW dp.budget and dp.policy
+- `errors`: the one conversion of refusals and PostgreSQL errors into a client's error
+- `outcome`: what the engine returns (rows, or one message)
+- `release`, `choices`: noise, key selection, HAVING/ORDER BY/LIMIT on noisy rows; the
+  exponential mechanism's answers
+- `plan_cache`, `plan_check`, `knowledge`, `limits`, `workers`: the plan cache,
+  PostgreSQL's check of a rewritten plan before the charge, metrics and column names
+  measured on the backend, the work limits of one statement, worker threads.
 
 May import: `proxy.pgwire`, `proxy.config`, rewriter/, accounting/, mechanisms/. Never
 `proxy.server`, `proxy.demo` or `proxy.admin`.

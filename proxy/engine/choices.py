@@ -1,6 +1,6 @@
 """Answers of the exponential mechanism: a mode or a quantile chosen from the backend's
 count per candidate (the rows are described on rewriter.plan.PrivateAggregate), their
-type and their accuracy. Nothing is added to a number, so there is no shift (seed 000)."""
+type and their accuracy. Nothing is added to a number, so there is no shift."""
 
 from __future__ import annotations
 

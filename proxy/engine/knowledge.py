@@ -68,7 +68,7 @@ async def fetch_columns(backend: BackendConnection
 
 
 async def measure_column(backend: BackendConnection, table: str, column: str) -> Metric:
-    """maxFreq(table.column) on the real data (SPEC.md §1); raises BackendError."""
+    """maxFreq(table.column) on the real data (FLEX's metric); raises BackendError."""
     rows = (await backend.fetch(max_freq_query(table, column))).rows
     value = rows[0][0]
     return Metric(table, column, int(value) if value is not None else 0,

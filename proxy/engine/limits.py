@@ -11,8 +11,8 @@ server.max_nesting, server.analysis_timeout (README).
 
 from __future__ import annotations
 
-PROGRAM_LIMIT_EXCEEDED = "54000"
-STATEMENT_TOO_COMPLEX = "54001"
+from rewriter.sqlstate import SqlState
+
 # Statements shorter than this are analysed on the event loop: a few milliseconds at most,
 # less than handing them to a thread costs.
 INLINE_ANALYSIS_SIZE = 4096
@@ -27,12 +27,12 @@ class TooMuchWork(Exception):
 def check_statement(sql: str, max_size: int, max_nesting: int) -> None:
     """Raise TooMuchWork if the text is longer or nests deeper than allowed."""
     if len(sql) > max_size:
-        raise TooMuchWork(PROGRAM_LIMIT_EXCEEDED,
+        raise TooMuchWork(SqlState.PROGRAM_LIMIT_EXCEEDED,
                           f"statement is too long for dpgate to analyse ({len(sql)} characters,"
                           f" at most {max_size})",
                           "Ask shorter statements: a long IN list can be a join with a table.")
     if nesting(sql) > max_nesting:
-        raise TooMuchWork(STATEMENT_TOO_COMPLEX,
+        raise TooMuchWork(SqlState.STATEMENT_TOO_COMPLEX,
                           f"statement is nested too deeply (more than {max_nesting} levels)",
                           "Remove redundant parentheses or split the statement.")
 

@@ -55,9 +55,13 @@ _NOT_LIFTED = frozenset({TokenType.WITH, TokenType.UNION, TokenType.EXCEPT,
                          TokenType.INTERSECT, TokenType.PARAMETER, TokenType.PLACEHOLDER})
 
 
+@dataclass(frozen=True)
 class LiftedParameters(Parameters):
-    """Values that were literals of the statement: valid for their types by construction,
-    so PostgreSQL's plan check may be remembered per types rather than per values."""
+    """Values that were literals of the statement `original`: valid for their types by
+    construction, so PostgreSQL's plan check may be remembered per types rather than per
+    values; the ledger records `original`, the text the analyst wrote."""
+
+    original: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,10 @@ class Lifted:
 
     text: str
     parameters: LiftedParameters
-    original: str
+
+    @property
+    def original(self) -> str:
+        return self.parameters.original
 
 
 @dataclass(frozen=True)
@@ -74,7 +81,10 @@ class LiftedStatement(Statement):
     """A statement to answer with the plan of its lifted text and these parameters."""
 
     parameters: LiftedParameters = LiftedParameters((), (), ())
-    original: str = ""
+
+
+class LiftFailed(Exception):
+    """A lifted statement failed before its charge: answer the text as written."""
 
 
 def lift(sql: str) -> Lifted | None:
@@ -104,7 +114,7 @@ def lift(sql: str) -> Lifted | None:
         at = token.end + 1
     pieces.append(sql[at:])
     return Lifted("".join(pieces), LiftedParameters(tuple(types), (0,) * len(types),
-                                                    tuple(values)), sql)
+                                                    tuple(values), sql))
 
 
 def usable(statements: list[Statement]) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from mechanisms.names import Mechanism
 from rewriter.calibrate import Calibration, calibrate
 from rewriter.classify import Statement
 from rewriter.plan import PrivateAggregate
@@ -51,7 +52,8 @@ class PlanCache:
 def _weight(key: CacheKey, statements: list[Statement]) -> int:
     """About what an entry holds: the text as key and in each statement, and the SQL each
     plan keeps (plans hold strings and small tuples, no syntax trees)."""
-    plans = (getattr(s.plan, "sql", None) or getattr(s.plan, "text", "") for s in statements)
+    plans: list[str] = [getattr(s.plan, "sql", None) or getattr(s.plan, "text", None) or ""
+                        for s in statements]
     return len(key[0]) + sum(len(s.text) for s in statements) + sum(len(p) for p in plans) \
         + 512 * len(statements)
 
@@ -68,7 +70,7 @@ class CalibrationCache:
         self._lock = threading.Lock()
 
     def get(self, plan: PrivateAggregate, epsilon: float, delta: float,
-            mechanism: str = "shifted_laplace") -> Calibration | None:
+            mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration | None:
         """The remembered calibration, or None."""
         key = (plan, epsilon, delta, mechanism)
         with self._lock:
@@ -78,7 +80,7 @@ class CalibrationCache:
             return found
 
     def __call__(self, plan: PrivateAggregate, epsilon: float, delta: float,
-                 mechanism: str = "shifted_laplace") -> Calibration:
+                 mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration:
         """The calibration, computed once per inputs (a Refusal is not remembered)."""
         found = self.get(plan, epsilon, delta, mechanism)
         if found is not None:

@@ -12,17 +12,16 @@ import json
 from collections import Counter, OrderedDict
 
 from rewriter.constants import evaluation_sql, substitute
-from rewriter.errors import FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, Refusal
+from rewriter.errors import Refusal
 from rewriter.plan import PrivateAggregate
 from rewriter.plan_check import plan_failure, public_plan_failure
 from rewriter.policy import Policy
 from rewriter.private import CELLS_HINT
+from rewriter.sqlstate import SqlState
 
 from ..pgwire.backend import BackendConnection, Parameters
 from .literals import LiftedParameters
 from .shapes import Remembered
-
-CARDINALITY_VIOLATION = "21000"
 
 
 class PlanChecker:
@@ -48,7 +47,8 @@ class PlanChecker:
         if plan.cells_sql is not None:
             (cells,) = (await backend.fetch(plan.cells_sql)).rows[0]
             if int(bytes(cells or b"0")) > self.policy.max_cells:
-                raise Refusal(INSUFFICIENT_PRIVILEGE, "the histogram's public domain has more "
+                raise Refusal(SqlState.INSUFFICIENT_PRIVILEGE,
+                              "the histogram's public domain has more "
                               f"keys than the {self.policy.max_cells} cells the policy allows",
                               hint=CELLS_HINT)
         if plan.constants:
@@ -57,7 +57,8 @@ class PlanChecker:
                 e, self.policy))
             rows = (await backend.fetch(evaluation)).rows
             if len(rows) != 1:
-                raise Refusal(CARDINALITY_VIOLATION, "a value dpgate computes before the query "
+                raise Refusal(SqlState.CARDINALITY_VIOLATION,
+                              "a value dpgate computes before the query "
                               f"must be one value, and this one has {len(rows)} rows",
                               hint="Set-returning functions are not allowed in conditions.")
             literals = [bytes(value or b"").decode() for value in rows[0]]
@@ -76,9 +77,11 @@ class PlanChecker:
             self._checked.move_to_end(key)
             return
         rows = await backend.fetch("EXPLAIN (VERBOSE, FORMAT JSON) " + sql, parameters)
-        reason = failure(json.loads(rows.rows[0][0]))
+        (plan_json,) = rows.rows[0]
+        assert plan_json is not None  # EXPLAIN always answers
+        reason = failure(json.loads(plan_json))
         if reason is not None:
-            raise Refusal(FEATURE_NOT_SUPPORTED, reason,
+            raise Refusal(SqlState.FEATURE_NOT_SUPPORTED, reason,
                           hint="dpgate checks every private query against PostgreSQL's plan; "
                           "ask a simpler query.")
         self._checked[key] = None

@@ -1,18 +1,20 @@
 """Turn the backend's true aggregates into the rows an analyst receives.
 
 Every part gets noise at the scale the calibration fixed, shifted by the analyst's secret
-location (seed 000); key selection drops groups whose noisy count misses the threshold;
+location μ_u; key selection drops groups whose noisy count misses the threshold;
 then HAVING, ORDER BY and LIMIT run on the noisy rows, never on true values. A plan of
 choices (mode, quantiles) instead gets one row chosen by the exponential mechanism.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from typing import cast
 
 from mechanisms.accuracy import (
     discrete_gaussian_bound,
@@ -21,6 +23,7 @@ from mechanisms.accuracy import (
 )
 from mechanisms.gaussian import gaussian_count
 from mechanisms.laplace import laplace_scale, sample_discrete_laplace
+from mechanisms.names import Mechanism
 from mechanisms.random_source import RandomSource
 from mechanisms.reals import (
     RealNoise,
@@ -29,7 +32,7 @@ from mechanisms.reals import (
     noisy_real,
 )
 from rewriter.calibrate import Calibration, PartCalibration
-from rewriter.plan import Comparison, Condition, OutputColumn, PrivateAggregate
+from rewriter.plan import Comparison, Condition, OutputColumn, OutputKind, PrivateAggregate
 
 from ..config import PrivacySettings
 from ..pgwire import wire
@@ -63,7 +66,8 @@ def release(plan: PrivateAggregate, calibration: Calibration,
     if plan.parts and all(part.choice for part in plan.parts):
         chosen = choose(plan, calibration, key_types, true_rows, rng)
         rows = _post_process(plan, key_types,
-                             [[_output_value(o, [], chosen) for o in plan.outputs]])
+                             [[_output_value(o, [], cast(list[int | float], chosen))
+                               for o in plan.outputs]])
         return _released(plan, columns, rows, _choice_bounds(
             plan, calibration, len(true_rows), 1 - settings.confidence))
     noisers = _noisers(plan, calibration, shift_draw, settings, rng)
@@ -116,7 +120,7 @@ def _noisers(plan: PrivateAggregate, calibration: Calibration, shift_draw: float
              settings: PrivacySettings, rng: RandomSource) -> list[Noiser]:
     """One function per part, (true text value) -> (unshifted noisy, released); the noise
     parameters are derived once per answer, not once per row."""
-    shifted = calibration.mechanism == "shifted_laplace"
+    shifted = calibration.mechanism == Mechanism.SHIFTED_LAPLACE
     noisers = []
     for part, calibrated in zip(plan.parts, calibration.parts, strict=True):
         shift = shift_for(shift_draw, calibrated.shift_scale, settings) if shifted else 0.0
@@ -130,7 +134,7 @@ def _noisers(plan: PrivateAggregate, calibration: Calibration, shift_draw: float
 def _count_noiser(part: PartCalibration, mechanism: str, shift: int, rng: RandomSource
                   ) -> Noiser:
     """Exact discrete Laplace or Gaussian noise; key selection looks at the unshifted value."""
-    laplace = laplace_scale(part.scale, 1.0) if part.scale and mechanism != "gaussian" \
+    laplace = laplace_scale(part.scale, 1.0) if part.scale and mechanism != Mechanism.GAUSSIAN \
         else None
 
     def noise(raw: bytes | None) -> tuple[int, int]:
@@ -159,7 +163,7 @@ def _real_noiser(part: PartCalibration, calibration: Calibration, shift: float,
 
 def real_noise(part: PartCalibration, calibration: Calibration) -> RealNoise:
     """Grid noise for a real answer (floating-point safe, mechanisms/reals.py)."""
-    if calibration.mechanism == "gaussian":
+    if calibration.mechanism == Mechanism.GAUSSIAN:
         return calibrate_real_gaussian(part.l2_sensitivity, part.epsilon, part.delta)
     sensitivity = part.elastic_sensitivity if calibration.pure else part.smooth_sensitivity
     return calibrate_real_laplace(sensitivity, part.scale)
@@ -167,9 +171,9 @@ def real_noise(part: PartCalibration, calibration: Calibration) -> RealNoise:
 
 def _output_value(output: OutputColumn, keys: list[str | None], noisy: list[int | float]
                   ) -> str | int | float | None:
-    if output.kind == "key":
+    if output.kind == OutputKind.KEY:
         return keys[output.parts[0]]
-    if output.kind == "computed":
+    if output.kind == OutputKind.COMPUTED:
         return None
     if output.aggregate == "avg":
         total, count = (noisy[i] for i in output.parts)
@@ -188,12 +192,15 @@ def _post_process(plan: PrivateAggregate, key_types: list[int], rows: list[list]
     for index, descending in reversed(post.order):
         output = plan.outputs[index]
         # Keys arrive as text: numeric ones must sort as numbers (2 before 10).
-        numeric = output.kind == "key" and key_types[output.parts[0]] in wire.NUMBER_OIDS
+        numeric = output.kind == OutputKind.KEY and key_types[output.parts[0]] in wire.NUMBER_OIDS
         # NULLs sort last ascending and first descending, as in PostgreSQL.
-        rows.sort(key=lambda row, i=index, n=numeric: _sort_key(row[i], n),
-                  reverse=descending)
+        rows.sort(key=functools.partial(_sort_key_of, index, numeric), reverse=descending)
     end = None if post.limit is None else post.offset + post.limit
     return rows[post.offset:end]
+
+
+def _sort_key_of(index: int, numeric: bool, row: list) -> tuple:
+    return _sort_key(row[index], numeric)
 
 
 def _sort_key(value: object, numeric: bool) -> tuple:
@@ -231,11 +238,11 @@ def _comparable(left: object, right: object) -> tuple:
 
 
 def _type_oid(output: OutputColumn, key_types: list[int]) -> int:
-    if output.kind == "key":
+    if output.kind == OutputKind.KEY:
         return key_types[output.parts[0]]
-    if output.kind == "choice":
+    if output.kind == OutputKind.CHOICE:
         return choice_type(output, key_types)
-    if output.kind == "computed":
+    if output.kind == OutputKind.COMPUTED:
         return wire.TEXT_OID
     return wire.INT8_OID if output.aggregate in ("count", "count_distinct") else wire.NUMERIC_OID
 
@@ -271,12 +278,12 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
     """
     if not calibration.pure:
         return {}
-    shifted = calibration.mechanism == "shifted_laplace"
+    shifted = calibration.mechanism == Mechanism.SHIFTED_LAPLACE
     widest_draw = max(abs(x) for x in settings.shift_interval) if shifted else 0.0
     beta = 1 - settings.confidence
     bounds: dict[str, int | str] = {}
     for output in plan.visible:
-        if output.kind != "noisy" or output.aggregate == "avg":
+        if output.kind != OutputKind.NOISY or output.aggregate == "avg":
             continue
         part = calibration.parts[output.parts[0]]
         widest = shift_for(widest_draw, part.shift_scale, settings)
@@ -284,7 +291,7 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
             bound = 0.0
         elif plan.parts[output.parts[0]].aggregate == "sum":
             bound = real_noise_bound(real_noise(part, calibration), widest, beta)
-        elif calibration.mechanism == "gaussian":
+        elif calibration.mechanism == Mechanism.GAUSSIAN:
             assert part.variance is not None
             bound = discrete_gaussian_bound(part.variance, 0.0, beta)
         else:

@@ -14,14 +14,16 @@ from typing import NamedTuple, Protocol, TypeVar
 
 import scramp
 
+from rewriter.sqlstate import SqlState
+
 from . import wire
-from .startup import INVALID_AUTHORIZATION, FatalError
+from .codes import AuthRequest, Frontend
+from .startup import FatalError
 
 MECHANISM = "SCRAM-SHA-256"
 MECHANISM_PLUS = "SCRAM-SHA-256-PLUS"
 CHANNEL_BINDING = "tls-server-end-point"
 ITERATIONS = 4096
-PROTOCOL_VIOLATION = "08P01"
 _SCRAM = scramp.ScramMechanism(MECHANISM)
 
 
@@ -115,7 +117,7 @@ class ScramExchange:
                 raise _malformed("The client selected SCRAM-SHA-256 without channel binding, "
                                  "but the SCRAM message includes channel binding data.")
             if flag != f"p={CHANNEL_BINDING}":
-                raise FatalError(PROTOCOL_VIOLATION,
+                raise FatalError(SqlState.PROTOCOL_VIOLATION,
                                  f"unsupported SCRAM channel-binding type \"{flag[2:]}\"")
         elif flag in ("n", "y"):
             if self.plus:
@@ -125,7 +127,7 @@ class ScramExchange:
             # removed it from the offer on the way: refuse the downgrade (RFC 5802 §6).
             if flag == "y" and self.end_point is not None:
                 raise FatalError(
-                    INVALID_AUTHORIZATION, "SCRAM channel binding negotiation error",
+                    SqlState.INVALID_AUTHORIZATION, "SCRAM channel binding negotiation error",
                     hint="The client supports SCRAM channel binding but thinks the server "
                          "does not.  However, this server does support channel binding.")
         else:
@@ -135,7 +137,7 @@ class ScramExchange:
         without_proof, _, proof = client_final.rpartition(",p=")
         attributes = _attributes(without_proof)
         if attributes.get("c") != base64.b64encode(self.binding).decode():
-            raise FatalError(PROTOCOL_VIOLATION, "SCRAM channel binding check failed")
+            raise FatalError(SqlState.PROTOCOL_VIOLATION, "SCRAM channel binding check failed")
         if attributes.get("r") != self.nonce:
             raise AuthenticationFailed("SCRAM nonce mismatch")
         message = f"{self.auth_prefix},{without_proof}".encode()
@@ -154,7 +156,7 @@ class ScramExchange:
 
 
 def _malformed(detail: str) -> FatalError:
-    return FatalError(PROTOCOL_VIOLATION, "malformed SCRAM message", hint=detail)
+    return FatalError(SqlState.PROTOCOL_VIOLATION, "malformed SCRAM message", hint=detail)
 
 
 def _attributes(text: str) -> dict[str, str]:
@@ -181,11 +183,11 @@ async def authenticate(
     await writer.drain()
 
     kind, payload = await wire.read_message(reader, max_size)
-    if kind != b"p":
+    if kind != Frontend.PASSWORD:
         raise wire.ProtocolError("expected SASLInitialResponse")
     mechanism, offset = wire.cstring(payload)
     if mechanism not in offered:
-        raise FatalError(PROTOCOL_VIOLATION,
+        raise FatalError(SqlState.PROTOCOL_VIOLATION,
                          "client selected an invalid SASL authentication mechanism")
     if len(payload) < offset + 4:
         raise wire.ProtocolError("invalid SASLInitialResponse")
@@ -194,14 +196,15 @@ async def authenticate(
         raise wire.ProtocolError("invalid SASLInitialResponse")
     exchange = ScramExchange(verifier, mechanism, end_point)
     client_first = payload[offset + 4:].decode("utf-8", "replace")
-    writer.write(wire.authentication(11, exchange.server_first(client_first).encode()))
+    writer.write(wire.authentication(AuthRequest.SASL_CONTINUE,
+                                     exchange.server_first(client_first).encode()))
     await writer.drain()
     kind, payload = await wire.read_message(reader, max_size)
-    if kind != b"p":
+    if kind != Frontend.PASSWORD:
         raise wire.ProtocolError("expected SASLResponse")
     final = exchange.server_final(payload.decode("utf-8", "replace"))
     if analyst is None:
         raise AuthenticationFailed(user)
-    writer.write(wire.authentication(12, final.encode()))
-    writer.write(wire.authentication(0))
+    writer.write(wire.authentication(AuthRequest.SASL_FINAL, final.encode()))
+    writer.write(wire.authentication(AuthRequest.OK))
     return analyst

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 import scramp
 from psycopg.conninfo import conninfo_to_dict
 
+from rewriter.sqlstate import SqlState
+
 from . import wire
+from .codes import AuthRequest, Backend, Frontend, Target, TransactionStatus
 
 MAX_BACKEND_MESSAGE = 1 << 30
 
@@ -30,7 +33,7 @@ class BackendError(Exception):
 
     @property
     def sqlstate(self) -> str:
-        return self.fields.get("C", "XX000")
+        return self.fields.get("C", SqlState.INTERNAL_ERROR)
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ class Endpoint:
             host=str(params.get("host") or "localhost"),
             port=int(params.get("port") or 5432),
             user=str(params.get("user") or "postgres"),
-            password=params.get("password") or None,
+            password=str(params["password"]) if params.get("password") else None,
             database=str(params.get("dbname") or params.get("user") or "postgres"),
         )
 
@@ -90,7 +93,7 @@ class BackendConnection:
         self.parameters: dict[str, str] = {}
         self.pid = 0
         self.secret = 0
-        self.status = b"I"
+        self.status: bytes = TransactionStatus.IDLE
         self.endpoint: Endpoint | None = None
         self._outgoing: list[bytes] = []
 
@@ -115,13 +118,13 @@ class BackendConnection:
         scram: scramp.ScramClient | None = None
         while True:
             kind, payload = await self.read()
-            if kind == b"R":
+            if kind == Backend.AUTHENTICATION:
                 scram = await self._authenticate(endpoint, payload, scram)
-            elif kind == b"K":
+            elif kind == Backend.BACKEND_KEY_DATA:
                 self.pid, self.secret = struct.unpack("!ii", payload)
-            elif kind == b"E":
+            elif kind == Backend.ERROR_RESPONSE:
                 raise BackendError(wire.parse_error_fields(payload))
-            elif kind == b"Z":
+            elif kind == Backend.READY_FOR_QUERY:
                 return
 
     async def _authenticate(
@@ -129,28 +132,29 @@ class BackendConnection:
     ) -> scramp.ScramClient | None:
         (code,) = struct.unpack_from("!i", payload)
         password = (endpoint.password or "").encode()
-        if code == 0:
+        if code == AuthRequest.OK:
             return scram
-        if code == 3:
-            self.send(wire.message(b"p", password + b"\0"))
-        elif code == 5:
+        if code == AuthRequest.CLEARTEXT_PASSWORD:
+            self.send(wire.message(Frontend.PASSWORD, password + b"\0"))
+        elif code == AuthRequest.MD5_PASSWORD:
             salt = payload[4:8]
             inner = hashlib.md5(password + endpoint.user.encode()).hexdigest().encode()
             digest = b"md5" + hashlib.md5(inner + salt).hexdigest().encode()
-            self.send(wire.message(b"p", digest + b"\0"))
-        elif code == 10:
+            self.send(wire.message(Frontend.PASSWORD, digest + b"\0"))
+        elif code == AuthRequest.SASL:
             scram = scramp.ScramClient(["SCRAM-SHA-256"], endpoint.user, endpoint.password or "")
             first = scram.get_client_first().encode()
             self.send(wire.message(
-                b"p", b"SCRAM-SHA-256\0" + struct.pack("!i", len(first)) + first
+                Frontend.PASSWORD, b"SCRAM-SHA-256\0" + struct.pack("!i", len(first)) + first
             ))
-        elif code == 11 and scram is not None:
+        elif code == AuthRequest.SASL_CONTINUE and scram is not None:
             scram.set_server_first(payload[4:].decode())
-            self.send(wire.message(b"p", scram.get_client_final().encode()))
-        elif code == 12 and scram is not None:
+            self.send(wire.message(Frontend.PASSWORD, scram.get_client_final().encode()))
+        elif code == AuthRequest.SASL_FINAL and scram is not None:
             scram.set_server_final(payload[4:].decode())
         else:
-            raise BackendError({"C": "28000", "M": f"unsupported backend authentication {code}"})
+            raise BackendError({"C": SqlState.INVALID_AUTHORIZATION,
+                                "M": f"unsupported backend authentication {code}"})
         await self.flush()
         return scram
 
@@ -168,9 +172,9 @@ class BackendConnection:
         """One message. The transaction status (ReadyForQuery) and the server's settings
         (ParameterStatus) are kept up to date whoever reads."""
         kind, payload = await wire.read_message(self.reader, MAX_BACKEND_MESSAGE)
-        if kind == b"Z":
+        if kind == Backend.READY_FOR_QUERY:
             self.status = payload[:1]
-        elif kind == b"S":
+        elif kind == Backend.PARAMETER_STATUS:
             name, offset = wire.cstring(payload)
             self.parameters[name] = wire.cstring(payload, offset)[0]
         return kind, payload
@@ -183,9 +187,9 @@ class BackendConnection:
         ok = True
         while True:
             kind, payload = await self.read()
-            if kind == b"Z":
+            if kind == Backend.READY_FOR_QUERY:
                 return ok
-            ok = ok and kind != b"E"
+            ok = ok and kind != Backend.ERROR_RESPONSE
             result = forward(wire.message(kind, payload))
             if result is not None:
                 await result
@@ -195,7 +199,7 @@ class BackendConnection:
         """False once PostgreSQL closed the connection or said anything unasked (the FATAL
         of a terminated backend): an idle connection has nothing to read."""
         return not (self.writer.is_closing() or self.reader.at_eof()
-                    or len(self.reader._buffer))  # noqa: SLF001 - asyncio has no peek
+                    or len(self.reader._buffer))  # type: ignore[attr-defined]  # no peek
 
     async def fetch(self, sql: str, parameters: Parameters | None = None) -> Rows:
         """Run one statement and return its rows in text format; raise BackendError.
@@ -204,16 +208,16 @@ class BackendConnection:
         travel apart from the SQL text exactly as the client sent them.
         """
         if parameters is None:
-            self.send(wire.message(b"Q", sql.encode() + b"\0"))
+            self.send(wire.message(Frontend.QUERY, sql.encode() + b"\0"))
         else:
             self.send(wire.parse_message("", sql, parameters.types)
                       + wire.bind_message("", "", parameters.formats, parameters.values, ())
                       + wire.execute_message("") + wire.SYNC)
         rows = Rows([], [])
         for kind, payload in await self._until_ready():
-            if kind == b"D":
+            if kind == Backend.DATA_ROW:
                 rows.rows.append(wire.parse_data_row(payload))
-            elif kind == b"T":
+            elif kind == Backend.ROW_DESCRIPTION:
                 rows.columns[:] = wire.parse_row_description(payload)
         return rows
 
@@ -225,15 +229,15 @@ class BackendConnection:
         Raises BackendError for what PostgreSQL refuses at parse or bind time (a misspelt
         column, a parameter that is not a number).
         """
-        batch = wire.parse_message("", sql, types) + wire.describe_message(b"S", "")
+        batch = wire.parse_message("", sql, types) + wire.describe_message(Target.STATEMENT, "")
         if parameters is not None:
             batch += wire.bind_message("", "", parameters.formats, parameters.values, ())
         self.send(batch + wire.SYNC)
         described = Described([], [])
         for kind, payload in await self._until_ready():
-            if kind == b"t":
+            if kind == Backend.PARAMETER_DESCRIPTION:
                 described.parameters[:] = wire.parse_parameter_description(payload)
-            elif kind == b"T":
+            elif kind == Backend.ROW_DESCRIPTION:
                 described.columns[:] = wire.parse_row_description(payload)
         return described
 
@@ -252,8 +256,8 @@ class BackendConnection:
             batch.append(wire.bind_message("", "", (), values, formats))
             batch.append(wire.execute_message(""))
         self.send(b"".join(batch) + wire.SYNC)
-        return [wire.message(b"D", payload)
-                for kind, payload in await self._until_ready() if kind == b"D"]
+        return [wire.message(Backend.DATA_ROW, payload)
+                for kind, payload in await self._until_ready() if kind == Backend.DATA_ROW]
 
     async def _until_ready(self) -> list[tuple[bytes, bytes]]:
         """Every message up to ReadyForQuery; raise the first ErrorResponse after it."""
@@ -262,11 +266,11 @@ class BackendConnection:
         error: BackendError | None = None
         while True:
             kind, payload = await self.read()
-            if kind == b"Z":
+            if kind == Backend.READY_FOR_QUERY:
                 if error is not None:
                     raise error
                 return messages
-            if kind == b"E" and error is None:
+            if kind == Backend.ERROR_RESPONSE and error is None:
                 error = BackendError(wire.parse_error_fields(payload))
             messages.append((kind, payload))
 
@@ -282,7 +286,7 @@ class BackendConnection:
     def close(self) -> None:
         if not self.writer.is_closing():
             try:
-                self.writer.write(wire.message(b"X"))
+                self.writer.write(wire.message(Frontend.TERMINATE))
             except (ConnectionError, RuntimeError):
                 pass
             self.writer.close()
@@ -323,7 +327,8 @@ class BackendPool:
                 connection.close()
                 raise
             finally:
-                if connection.status == b"I" and not connection.writer.is_closing():
+                idle = connection.status == TransactionStatus.IDLE
+                if idle and not connection.writer.is_closing():
                     self._idle.put_nowait(connection)
                 else:
                     connection.close()

@@ -29,7 +29,7 @@ class ClientReader(asyncio.StreamReader):
 
     def pending(self) -> int:
         """Bytes received and not read yet."""
-        return len(self._buffer)
+        return len(self._buffer)  # type: ignore[attr-defined]  # asyncio has no peek
 
     def watch(self, idle_timeout: float, in_transaction: Callable[[], bool]) -> None:
         """From now on, waits outside a transaction end after `idle_timeout` seconds (0:

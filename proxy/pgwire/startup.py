@@ -7,14 +7,15 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from rewriter.sqlstate import SqlState
+
 from . import wire
 from .client_stream import ClientReader
+from .codes import EncryptionAnswer
 from .tls import ServerTls
 
 MAX_STARTUP_PACKET = 10_000  # PostgreSQL's MAX_STARTUP_PACKET_LENGTH
 NEWEST_MINOR = 0  # the proxy speaks protocol 3.0 only
-FEATURE_NOT_SUPPORTED = "0A000"
-INVALID_AUTHORIZATION = "28000"
 
 
 class FatalError(Exception):
@@ -51,23 +52,25 @@ async def negotiate(reader: ClientReader, writer: asyncio.StreamWriter,
         # version check below and is refused as an unknown protocol.
         if code == wire.SSL_REQUEST and not ssl_done:
             ssl_done = True
-            await _answer(reader, writer, b"N" if tls is None else b"S", "SSL request")
+            answer = EncryptionAnswer.DECLINE if tls is None else EncryptionAnswer.ACCEPT
+            await _answer(reader, writer, answer, "SSL request")
             if tls is not None:
                 await writer.start_tls(tls.context)
                 on_tls = gss_done = True  # no GSS encryption inside TLS
             continue
         if code == wire.GSSENC_REQUEST and not gss_done:
             gss_done = True
-            await _answer(reader, writer, b"N", "GSSAPI encryption request")
+            await _answer(reader, writer, EncryptionAnswer.DECLINE, "GSSAPI encryption request")
             continue
         break
     major, minor = code >> 16, code & 0xFFFF
     if major != 3:
-        raise FatalError(FEATURE_NOT_SUPPORTED, f"unsupported frontend protocol {major}.{minor}: "
+        raise FatalError(SqlState.FEATURE_NOT_SUPPORTED,
+                         f"unsupported frontend protocol {major}.{minor}: "
                          f"server supports 3.0 to 3.{NEWEST_MINOR}")
     parameters = wire.parse_startup_parameters(payload)
     if not parameters.get("user"):
-        raise FatalError(INVALID_AUTHORIZATION,
+        raise FatalError(SqlState.INVALID_AUTHORIZATION,
                          "no PostgreSQL user name specified in startup packet")
     unknown = [name for name in parameters if name.startswith("_pq_.")]
     if minor > NEWEST_MINOR or unknown:

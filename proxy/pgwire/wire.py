@@ -7,6 +7,10 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from rewriter.sqlstate import SqlState
+
+from .codes import AuthRequest, Backend, Frontend, Target
+
 PROTOCOL_3_0 = 196608
 SSL_REQUEST = 80877103
 GSSENC_REQUEST = 80877104
@@ -73,23 +77,23 @@ def _cstr(text: str) -> bytes:
 
 
 def authentication(code: int, data: bytes = b"") -> bytes:
-    return message(b"R", struct.pack("!i", code) + data)
+    return message(Backend.AUTHENTICATION, struct.pack("!i", code) + data)
 
 
 def authentication_sasl(mechanisms: Iterable[str]) -> bytes:
-    return authentication(10, b"".join(_cstr(m) for m in mechanisms) + b"\0")
+    return authentication(AuthRequest.SASL, b"".join(_cstr(m) for m in mechanisms) + b"\0")
 
 
 def parameter_status(name: str, value: str) -> bytes:
-    return message(b"S", _cstr(name) + _cstr(value))
+    return message(Backend.PARAMETER_STATUS, _cstr(name) + _cstr(value))
 
 
 def backend_key_data(pid: int, key: int) -> bytes:
-    return message(b"K", struct.pack("!ii", pid, key))
+    return message(Backend.BACKEND_KEY_DATA, struct.pack("!ii", pid, key))
 
 
 def ready_for_query(status: bytes) -> bytes:
-    return message(b"Z", status)
+    return message(Backend.READY_FOR_QUERY, status)
 
 
 def row_description(columns: Sequence[tuple[str, int]], formats: Sequence[int] = ()) -> bytes:
@@ -99,7 +103,7 @@ def row_description(columns: Sequence[tuple[str, int]], formats: Sequence[int] =
         size = 8 if oid in (INT8_OID, FLOAT8_OID) else -1
         fmt = formats[index] if index < len(formats) else 0
         body += _cstr(name) + struct.pack("!ihihih", 0, 0, oid, size, -1, fmt)
-    return message(b"T", body)
+    return message(Backend.ROW_DESCRIPTION, body)
 
 
 def data_row(values: Sequence[str | bytes | None]) -> bytes:
@@ -110,15 +114,15 @@ def data_row(values: Sequence[str | bytes | None]) -> bytes:
         else:
             encoded = value.encode() if isinstance(value, str) else value
             body += struct.pack("!i", len(encoded)) + encoded
-    return message(b"D", body)
+    return message(Backend.DATA_ROW, body)
 
 
 def command_complete(tag: str) -> bytes:
-    return message(b"C", _cstr(tag))
+    return message(Backend.COMMAND_COMPLETE, _cstr(tag))
 
 
 def empty_query_response() -> bytes:
-    return message(b"I")
+    return message(Backend.EMPTY_QUERY_RESPONSE)
 
 
 def _fields(
@@ -137,11 +141,12 @@ def error_response(
     code: str, text: str, hint: str | None = None, position: int | None = None,
     severity: str = "ERROR",
 ) -> bytes:
-    return message(b"E", _fields(severity, code, text, hint, position))
+    return message(Backend.ERROR_RESPONSE, _fields(severity, code, text, hint, position))
 
 
 def notice_response(text: str, hint: str | None = None) -> bytes:
-    return message(b"N", _fields("NOTICE", "00000", text, hint, None))
+    return message(Backend.NOTICE_RESPONSE,
+                   _fields("NOTICE", SqlState.SUCCESSFUL_COMPLETION, text, hint, None))
 
 
 def parse_error_fields(payload: bytes) -> dict[str, str]:
@@ -169,7 +174,7 @@ def parse_row_description(payload: bytes) -> list[tuple[str, int]]:
 
 def parse_data_row(payload: bytes) -> list[bytes | None]:
     (count,) = struct.unpack_from("!h", payload)
-    offset, values = 2, []
+    offset, values = 2, list[bytes | None]()
     for _ in range(count):
         (length,) = struct.unpack_from("!i", payload, offset)
         offset += 4
@@ -279,7 +284,7 @@ def read_target(payload: bytes) -> tuple[bytes, str]:
     fields = _Payload(payload)
     kind, name = fields.byte(), fields.string()
     fields.end()
-    if kind not in (b"S", b"P"):
+    if kind not in (Target.STATEMENT, Target.PORTAL):
         raise ProtocolError(f"invalid target type {kind!r}")
     return kind, name
 
@@ -294,7 +299,7 @@ def read_execute(payload: bytes) -> tuple[str, int]:
 
 def parse_message(statement: str, query: str, types: Sequence[int]) -> bytes:
     body = _cstr(statement) + _cstr(query) + struct.pack(f"!h{len(types)}I", len(types), *types)
-    return message(b"P", body)
+    return message(Frontend.PARSE, body)
 
 
 def bind_message(portal: str, statement: str, formats: Sequence[int],
@@ -305,19 +310,20 @@ def bind_message(portal: str, statement: str, formats: Sequence[int],
     for value in values:
         body += struct.pack("!i", -1) if value is None else struct.pack("!i", len(value)) + value
     body += struct.pack(f"!h{len(result_formats)}h", len(result_formats), *result_formats)
-    return message(b"B", body)
+    return message(Frontend.BIND, body)
 
 
 def execute_message(portal: str, limit: int = 0) -> bytes:
-    return message(b"E", _cstr(portal) + struct.pack("!i", limit))
+    return message(Frontend.EXECUTE, _cstr(portal) + struct.pack("!i", limit))
 
 
 def describe_message(kind: bytes, name: str) -> bytes:
-    return message(b"D", kind + _cstr(name))
+    return message(Frontend.DESCRIBE, kind + _cstr(name))
 
 
 def parameter_description(types: Sequence[int]) -> bytes:
-    return message(b"t", struct.pack(f"!h{len(types)}I", len(types), *types))
+    body = struct.pack(f"!h{len(types)}I", len(types), *types)
+    return message(Backend.PARAMETER_DESCRIPTION, body)
 
 
 def parse_parameter_description(payload: bytes) -> list[int]:
@@ -325,13 +331,13 @@ def parse_parameter_description(payload: bytes) -> list[int]:
     return list(struct.unpack_from(f"!{count}I", payload, 2))
 
 
-PARSE_COMPLETE = message(b"1")
-BIND_COMPLETE = message(b"2")
-CLOSE_COMPLETE = message(b"3")
-NO_DATA = message(b"n")
-PORTAL_SUSPENDED = message(b"s")
-SYNC = message(b"S")
-FLUSH = message(b"H")
+PARSE_COMPLETE = message(Backend.PARSE_COMPLETE)
+BIND_COMPLETE = message(Backend.BIND_COMPLETE)
+CLOSE_COMPLETE = message(Backend.CLOSE_COMPLETE)
+NO_DATA = message(Backend.NO_DATA)
+PORTAL_SUSPENDED = message(Backend.PORTAL_SUSPENDED)
+SYNC = message(Frontend.SYNC)
+FLUSH = message(Frontend.FLUSH)
 
 
 def negotiate_protocol_version(version: int, unrecognized: Sequence[str]) -> bytes:
@@ -339,4 +345,5 @@ def negotiate_protocol_version(version: int, unrecognized: Sequence[str]) -> byt
     version the client asked (PostgreSQL sends it whole, major << 16 | minor, and libpq 18
     reads it so) and the `_pq_.*` startup options it does not know."""
     body = struct.pack("!ii", version, len(unrecognized))
-    return message(b"v", body + b"".join(_cstr(name) for name in unrecognized))
+    names = b"".join(_cstr(name) for name in unrecognized)
+    return message(Backend.NEGOTIATE_PROTOCOL_VERSION, body + names)

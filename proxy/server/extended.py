@@ -10,61 +10,31 @@ once per Execute. After an error every message up to Sync is skipped, as Postgre
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 
-from rewriter.errors import SYNTAX_ERROR, Refusal
-from rewriter.plan import (
-    EmptyStatement,
-    Plan,
-    PrivateAggregate,
-    Relay,
-    SetDpSetting,
-    ShowDpSetting,
-)
+from rewriter.errors import Refusal
+from rewriter.plan import Plan, Relay, ShowDpSetting
+from rewriter.sqlstate import SqlState
 
+from ..engine.errors import StatementError
+from ..engine.outcome import Reply
 from ..pgwire import wire
 from ..pgwire.backend import Parameters
-from .session import Session, StatementError
+from ..pgwire.codes import Backend, Frontend, Target, TransactionStatus
+from .prepared import Portal, Prepared
+from .session import Session
 
-PROTOCOL_VIOLATION = "08P01"
-DUPLICATE_STATEMENT = "42P05"
-DUPLICATE_CURSOR = "42P03"
-UNDEFINED_STATEMENT = "26000"
-UNDEFINED_CURSOR = "34000"
 # Forwarded messages whose answers may wait unread; past this, they are read at once.
 MAX_PENDING = 256
 # The backend message that completes each forwarded client message.
-COMPLETES = {b"P": b"1", b"B": b"2", b"C": b"3", b"D": b"Tn", b"E": b"CIs"}
-
-
-@dataclass
-class Prepared:
-    """A parsed statement. Relayed ones exist on the backend; the others only here."""
-
-    text: str
-    plan: Plan
-    parameter_types: tuple[int, ...] = ()
-    columns: tuple[tuple[str, int], ...] = ()  # result columns; none: NoData
-
-    @property
-    def relayed(self) -> bool:
-        return isinstance(self.plan, Relay)
-
-
-@dataclass
-class Portal:
-    """A bound statement; a private one keeps its encoded answer to resume after a limit."""
-
-    prepared: Prepared
-    parameters: Parameters | None = None
-    formats: tuple[int, ...] = ()  # result format of each column
-    rows: list[bytes] | None = None
-    sent: int = 0
-
-    @property
-    def relayed(self) -> bool:
-        return self.prepared.relayed
+COMPLETES: dict[bytes, set[Backend]] = {
+    Frontend.PARSE: {Backend.PARSE_COMPLETE},
+    Frontend.BIND: {Backend.BIND_COMPLETE},
+    Frontend.CLOSE: {Backend.CLOSE_COMPLETE},
+    Frontend.DESCRIBE: {Backend.ROW_DESCRIPTION, Backend.NO_DATA},
+    Frontend.EXECUTE: {Backend.COMMAND_COMPLETE, Backend.EMPTY_QUERY_RESPONSE,
+                       Backend.PORTAL_SUSPENDED},
+}
 
 
 class ExtendedProtocol:
@@ -72,20 +42,23 @@ class ExtendedProtocol:
 
     def __init__(self, session: Session):
         self.session = session
-        self.statements: dict[str, Prepared] = {}
-        self.portals: dict[str, Portal] = {}
+        # The session's registry: it forgets them when DEALLOCATE or DISCARD ran.
+        self.statements = session.prepared.statements
+        self.portals = session.prepared.portals
         # Forwarded messages whose completion is unread, each with what undoes its entry
         # here if the backend refuses it (or skips it after refusing an earlier one).
         self.pending: list[tuple[bytes, Callable[[], None]]] = []
         self.forwarded = False  # something went to the backend since the last Sync
         self.skipping = False  # an error happened: skip until Sync
         self.own_error = False  # the proxy (not the backend) raised it
-        session.forget_prepared = self.forget
-        self._handlers = {b"P": self._parse, b"B": self._bind, b"D": self._describe,
-                          b"E": self._execute, b"C": self._close, b"H": self._flush}
+        self._handlers: dict[bytes, Callable[[bytes], Awaitable[None]]] = {
+                          Frontend.PARSE: self._parse, Frontend.BIND: self._bind,
+                          Frontend.DESCRIBE: self._describe, Frontend.EXECUTE: self._execute,
+                          Frontend.CLOSE: self._close, Frontend.FLUSH: self._flush}
 
     async def handle(self, kind: bytes, payload: bytes) -> None:
-        if kind == b"S":
+        """One extended-protocol message; after an error, everything up to Sync is skipped."""
+        if kind == Frontend.SYNC:
             await self.sync()
             return
         if self.skipping:
@@ -107,12 +80,13 @@ class ExtendedProtocol:
         relay = self.session.relay
         if self.forwarded:
             relay.send(wire.SYNC)
-            await self._read_relay(until=b"Z")
+            await self._read_relay(until=Backend.READY_FOR_QUERY)
             self.pending.clear()
             self.forwarded = False
         if self.own_error:
             await self.session.fail_open_transaction()
-        if relay.status == b"I":  # the transaction ended, and every portal with it
+        # Outside a transaction: the transaction ended, and every portal with it.
+        if relay.status == TransactionStatus.IDLE:
             self.portals.clear()
         self.skipping = self.own_error = False
         self.session.send(wire.ready_for_query(relay.status))
@@ -135,24 +109,21 @@ class ExtendedProtocol:
         completed (until=b"") or until a message of kind `until`."""
         session = self.session
         relay = session.relay
-        session.running = relay
-        try:
+        with session.running.on(relay):
             await relay.flush()
             while until or self.pending:
                 kind, payload = await relay.read()
-                if kind == b"Z":
+                if kind == Backend.READY_FOR_QUERY:
                     return
                 session.send(wire.message(kind, payload))
                 await session.relieve()
-                if kind == b"E":
+                if kind == Backend.ERROR_RESPONSE:
                     for _, undo in self.pending:
                         undo()
                     self.pending.clear()
                     self.skipping = True
                 elif self.pending and kind in COMPLETES[self.pending[0][0]]:
                     self.pending.pop(0)
-        finally:
-            session.running = None
 
     async def _forward(self, message: bytes, undo: Callable[[], None] = lambda: None
                        ) -> None:
@@ -162,30 +133,22 @@ class ExtendedProtocol:
         if len(self.pending) >= MAX_PENDING:  # a client that never syncs: read as we go
             await self.settle()
 
-    def forget(self, statement: str | None) -> None:
-        """DEALLOCATE or DISCARD ran: drop one statement (None: all, and every portal)."""
-        if statement is None:
-            self.statements.clear()
-            self.portals.clear()
-        else:
-            self.statements.pop(statement, None)
-
     async def _parse(self, payload: bytes) -> None:
         parse = wire.read_parse(payload)
         if parse.statement and parse.statement in self.statements:
-            raise StatementError(DUPLICATE_STATEMENT,
+            raise StatementError(SqlState.DUPLICATE_PREPARED_STATEMENT,
                                  f'prepared statement "{parse.statement}" already exists')
         try:
-            statements = await self.session.statements(parse.query)
+            statements = await self.session.engine.statements(parse.query)
         except Refusal as refusal:  # a syntax error
-            raise await self.session.refused(parse.query, refusal,
+            raise await self.session.engine.refused(parse.query, refusal,
                                              types=parse.parameter_types) from None
         if len(statements) > 1:
-            raise StatementError(SYNTAX_ERROR,
+            raise StatementError(SqlState.SYNTAX_ERROR,
                                  "cannot insert multiple commands into a prepared statement")
         plan = statements[0].plan
         if isinstance(plan, Refusal):
-            raise await self.session.refused(parse.query, plan, types=parse.parameter_types)
+            raise await self.session.engine.refused(parse.query, plan, types=parse.parameter_types)
         if isinstance(plan, Relay):
             prepared = self.statements[parse.statement] = Prepared(parse.query, plan)
             # plan.text: the statement as classified (row counts neutralised, say).
@@ -199,27 +162,24 @@ class ExtendedProtocol:
         self.session.send(wire.PARSE_COMPLETE)
 
     async def _prepare(self, text: str, plan: Plan, types: tuple[int, ...]) -> Prepared:
-        if isinstance(plan, PrivateAggregate):
-            shape = await self.session.describe_private(text, plan, types)
-            return Prepared(text, plan, tuple(shape.parameters), tuple(shape.columns))
-        if isinstance(plan, ShowDpSetting):
-            return Prepared(text, plan, columns=tuple(self.session.show_columns(plan)))
-        return Prepared(text, plan)
+        described = await self.session.engine.describe(text, plan, types)
+        return Prepared(text, plan, described.parameter_types, described.columns)
 
     async def _bind(self, payload: bytes) -> None:
         bind = wire.read_bind(payload)
         prepared = self._statement(bind.statement)
         if bind.portal and bind.portal in self.portals:
-            raise StatementError(DUPLICATE_CURSOR, f'portal "{bind.portal}" already exists')
+            raise StatementError(SqlState.DUPLICATE_CURSOR,
+                                 f'portal "{bind.portal}" already exists')
         if prepared.relayed:
             portal = self.portals[bind.portal] = Portal(prepared)
-            await self._forward(wire.message(b"B", payload),
+            await self._forward(wire.message(Frontend.BIND, payload),
                                 undo=lambda: _drop(self.portals, bind.portal, portal))
             return
         await self._own_turn()
         expected = len(prepared.parameter_types)
         if len(bind.values) != expected:
-            raise StatementError(PROTOCOL_VIOLATION,
+            raise StatementError(SqlState.PROTOCOL_VIOLATION,
                                  f"bind message supplies {len(bind.values)} parameters, but "
                                  f'prepared statement "{bind.statement}" requires {expected}')
         parameters = Parameters(prepared.parameter_types,
@@ -231,16 +191,17 @@ class ExtendedProtocol:
 
     async def _describe(self, payload: bytes) -> None:
         kind, name = wire.read_target(payload)
-        if kind == b"S":
-            prepared, formats = self._statement(name), ()
+        formats: tuple[int, ...] = ()
+        if kind == Target.STATEMENT:
+            prepared = self._statement(name)
         else:
             portal = self._portal(name)
             prepared, formats = portal.prepared, portal.formats
         if prepared.relayed:
-            await self._forward(wire.message(b"D", payload))
+            await self._forward(wire.message(Frontend.DESCRIBE, payload))
             return
         await self._own_turn()
-        if kind == b"S":
+        if kind == Target.STATEMENT:
             self.session.send(wire.parameter_description(prepared.parameter_types))
         self.session.send(wire.row_description(prepared.columns, formats)
                           if prepared.columns else wire.NO_DATA)
@@ -249,28 +210,23 @@ class ExtendedProtocol:
         name, limit = wire.read_execute(payload)
         portal = self._portal(name)
         if portal.relayed:
-            await self._forward(wire.message(b"E", payload))
+            await self._forward(wire.message(Frontend.EXECUTE, payload))
             return
         await self._own_turn()
-        session, plan = self.session, portal.prepared.plan
-        session.refuse_if_aborted(plan)
-        if isinstance(plan, EmptyStatement):
-            session.send(wire.empty_query_response())
-        elif isinstance(plan, SetDpSetting):
-            session.set_dp(plan)
-        elif portal.rows is None:
-            if isinstance(plan, PrivateAggregate):
-                answer = await session.private_answer(portal.prepared.text, plan,
-                                                      portal.parameters)
-            else:
-                assert isinstance(plan, ShowDpSetting)
-                answer = await session.show(plan)
-            portal.rows = await session.encode(answer, portal.formats)
+        session = self.session
+        if portal.rows is not None:  # resumed after a row limit
+            session.refuse_if_aborted(portal.prepared.plan)
             self._send_rows(portal, limit)
-            if answer.notice:
-                session.send(wire.notice_response(answer.notice))
-        else:
-            self._send_rows(portal, limit)
+            return
+        answer = await session.execute(portal.prepared.text, portal.prepared.plan,
+                                       portal.parameters)
+        if isinstance(answer, Reply):  # nothing kept: a second Execute runs it again
+            session.send(answer.message)
+            return
+        portal.rows = await session.engine.encode(answer, portal.formats)
+        self._send_rows(portal, limit)
+        if answer.notice:
+            session.send(wire.notice_response(answer.notice))
 
     def _send_rows(self, portal: Portal, limit: int) -> None:
         rows = portal.rows or []
@@ -286,10 +242,10 @@ class ExtendedProtocol:
 
     async def _close(self, payload: bytes) -> None:
         kind, name = wire.read_target(payload)
-        table: dict = self.statements if kind == b"S" else self.portals
+        table: dict = self.statements if kind == Target.STATEMENT else self.portals
         closed = table.pop(name, None)
         if closed is not None and closed.relayed:
-            await self._forward(wire.message(b"C", payload))
+            await self._forward(wire.message(Frontend.CLOSE, payload))
             return
         await self._own_turn()
         self.session.send(wire.CLOSE_COMPLETE)
@@ -300,14 +256,14 @@ class ExtendedProtocol:
     def _statement(self, name: str) -> Prepared:
         prepared = self.statements.get(name)
         if prepared is None:
-            raise StatementError(UNDEFINED_STATEMENT,
+            raise StatementError(SqlState.INVALID_SQL_STATEMENT_NAME,
                                  f'prepared statement "{name}" does not exist')
         return prepared
 
     def _portal(self, name: str) -> Portal:
         portal = self.portals.get(name)
         if portal is None:
-            raise StatementError(UNDEFINED_CURSOR, f'portal "{name}" does not exist')
+            raise StatementError(SqlState.INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
         return portal
 
 
@@ -323,13 +279,14 @@ def _drop(table: dict, name: str, entry: object) -> None:
 def _formats(codes: tuple[int, ...], count: int, what: str) -> tuple[int, ...]:
     """Bind's format codes expanded to one per value: none is text, one applies to all."""
     if any(code not in (0, 1) for code in codes):
-        raise StatementError(PROTOCOL_VIOLATION, f"unsupported format code in {what} formats")
+        raise StatementError(SqlState.PROTOCOL_VIOLATION,
+                             f"unsupported format code in {what} formats")
     if not codes:
         return (0,) * count
     if len(codes) == 1:
         return codes * count
     if len(codes) != count:
-        raise StatementError(PROTOCOL_VIOLATION,
+        raise StatementError(SqlState.PROTOCOL_VIOLATION,
                              f"bind message has {len(codes)} {what} formats but {count} "
                              f"{what}s")
     return codes

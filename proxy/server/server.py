@@ -14,38 +14,37 @@ import struct
 from collections import Counter
 from dataclasses import dataclass, field
 
-from accounting import Analyst, Ledger
+from accounting import Analyst, Ledger, LedgerUnavailable
 from mechanisms.random_source import RandomSource, SecureRandomSource
+from rewriter.sqlstate import SqlState
 
 from ..config import Config
+from ..engine.dispatch import Engine
 from ..engine.knowledge import Knowledge
 from ..engine.plan_cache import PlanCache
 from ..engine.plan_check import PlanChecker
+from ..engine.planning import Planner
 from ..engine.workers import Workers
 from ..pgwire import wire
 from ..pgwire.auth import AuthenticationFailed, authenticate
 from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Endpoint
 from ..pgwire.client_stream import ClientReader, IdleTimeout, ShuttingDown
+from ..pgwire.codes import Frontend, TransactionStatus
 from ..pgwire.outbox import Outbox
-from ..pgwire.startup import INVALID_AUTHORIZATION, CancelRequest, FatalError, negotiate
+from ..pgwire.running import Running
+from ..pgwire.startup import CancelRequest, FatalError, negotiate
 from ..pgwire.tls import ServerTls
 from .extended import ExtendedProtocol
+from .prepared import PreparedStatements
 from .session import Session
 
 log = logging.getLogger("dpgate.server")
 
-PROTOCOL_VIOLATION = "08P01"
-INVALID_PASSWORD = "28P01"
-INVALID_CATALOG = "3D000"
-CANNOT_CONNECT = "08006"
-FEATURE_NOT_SUPPORTED = "0A000"
-QUERY_CANCELED = "57014"
-ADMIN_SHUTDOWN = "57P01"
-TOO_MANY_CONNECTIONS = "53300"
-IDLE_SESSION_TIMEOUT = "57P05"
-EXTENDED_PROTOCOL = frozenset({b"P", b"B", b"D", b"E", b"C", b"S", b"H"})
+EXTENDED_PROTOCOL = frozenset({Frontend.PARSE, Frontend.BIND, Frontend.DESCRIBE,
+                               Frontend.EXECUTE, Frontend.CLOSE, Frontend.SYNC,
+                               Frontend.FLUSH})
 # CopyData, CopyDone, CopyFail outside a COPY: ignored, as PostgreSQL does.
-COPY_MESSAGES = frozenset({b"d", b"c", b"f"})
+COPY_MESSAGES = frozenset({Frontend.COPY_DATA, Frontend.COPY_DONE, Frontend.COPY_FAIL})
 
 
 @dataclass
@@ -68,6 +67,7 @@ class Proxy:
         self.plans = PlanCache(max_bytes=self.config.server.plan_cache_bytes)
         self.checker = PlanChecker(self.config.policy)
         self.workers = Workers()
+        self.planner = Planner(self.config, self.knowledge, self.plans, self.pool, self.workers)
         server = self.config.server
         self.tls = ServerTls.load(server.tls_cert, server.tls_key) if server.tls_cert else None
         # Every client's task and the stream it reads from.
@@ -81,7 +81,9 @@ class Proxy:
         loop = asyncio.get_running_loop()
         # asyncio.start_server, but with our reader, which knows when a client is idle.
         return await loop.create_server(
-            lambda: asyncio.StreamReaderProtocol(ClientReader(), self._accept),
+            # The callback gets the reader given here, a ClientReader.
+            lambda: asyncio.StreamReaderProtocol(
+                ClientReader(), self._accept),  # type: ignore[arg-type]
             server.listen_host, server.listen_port)
 
     async def close(self) -> None:
@@ -112,11 +114,11 @@ class Proxy:
         except (ShuttingDown, asyncio.CancelledError):
             if self.stopping:
                 _try_write(writer, wire.error_response(
-                    ADMIN_SHUTDOWN, "terminating connection due to administrator command",
+                    SqlState.ADMIN_SHUTDOWN, "terminating connection due to administrator command",
                     severity="FATAL"))
         except IdleTimeout:
             _try_write(writer, wire.error_response(
-                IDLE_SESSION_TIMEOUT, "terminating connection due to idle-session timeout",
+                SqlState.IDLE_SESSION_TIMEOUT, "terminating connection due to idle-session timeout",
                 severity="FATAL"))
         except FatalError as error:
             _try_write(writer, error.response())
@@ -125,11 +127,11 @@ class Proxy:
         except ssl.SSLError as error:
             log.info("TLS handshake with a client failed: %s", error)
         except wire.ProtocolError as error:
-            _try_write(writer, wire.error_response(PROTOCOL_VIOLATION, str(error),
+            _try_write(writer, wire.error_response(SqlState.PROTOCOL_VIOLATION, str(error),
                                                    severity="FATAL"))
         except Exception:
             log.exception("internal error in a client session")
-            _try_write(writer, wire.error_response("XX000", "dpgate internal error",
+            _try_write(writer, wire.error_response(SqlState.INTERNAL_ERROR, "dpgate internal error",
                                                    severity="FATAL"))
         finally:
             del self.clients[task]
@@ -137,19 +139,22 @@ class Proxy:
 
     async def _client(self, reader: ClientReader, writer: asyncio.StreamWriter) -> None:
         settings = self.config.server
+        outbox = Outbox(writer)  # the session's messages, written once per batch
         try:
-            startup = await asyncio.wait_for(self._startup(reader, writer), settings.auth_timeout)
+            startup = await asyncio.wait_for(self._startup(reader, writer, outbox),
+                                             settings.auth_timeout)
         except TimeoutError:
             _try_write(writer, wire.error_response(
-                QUERY_CANCELED, "canceling authentication due to timeout", severity="FATAL"))
+                SqlState.QUERY_CANCELED,
+                "canceling authentication due to timeout", severity="FATAL"))
             return
         if startup is None:
             return
         session, key = startup
         self.sessions[key] = session
-        reader.watch(settings.idle_timeout, lambda: session.relay.status != b"I")
+        reader.watch(settings.idle_timeout, lambda: session.relay.status != TransactionStatus.IDLE)
         try:
-            await self._serve(session, reader, writer)
+            await self._serve(session, reader, writer, outbox)
         finally:
             self.sessions.pop(key, None)
             self._leave(session.analyst.name)
@@ -160,11 +165,11 @@ class Proxy:
         share: one analyst's flood must leave room for the others to log in."""
         settings = self.config.server
         if sum(self.admitted.values()) >= settings.max_clients:
-            raise FatalError(TOO_MANY_CONNECTIONS, "sorry, too many clients already",
+            raise FatalError(SqlState.TOO_MANY_CONNECTIONS, "sorry, too many clients already",
                              hint=f"dpgate serves at most {settings.max_clients} sessions "
                              "(server.max_clients).")
         if self.admitted[analyst] >= settings.max_clients_per_analyst:
-            raise FatalError(TOO_MANY_CONNECTIONS, f'too many connections for analyst '
+            raise FatalError(SqlState.TOO_MANY_CONNECTIONS, f'too many connections for analyst '
                              f'"{analyst}"', hint=f"Each analyst may open at most "
                              f"{settings.max_clients_per_analyst} sessions "
                              "(server.max_clients_per_analyst); close some first.")
@@ -176,7 +181,7 @@ class Proxy:
             del self.admitted[analyst]
 
     async def _startup(
-        self, reader: ClientReader, writer: asyncio.StreamWriter
+        self, reader: ClientReader, writer: asyncio.StreamWriter, outbox: Outbox
     ) -> tuple[Session, tuple[int, int]] | None:
         settings = self.config.server
         startup = await negotiate(reader, writer, self.tls)
@@ -184,7 +189,7 @@ class Proxy:
             await self._cancel(startup.payload)
             return None
         if self.tls and settings.require_tls_for_password and not startup.tls:
-            raise FatalError(INVALID_AUTHORIZATION,
+            raise FatalError(SqlState.INVALID_AUTHORIZATION,
                              "password authentication over an unencrypted connection is refused",
                              hint="Connect with TLS, e.g. sslmode=verify-full (or require).")
         params = startup.parameters
@@ -192,28 +197,34 @@ class Proxy:
         database = params.get("database") or user
         if database != self.relay_endpoint.database:
             writer.write(wire.error_response(
-                INVALID_CATALOG, f'database "{database}" does not exist',
+                SqlState.INVALID_CATALOG_NAME, f'database "{database}" does not exist',
                 hint=f'dpgate serves the database "{self.relay_endpoint.database}".',
                 severity="FATAL"))
             return None
         try:
             analyst = await authenticate(user, self.ledger.analyst, reader, writer,
                                          settings.max_message_size,
-                                         self.tls.end_point if startup.tls else None)
+                                         self.tls.end_point if self.tls and startup.tls
+                                         else None)
         except AuthenticationFailed:
             writer.write(wire.error_response(
-                INVALID_PASSWORD, f'password authentication failed for user "{user}"',
+                SqlState.INVALID_PASSWORD, f'password authentication failed for user "{user}"',
                 severity="FATAL"))
             return None
+        except LedgerUnavailable as error:  # credentials live in the ledger
+            log.error("login of %s: privacy ledger unreachable: %s", user, error)
+            raise FatalError(SqlState.CANNOT_CONNECT_NOW, "dpgate cannot reach its privacy ledger",
+                             hint="Try again in a moment.") from None
         self._admit(analyst.name)
         try:
-            return await self._open_session(analyst, params, writer)
+            return await self._open_session(analyst, params, writer, outbox)
         except BaseException:
             self._leave(analyst.name)
             raise
 
     async def _open_session(self, analyst: Analyst, params: dict[str, str],
-                            writer: asyncio.StreamWriter) -> tuple[Session, tuple[int, int]]:
+                            writer: asyncio.StreamWriter, outbox: Outbox
+                            ) -> tuple[Session, tuple[int, int]]:
         """The relay connection and the session of an authenticated, admitted analyst."""
         options = {"application_name": params.get("application_name", "") or "dpgate"}
         for name in ("client_encoding", "DateStyle", "TimeZone", "search_path"):
@@ -223,21 +234,25 @@ class Proxy:
             relay = await BackendConnection.connect(self.relay_endpoint, **options)
         except BackendError as error:
             log.error("the backend refused a relay connection: %s", error)
-            if error.sqlstate == TOO_MANY_CONNECTIONS:  # PostgreSQL's own slots are full
-                raise FatalError(TOO_MANY_CONNECTIONS, "the database behind dpgate has no "
+            if error.sqlstate == SqlState.TOO_MANY_CONNECTIONS:  # PostgreSQL's own slots are full
+                raise FatalError(SqlState.TOO_MANY_CONNECTIONS, "the database behind dpgate has no "
                                  "connection slot left", hint="Try again later; the data "
                                  "owner can lower server.max_clients.") from None
-            raise FatalError(CANNOT_CONNECT, "dpgate cannot reach its database") from None
+            raise FatalError(SqlState.CONNECTION_FAILURE,
+                             "dpgate cannot reach its database") from None
         except OSError as error:
             log.error("cannot connect to the backend: %s", error)
-            raise FatalError(CANNOT_CONNECT, "dpgate cannot reach its database") from None
+            raise FatalError(SqlState.CONNECTION_FAILURE,
+                             "dpgate cannot reach its database") from None
         key = (secrets.randbits(31), secrets.randbits(31))
-        session = Session(analyst=analyst, config=self.config, ledger=self.ledger, relay=relay,
-                          pool=self.pool, rng=self.rng, send=writer.write,
-                          knowledge=self.knowledge, plans=self.plans, checker=self.checker,
-                          workers=self.workers,
+        running = Running()
+        engine = Engine(analyst, self.config, self.ledger, self.pool, self.rng, self.planner,
+                        self.checker, self.workers, running)
+        session = Session(analyst, engine, relay,
                           reconnect=lambda: BackendConnection.connect(self.relay_endpoint,
-                                                                      **options))
+                                                                      **options),
+                          send=outbox.send, relieve=outbox.relieve,
+                          prepared=PreparedStatements(), running=running)
         for name, value in relay.parameters.items():
             writer.write(wire.parameter_status(name, value))
         writer.write(wire.backend_key_data(*key))
@@ -246,26 +261,24 @@ class Proxy:
         return session, key
 
     async def _serve(self, session: Session, reader: asyncio.StreamReader,
-                     writer: asyncio.StreamWriter) -> None:
+                     writer: asyncio.StreamWriter, outbox: Outbox) -> None:
         max_size = self.config.server.max_message_size
-        outbox = Outbox(writer)
-        session.send, session.relieve = outbox.send, outbox.relieve
         extended = ExtendedProtocol(session)
         while True:
             kind, payload = await wire.read_message(reader, max_size)
-            if kind == b"X":
+            if kind == Frontend.TERMINATE:
                 return
             if kind in EXTENDED_PROTOCOL:
                 await extended.handle(kind, payload)
             elif extended.skipping or kind in COPY_MESSAGES:
                 pass  # skipped until Sync, or left over from a COPY that never started
-            elif kind == b"Q":
+            elif kind == Frontend.QUERY:
                 sql, _ = wire.cstring(payload)
                 await extended.settle()
                 await session.simple_query(sql)
-            elif kind == b"F":
+            elif kind == Frontend.FUNCTION_CALL:
                 session.send(wire.error_response(
-                    FEATURE_NOT_SUPPORTED, "the function call protocol is refused",
+                    SqlState.FEATURE_NOT_SUPPORTED, "the function call protocol is refused",
                     hint="Call functions in a SELECT statement."))
                 session.send(wire.ready_for_query(session.relay.status))
             else:
@@ -278,7 +291,7 @@ class Proxy:
         if len(payload) != 8:
             return
         session = self.sessions.get(struct.unpack("!ii", payload))
-        if session is not None and session.running is not None:
+        if session is not None:
             await session.running.cancel()
 
 

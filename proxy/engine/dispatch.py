@@ -1,0 +1,137 @@
+"""The one dispatcher from plan kind to action, shared by the simple and the extended
+protocol. Relayed statements are the protocol layer's (they travel as the client's own
+messages); every other plan is answered here."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from accounting import Analyst, Ledger
+from mechanisms.random_source import RandomSource
+from rewriter.classify import Statement
+from rewriter.errors import Refusal
+from rewriter.plan import EmptyStatement, Plan, PrivateAggregate, SetDpSetting, ShowDpSetting
+from rewriter.sqlstate import SqlState
+
+from ..config import Config
+from ..pgwire import wire
+from ..pgwire.backend import BackendError, BackendPool, Parameters
+from ..pgwire.running import Running
+from .dp_settings import DpSettings
+from .errors import StatementError, client_error
+from .outcome import Answer, Outcome, Reply
+from .plan_check import PlanChecker
+from .planning import Planner
+from .private import PrivateAnswers
+from .workers import Workers
+
+_MULTIPLE_COMMANDS = "cannot insert multiple commands into a prepared statement"
+_DPGATE_FUNCTIONS = ("function median(",)
+
+
+@dataclass(frozen=True)
+class Description:
+    """What Describe tells of a statement dpgate answers itself: its parameter types and
+    result columns (none: NoData)."""
+
+    parameter_types: tuple[int, ...] = ()
+    columns: tuple[tuple[str, int], ...] = ()
+
+
+class Engine:
+    """One analyst session's answers to the plans dpgate answers itself."""
+
+    def __init__(self, analyst: Analyst, config: Config, ledger: Ledger, pool: BackendPool,
+                 rng: RandomSource, planner: Planner, checker: PlanChecker,
+                 workers: Workers, running: Running):
+        self.pool = pool
+        self.planner = planner
+        self.settings = DpSettings(analyst, config, ledger, workers, planner)
+        self.private = PrivateAnswers(analyst, config, ledger, pool, rng, checker, workers,
+                                      self.settings, running)
+        # Plan kind -> how it is answered: the whole of the dispatch.
+        self._actions: dict[type, Callable[[Any, str, Parameters | None, int],
+                                           Awaitable[Outcome]]] = {
+            EmptyStatement: self._empty,
+            SetDpSetting: self._set,
+            ShowDpSetting: self._show,
+            PrivateAggregate: self._private,
+        }
+
+    async def statements(self, sql: str) -> list[Statement]:
+        """The plans of a query string (see Planner.statements)."""
+        return await self.planner.statements(sql)
+
+    async def execute(self, text: str, plan: Plan, parameters: Parameters | None = None,
+                      offset: int = 0) -> Outcome:
+        """Answer a plan that is not relayed: rows, or a single message."""
+        action = self._actions.get(type(plan))
+        if action is None:
+            raise TypeError(f"the engine does not answer {type(plan).__name__} plans")
+        return await action(plan, text, parameters, offset)
+
+    async def describe(self, text: str, plan: Plan, types: tuple[int, ...]) -> Description:
+        """Parameter types and result columns, without running or charging anything."""
+        if isinstance(plan, PrivateAggregate):
+            shape = await self.private.describe(text, plan, types)
+            return Description(tuple(shape.parameters), tuple(shape.columns))
+        if isinstance(plan, ShowDpSetting):
+            return Description(columns=tuple(self.settings.show_columns(plan)))
+        return Description()
+
+    async def _empty(self, plan: EmptyStatement, text: str, parameters: Parameters | None,
+                     offset: int) -> Outcome:
+        return Reply(wire.empty_query_response())
+
+    async def _set(self, plan: SetDpSetting, text: str, parameters: Parameters | None,
+                   offset: int) -> Outcome:
+        return Reply(wire.command_complete(self.settings.set(plan)))
+
+    async def _show(self, plan: ShowDpSetting, text: str, parameters: Parameters | None,
+                    offset: int) -> Outcome:
+        return await self.settings.show(plan)
+
+    async def _private(self, plan: PrivateAggregate, text: str,
+                       parameters: Parameters | None, offset: int) -> Answer:
+        return await self.private.answer(text, plan, parameters, offset)
+
+    async def refused(self, text: str, refusal: Refusal, offset: int = 0,
+                      types: tuple[int, ...] = ()) -> StatementError:
+        """The error for a query dpgate refuses: PostgreSQL's own where PostgreSQL would
+        fail too (a misspelt function, a syntax error, a type mismatch), else dpgate's.
+
+        Only Parse and Describe run, which read catalogs, never rows.
+        """
+        # What dpgate refuses by name (a function, a catalog) stays refused in its words,
+        # whatever extensions this PostgreSQL happens to have installed.
+        if " is refused" not in refusal.message:
+            async with self.pool.connection() as backend:
+                try:
+                    await backend.describe(text, types)
+                except BackendError as error:
+                    if not _ours(error):
+                        return client_error(error, offset)
+        return client_error(refusal)
+
+    async def encode(self, answer: Answer, formats: tuple[int, ...]) -> list[bytes]:
+        """DataRow messages of an answer in the client's result formats."""
+        if not any(formats):
+            return [wire.data_row(row) for row in answer.rows]
+        async with self.pool.connection() as backend:
+            try:
+                return await backend.encode(answer.rows, [oid for _, oid in answer.columns],
+                                            list(formats))
+            except BackendError as error:
+                raise StatementError(SqlState.INTERNAL_ERROR,
+                                     f"dpgate could not encode its answer: {error}"
+                                     ) from None
+
+
+def _ours(error: BackendError) -> bool:
+    """Whether dpgate's refusal says more than PostgreSQL's error: a query string of several
+    statements cannot be parsed in one go, and dpgate's own aggregates are unknown there."""
+    text = error.fields.get("M", "")
+    return text == _MULTIPLE_COMMANDS or (
+        error.sqlstate == SqlState.UNDEFINED_FUNCTION and text.startswith(_DPGATE_FUNCTIONS))

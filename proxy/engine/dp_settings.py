@@ -1,0 +1,164 @@
+"""A session's dp.* settings: SET/RESET dp.epsilon, dp.delta, dp.mechanism, and SHOW of
+them, of dp.budget and of dp.policy."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from accounting import Analyst, Ledger, as_written
+from rewriter.calibrate import MECHANISMS
+from rewriter.plan import SetDpSetting, ShowDpSetting
+from rewriter.policy_view import POLICY_COLUMNS, policy_rows
+from rewriter.sqlstate import SqlState
+
+from ..config import Config
+from ..pgwire import wire
+from .errors import StatementError, ledger_call
+from .outcome import Answer
+from .planning import Planner
+from .workers import Workers
+
+# SHOW dp.budget
+BUDGET_COLUMNS = [(name, wire.FLOAT8_OID) for name in (
+    "epsilon_total", "epsilon_spent", "epsilon_left", "delta_total", "delta_spent")
+] + [("queries", wire.INT8_OID)]
+# SHOW dp.policy
+POLICY_ANSWER_COLUMNS = [(name, wire.TEXT_OID) for name in POLICY_COLUMNS]
+
+
+def _positive(text: str) -> str:
+    value = float(text)
+    if not 0 < value < math.inf:
+        raise ValueError(text)
+    return repr(value)
+
+
+def _probability(text: str) -> str:
+    value = float(text)
+    if not 0 <= value < 1:
+        raise ValueError(text)
+    return repr(value)
+
+
+def _mechanism(text: str) -> str:
+    if text.lower() not in MECHANISMS:
+        raise ValueError(text)
+    return text.lower()
+
+
+# Session settings: name -> (parser to the stored text, what a valid value is).
+DP_SETTINGS: dict[str, tuple[Callable[[str], str], str]] = {
+    "dp.epsilon": (_positive, "a positive number"),
+    "dp.delta": (_probability, "a number from 0 to 1 (excluded)"),
+    "dp.mechanism": (_mechanism, "one of " + ", ".join(MECHANISMS)),
+}
+
+
+class DpSettings:
+    """One session's dp.* values (the configured defaults until SET)."""
+
+    def __init__(self, analyst: Analyst, config: Config, ledger: Ledger, workers: Workers,
+                 planner: Planner):
+        self.analyst = analyst
+        self.config = config
+        self.ledger = ledger
+        self.workers = workers
+        self.planner = planner
+        self.values: dict[str, str] = {}
+
+    @property
+    def epsilon(self) -> float:
+        """ε charged per query (SET dp.epsilon, else privacy.default_epsilon)."""
+        return float(self.values.get("dp.epsilon", self.config.privacy.default_epsilon))
+
+    @property
+    def delta(self) -> float:
+        """δ of a query that needs one (SET dp.delta, else privacy.default_delta)."""
+        return float(self.values.get("dp.delta", self.config.privacy.default_delta))
+
+    @property
+    def mechanism(self) -> str:
+        """The noise (SET dp.mechanism, else privacy.default_mechanism)."""
+        return self.values.get("dp.mechanism", self.config.privacy.default_mechanism)
+
+    def clear(self) -> None:
+        """RESET ALL or DISCARD ALL ran: back to the defaults."""
+        self.values.clear()
+
+    def set(self, plan: SetDpSetting) -> str:
+        """SET or RESET a dp.* setting of this session; returns the command tag."""
+        if plan.name not in DP_SETTINGS:
+            raise StatementError(SqlState.UNDEFINED_OBJECT,
+                                 f'unrecognized configuration parameter "{plan.name}"',
+                                 hint=f"dpgate knows {', '.join(DP_SETTINGS)}.")
+        if plan.value is None:
+            self.values.pop(plan.name, None)
+        else:
+            parse, what = DP_SETTINGS[plan.name]
+            # SET's value comes as tokens: "- 1" is the number -1.
+            written = plan.value.strip("'").replace(" ", "")
+            try:
+                value = parse(written)
+            except ValueError:
+                raise StatementError(SqlState.INVALID_PARAMETER_VALUE,
+                                     f"{plan.name} must be {what}{self._range(plan.name)}, "
+                                     f"not {written}") from None
+            self._check_range(plan.name, value)
+            self.values[plan.name] = value
+        return "RESET" if plan.value is None else "SET"
+
+    def _range(self, name: str) -> str:
+        privacy = self.config.privacy
+        if name == "dp.epsilon":
+            return f" between {privacy.min_epsilon:g} and {privacy.max_epsilon:g}"
+        if name == "dp.delta":
+            return f" (0, or between {privacy.min_delta:g} and {privacy.max_delta:g})"
+        return ""
+
+    def _check_range(self, name: str, value: str) -> None:
+        """ε and δ within the data owner's floor and ceiling (a zero δ stays allowed: it
+        refuses every query that needs one)."""
+        privacy = self.config.privacy
+        ranges = {"dp.epsilon": (privacy.min_epsilon, privacy.max_epsilon, "epsilon"),
+                  "dp.delta": (privacy.min_delta, privacy.max_delta, "delta")}
+        if name not in ranges or (name == "dp.delta" and float(value) == 0):
+            return
+        low, high, setting = ranges[name]
+        if not low <= float(value) <= high:
+            raise StatementError(
+                SqlState.INVALID_PARAMETER_VALUE,
+                f"{name} must be between {low:g} and {high:g}, not {float(value):g}",
+                hint=f"The data owner sets the range (privacy.min_{setting}, "
+                f"privacy.max_{setting}).")
+
+    async def show(self, plan: ShowDpSetting) -> Answer:
+        """SHOW dp.epsilon / dp.delta / dp.mechanism / dp.budget / dp.policy."""
+        if plan.name in DP_SETTINGS:
+            value = {"dp.epsilon": repr(self.epsilon), "dp.delta": repr(self.delta),
+                     "dp.mechanism": self.mechanism}[plan.name]
+            return Answer([(plan.name, wire.TEXT_OID)], [[value]], "SHOW")
+        if plan.name == "dp.budget":
+            budget = await ledger_call(self.workers.ledger_read, self.ledger.budget,
+                                       self.analyst.name)
+            values = [budget.epsilon_total, budget.epsilon_spent, budget.epsilon_left,
+                      budget.delta_total, budget.delta_spent, budget.queries]
+            return Answer(BUDGET_COLUMNS, [[repr(as_written(v) if isinstance(v, float) else v)
+                                            for v in values]], "SHOW")
+        if plan.name == "dp.policy":
+            knowledge = self.planner.knowledge
+            if not knowledge.catalog_loaded:
+                await self.planner.learn()
+            rows = policy_rows(self.config.policy, knowledge.metrics.columns)
+            return Answer(POLICY_ANSWER_COLUMNS, rows, f"SELECT {len(rows)}")
+        raise StatementError(SqlState.UNDEFINED_OBJECT,
+                             f'unrecognized configuration parameter "{plan.name}"',
+                             hint=f"dpgate knows {', '.join(DP_SETTINGS)}, dp.budget and "
+                             "dp.policy.")
+
+    @staticmethod
+    def show_columns(plan: ShowDpSetting) -> list[tuple[str, int]]:
+        """The columns `show` answers with, for Describe (which must not run anything)."""
+        if plan.name == "dp.policy":
+            return POLICY_ANSWER_COLUMNS
+        return BUDGET_COLUMNS if plan.name == "dp.budget" else [(plan.name, wire.TEXT_OID)]

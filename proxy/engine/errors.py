@@ -1,0 +1,84 @@
+"""The one place where what went wrong becomes the client's ErrorResponse.
+
+A statement's error is a `StatementError`: the rest of the query string is skipped and the
+protocol layer sends `response`. dpgate's refusals (`Refusal`) and PostgreSQL's errors
+(`BackendError`) become one through `client_error`, so positions are treated alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
+
+from accounting import LedgerUnavailable
+from rewriter.errors import Refusal
+from rewriter.sqlstate import SqlState
+
+from ..pgwire import wire
+from ..pgwire.backend import BackendError
+
+log = logging.getLogger("dpgate.session")
+T = TypeVar("T")
+
+
+
+class StatementError(Exception):
+    """An error to report for one statement; the rest of the query string is skipped."""
+
+    def __init__(self, code: str, text: str, hint: str | None = None,
+                 position: int | None = None):
+        super().__init__(text)
+        self.response = wire.error_response(code, text, hint, position)
+
+
+class AlreadyReported(StatementError):
+    """The backend's own ErrorResponse was relayed already."""
+
+    def __init__(self) -> None:
+        Exception.__init__(self, "relayed error")
+        self.response = b""
+
+
+def client_error(error: Refusal | BackendError, offset: int | None = None) -> StatementError:
+    """The client's error for a refusal of dpgate's or an error of PostgreSQL's.
+
+    A refusal's position is already counted in the client's query string. A backend
+    error's position is shifted by `offset`, where the statement starts in that string;
+    with `offset=None` the backend ran SQL the client never wrote (the rewritten query),
+    so its position would point nowhere and is dropped.
+    """
+    if isinstance(error, Refusal):
+        return StatementError(error.sqlstate, error.message, error.hint, error.position)
+    position = error.fields.get("P")
+    shifted = int(position) + offset if offset is not None and position and \
+        position.isdigit() else None
+    return StatementError(error.sqlstate, error.fields.get("M", "error"),
+                          error.fields.get("H"), shifted)
+
+
+class WorkerPool(Protocol):
+    """Workers.ledger_read or Workers.ledger_write: runs `function` on a thread."""
+
+    def __call__(self, function: Callable[..., T], *args: object) -> Awaitable[T]: ...
+
+
+async def ledger_call(pool: WorkerPool, call: Callable[..., T], *args: object) -> T:
+    """A ledger call on its worker pool; a storage failure is this statement's error
+    (nothing is released without its charge), never the end of the session."""
+    try:
+        return await pool(call, *args)
+    except LedgerUnavailable as error:
+        log.error("privacy ledger unreachable: %s", error)
+        raise StatementError(
+            SqlState.CONNECTION_FAILURE, "dpgate cannot reach its privacy ledger; nothing "
+            "was released", hint="Ask again in a moment.") from None
+    except sqlite3.Error as error:
+        log.error("privacy ledger failure: %s", error)
+        full = "full" in str(error).lower()
+        raise StatementError(
+            SqlState.DISK_FULL if full else SqlState.IO_ERROR,
+            "the privacy ledger " + ("is out of disk space" if full else
+                                     "could not be read or written") +
+            "; nothing was released", hint="Tell the data owner.") from None

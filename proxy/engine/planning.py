@@ -1,0 +1,112 @@
+"""From a query string to its plans: the plan cache, else the rewriter within the limits
+of one statement, measuring the join metrics it is missing first; for the simple protocol,
+first through the string's shape with its WHERE literals lifted out (literals.py)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rewriter.classify import Statement, classify
+from rewriter.errors import Refusal
+from rewriter.metrics import ColumnKey, MissingMetrics
+from rewriter.plan import Relay
+from rewriter.sqlstate import SqlState
+
+from ..config import Config
+from ..pgwire.backend import BackendError, BackendPool
+from .errors import StatementError, client_error
+from .knowledge import Knowledge
+from .limits import INLINE_ANALYSIS_SIZE, TooMuchWork, check_statement
+from .literals import LiftedStatement, lift, relayed_as_written, usable
+from .plan_cache import PlanCache
+from .workers import Workers
+
+
+class Planner:
+    """Plans query strings for every session of the process (its caches are shared)."""
+
+    def __init__(self, config: Config, knowledge: Knowledge, plans: PlanCache,
+                 pool: BackendPool, workers: Workers):
+        self.config = config
+        self.knowledge = knowledge
+        self.plans = plans
+        self.pool = pool
+        self.workers = workers
+
+    async def statements(self, sql: str) -> list[Statement]:
+        """Plans for a query string, from the cache or the rewriter.
+
+        A join column met for the first time is measured (maxFreq) and the string is
+        analysed again, so a metric is never guessed.
+        """
+        knowledge = self.knowledge
+        if not knowledge.catalog_loaded:
+            await self.learn()
+        for _ in range(2):
+            key = (sql, knowledge.metrics.version)
+            cached = self.plans.get(key)
+            if cached is not None:
+                return cached
+            try:
+                statements = await self._analyse(sql)
+            except MissingMetrics as missing:
+                await self.learn(missing.columns)
+                continue
+            self.plans.put(key, statements)
+            return statements
+        raise StatementError(SqlState.DATA_EXCEPTION, "dpgate could not measure the join metrics")
+
+    async def lifted(self, sql: str) -> list[Statement] | None:
+        """The plans of a simple-query string through its lifted shape (literals.py): a
+        private aggregate to answer with the shape's plan and the literals as parameters,
+        or the string relayed as written when its shape is relayed unchanged. None when
+        the string is to be planned as written (already planned so, nothing to lift, or a
+        shape that is refused or needs its values before the query)."""
+        if self.plans.get((sql, self.knowledge.metrics.version)) is not None:
+            return None  # planned as written already (a relayed statement, say)
+        lifted = lift(sql) if len(sql) <= INLINE_ANALYSIS_SIZE else None
+        if lifted is None:
+            return None
+        try:
+            statements = await self.statements(lifted.text)
+        except (Refusal, StatementError):
+            return None  # the text as written gets its own analysis and its own error
+        if relayed_as_written(statements, lifted):
+            # Which tables and functions a statement reads does not depend on its WHERE
+            # literals: the original text is relayed, unchanged, as its shape would be.
+            return [Statement(sql, 0, Relay(sql))]
+        if not usable(statements):
+            return None
+        return [LiftedStatement(lifted.text, 0, statements[0].plan, lifted.parameters)]
+
+    async def _analyse(self, sql: str) -> list[Statement]:
+        """classify(), within the limits of limits.py; a long text on a worker thread."""
+        server = self.config.server
+        try:
+            check_statement(sql, server.max_statement_size, server.max_nesting)
+            arguments = (sql, self.config.policy, self.knowledge.metrics)
+            if len(sql) <= INLINE_ANALYSIS_SIZE:
+                return classify(*arguments)
+            async with asyncio.timeout(server.analysis_timeout):
+                return await self.workers.cpu(classify, *arguments)
+        except TooMuchWork as limit:
+            raise StatementError(limit.sqlstate, limit.message, limit.hint) from None
+        except RecursionError:
+            raise StatementError(SqlState.STATEMENT_TOO_COMPLEX,
+                                 "statement is too complex for dpgate "
+                                 "to analyse", hint="Split it or simplify it.") from None
+        except TimeoutError:
+            raise StatementError(SqlState.PROGRAM_LIMIT_EXCEEDED, "dpgate gave up analysing the "
+                                 f"statement after {server.analysis_timeout:g} s",
+                                 hint="Ask a shorter or simpler statement.") from None
+
+    async def learn(self, columns: tuple[ColumnKey, ...] = ()) -> None:
+        """Load the column names (once per process) and measure maxFreq of `columns`."""
+        async with self.pool.connection() as backend:
+            try:
+                if not self.knowledge.catalog_loaded:
+                    await self.knowledge.load_catalog(backend)
+                if columns:
+                    await self.knowledge.measure(backend, columns)
+            except BackendError as error:  # a misspelt join column, say
+                raise client_error(error) from None

@@ -1,0 +1,384 @@
+"""Private aggregates: described without running anything, then run, noised and charged.
+
+First, for free, PostgreSQL parses the statement as written (its own errors first),
+computes the row-independent constants and checks the rewritten plan. Then the rewritten
+SQL runs as dpgate_reader, the rows are released with noise (release.py), expressions over
+released values run over those values only, and the budget check, the charge and the
+stored answer are one durable commit (accounting/one_commit.py) before anything is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import cast
+
+from accounting import (
+    Analyst,
+    Budget,
+    BudgetExceeded,
+    Charged,
+    ChargeRequest,
+    Ledger,
+    Repeated,
+    Standing,
+    charge_answer,
+    charge_failure,
+    fingerprint,
+    look_up,
+)
+from mechanisms.random_source import RandomSource
+from rewriter.calibrate import Calibration
+from rewriter.computed import with_rows
+from rewriter.errors import Refusal
+from rewriter.outer import with_answer
+from rewriter.plan import PrivateAggregate
+from rewriter.sqlstate import SqlState
+
+from ..config import Config
+from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Described, Parameters
+from ..pgwire.running import Running
+from .dp_settings import DpSettings
+from .errors import StatementError, client_error, ledger_call
+from .literals import LiftedParameters, LiftFailed
+from .outcome import Answer
+from .plan_cache import calibrate_cached
+from .plan_check import PlanChecker
+from .release import Release, release, result_columns
+from .workers import Workers
+
+log = logging.getLogger("dpgate.session")
+
+# Answers with more rows than this are noised on a worker thread.
+INLINE_RELEASE_ROWS = 64
+
+
+class PrivateAnswers:
+    """One session's private aggregates."""
+
+    def __init__(self, analyst: Analyst, config: Config, ledger: Ledger, pool: BackendPool,
+                 rng: RandomSource, checker: PlanChecker, workers: Workers,
+                 settings: DpSettings, running: Running):
+        self.analyst = analyst
+        self.config = config
+        self.ledger = ledger
+        self.pool = pool
+        self.rng = rng
+        self.checker = checker
+        self.workers = workers
+        self.settings = settings
+        self.running = running
+        # The analyst's secret shift as last seen by this session (its login, then each
+        # charge): a rotation by the data owner applies to sessions already open.
+        self.shift = analyst.shift
+
+    async def describe(self, text: str, plan: PrivateAggregate,
+                       types: tuple[int, ...] = (), offset: int = 0) -> Shape:
+        """Parse the statement and its rewritten SQL on the backend without running them
+        (no charge).
+
+        Schema errors (a misspelt column) surface here and cannot depend on the rows.
+        """
+        async with self.pool.connection() as backend:
+            written = await self._as_written(backend, text, plan, types, offset)
+            sql = await self._prepare(backend, plan, None, check=False)
+            return await self._shape(backend, written, sql, plan, types, None)
+
+    async def _prepare(self, backend: BackendConnection, plan: PrivateAggregate,
+                       parameters: Parameters | None, check: bool = True) -> str:
+        """The SQL to run, its constants computed and its plan checked, before any charge."""
+        try:
+            return await self.checker.prepare(backend, plan, parameters, check)
+        except (Refusal, BackendError) as error:
+            raise client_error(error) from None
+
+    @staticmethod
+    async def _as_written(backend: BackendConnection, text: str, plan: PrivateAggregate,
+                          types: tuple[int, ...], offset: int) -> Described | None:
+        """PostgreSQL's parse analysis of the statement as written: its own errors come
+        before any of dpgate's (the rewritten SQL names tables otherwise)."""
+        if not plan.postgres_sql:
+            return None
+        try:
+            return await backend.describe(text, types)
+        except BackendError as error:
+            raise client_error(error, offset) from None
+
+    async def _shape(self, backend: BackendConnection, written: Described | None, sql: str,
+                     plan: PrivateAggregate, types: tuple[int, ...],
+                     parameters: Parameters | None) -> Shape:
+        """The rewritten SQL's key types and the columns of the answer.
+
+        The statement as PostgreSQL reads it (`written`) gives the names and types of the
+        columns it would return, which the answer then has. A statement using dpgate's
+        own aggregates (median) is not PostgreSQL's, so its columns are dpgate's.
+        """
+        described = await self._describe(backend, sql, types, parameters)
+        key_types = [type_oid for _, type_oid in described.columns[:plan.keys]]
+        outer = written
+        if plan.outer_sql is not None:  # `written` is the outer query; the answer is inner
+            written = await self._as_written(backend, plan.inner_sql, plan, types, 0)
+        columns = result_columns(plan, key_types)
+        if written is not None and len(written.columns) == len(columns):
+            columns = written.columns
+        released = (await backend.describe(plan.probe_sql, types)).columns \
+            if plan.probe_sql is not None else []
+        oids = tuple(t for _, t in released + columns)
+        names = self.checker.type_names.get(oids)  # an OID names one type for good
+        if names is None:
+            names = await _type_names(backend, list(oids))
+            self.checker.type_names.put(oids, names)
+        return Shape(described.parameters, key_types,
+                     outer.columns if plan.outer_sql is not None and outer else columns,
+                     [(name, t) for name, (_, t) in zip(names[:len(released)], released,
+                                                        strict=True)],
+                     columns, names[len(released):])
+
+    @staticmethod
+    async def _describe(backend: BackendConnection, sql: str,
+                        types: tuple[int, ...], parameters: Parameters | None = None
+                        ) -> Described:
+        try:
+            return await backend.describe(sql, types, parameters)
+        except BackendError as error:
+            raise client_error(error) from None
+
+    async def answer(self, text: str, plan: PrivateAggregate,
+                     parameters: Parameters | None = None, offset: int = 0) -> Answer:
+        """Run, noise and charge one private aggregate (or return its stored answer).
+
+        With LiftedParameters (literals.py), `text` is the lifted form of the text the
+        analyst wrote: an error before the charge then raises LiftFailed, so that the
+        text as written is answered instead (with its own error positions and wording).
+        """
+        settings = self.settings
+        epsilon, mechanism = settings.epsilon, settings.mechanism
+        bound = _parameters_text(parameters)
+        lifted = parameters if isinstance(parameters, LiftedParameters) else None
+        async with self.pool.connection() as backend:
+            try:
+                calibration, sql, shape = await self._before_charge(
+                    backend, text, plan, parameters, offset)
+            except StatementError:
+                if lifted is not None:
+                    raise LiftFailed() from None
+                raise
+            # Computed constants (current_date…) are part of the question asked.
+            asked = bound + (f" -- computed: {sql}" if plan.constants else "")
+            request = ChargeRequest(
+                analyst=self.analyst.name,
+                statement=text + bound if lifted is None else lifted.original,
+                fingerprint=fingerprint(plan.fingerprint_text + asked, epsilon,
+                                        calibration.delta, mechanism),
+                epsilon=calibration.epsilon, delta=calibration.delta, mechanism=mechanism,
+                sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
+            )
+            # The stored answer, or the budget and shift: a read, no fsync. The one commit
+            # comes after the query ran (_answer): check, charge and answer together.
+            prior = await ledger_call(self.workers.ledger_read, look_up, self.ledger,
+                                      self.analyst.name, request.fingerprint, self.shift)
+            if isinstance(prior, Standing):
+                if prior.budget is not None and \
+                        not prior.budget.fits(request.epsilon, request.delta):
+                    raise _exhausted(BudgetExceeded(request.epsilon, prior.budget,
+                                                    request.delta))
+                rows, notice, prior = await self._answer(backend, sql, plan, calibration,
+                                                         shape, prior.shift, parameters,
+                                                         request)
+            if isinstance(prior, Repeated):
+                # Stored as released: text or NULL.
+                rows = cast(list[list[str | None]], prior.rows)
+                notice = (f"dpgate: repeated question, the stored answer is returned and "
+                          f"nothing is charged (epsilon left {prior.budget.epsilon_left:g} "
+                          f"of {prior.budget.epsilon_total:g})")
+        return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice)
+
+    async def _before_charge(self, backend: BackendConnection, text: str,
+                             plan: PrivateAggregate, parameters: Parameters | None,
+                             offset: int) -> tuple[Calibration, str, Shape]:
+        """Everything that may fail for free: calibration, PostgreSQL's parse of the
+        statement, constants, the plan check and the answer's shape."""
+        settings = self.settings
+        try:
+            calibration = calibrate_cached.get(plan, settings.epsilon, settings.delta,
+                                               settings.mechanism)
+            if calibration is None:
+                # The first calibration of a join scans the smooth sensitivity: off the loop.
+                calibration = await self.workers.cpu(calibrate_cached, plan, settings.epsilon,
+                                                     settings.delta, settings.mechanism)
+        except Refusal as refusal:
+            raise client_error(refusal) from None
+        # Bad parameter values fail here, at bind time, before the charge.
+        types = parameters.types if parameters else ()
+        # The shape of a statement with parameters is the same for all their values
+        # (Parse/Describe read catalogs only); the plan check below still binds the
+        # client's values, so a bad one fails before the charge.
+        remembered = (text, types, plan) if parameters is not None else None
+        shape = None if remembered is None else self.checker.shapes.get(remembered)
+        written = None if shape is not None else \
+            await self._as_written(backend, text, plan, types, offset)
+        sql = await self._prepare(backend, plan, parameters)
+        if shape is None:
+            shape = await self._shape(backend, written, sql, plan, types, parameters)
+            if remembered is not None:
+                self.checker.shapes.put(remembered, shape)
+        return calibration, sql, shape
+
+    async def _answer(self, backend: BackendConnection, sql: str, plan: PrivateAggregate,
+                      calibration: Calibration, shape: Shape, shift: float,
+                      parameters: Parameters | None, request: ChargeRequest
+                      ) -> tuple[list[list[str | None]], str, Charged | Repeated]:
+        """Run the rewritten query, noise it, then charge and store the answer in one
+        durable commit, before anything is sent. A failure of the query may depend on the
+        rows: it is charged too (and reported only once charged)."""
+        try:
+            with self.running.on(backend):
+                result = await backend.fetch(sql, parameters)
+        except (BackendError, OSError, asyncio.IncompleteReadError) as error:
+            log.warning("private query failed and is charged (%s): %.200s",
+                        getattr(error, "sqlstate", type(error).__name__), sql)
+            await self._charge_failure(request)
+            # The failure may depend on the rows, so neither its detail nor a refund.
+            raise StatementError(
+                SqlState.DATA_EXCEPTION,
+                f"the query failed while reading private data; its charge of epsilon "
+                f"{calibration.epsilon:g} is kept",
+            ) from None
+        for _ in range(3):  # a rotation of the shift meanwhile: noise again with the new one
+            rows, answer = await self._released(backend, plan, calibration, shape, shift,
+                                                result.rows, parameters, request)
+            try:
+                outcome = await ledger_call(self.workers.ledger_write, charge_answer,
+                                            self.ledger, request, shift, rows)
+            except BudgetExceeded as exceeded:
+                raise _exhausted(exceeded) from None
+            if isinstance(outcome, Repeated):
+                return cast(list[list[str | None]], outcome.rows), "", outcome
+            if isinstance(outcome, Charged):
+                self.shift = outcome.shift  # a rotation applies to the next answers
+                return rows, answer_notice(plan, calibration, answer, outcome.budget,
+                                           self.config.privacy.confidence), outcome
+            shift = outcome.shift
+        raise StatementError(SqlState.IO_ERROR, "the analyst's secret shift kept changing; "
+                             "nothing was released", hint="Ask again.")
+
+    async def _released(self, backend: BackendConnection, plan: PrivateAggregate,
+                        calibration: Calibration, shape: Shape, shift: float,
+                        true_rows: list[list[bytes | None]], parameters: Parameters | None,
+                        request: ChargeRequest) -> tuple[list[list[str | None]], Release]:
+        """The noisy answer as the client will see it (post-processing included)."""
+        arguments = (plan, calibration, shape.key_types, true_rows, shift,
+                     self.config.privacy, self.rng,
+                     shape.released if plan.post_sql else shape.answer)
+        # Noise for a large histogram, or the exponential mechanism's sampling, takes long.
+        large = len(true_rows) > INLINE_RELEASE_ROWS or any(p.choice for p in plan.parts)
+        answer = await self.workers.cpu(release, *arguments) if large else release(*arguments)
+        rows = answer.rows
+        if plan.post_sql is not None:
+            sql = with_rows(plan.post_sql, rows, [name for name, _ in shape.released])
+            rows = await self._post_processed(backend, sql, parameters, request)
+        if plan.outer_sql is not None:
+            sql = with_answer(plan.outer_sql, plan.outer_alias, rows, [
+                (name, type_name) for (name, _), type_name in
+                zip(shape.answer, shape.answer_types, strict=True)])
+            rows = await self._post_processed(backend, sql, parameters, request)
+        return rows, answer
+
+    async def _charge_failure(self, request: ChargeRequest) -> None:
+        """Charge a failed question (one commit). Without the budget for it, the failure
+        is not reported: the analyst hears that the budget is exhausted."""
+        try:
+            await ledger_call(self.workers.ledger_write, charge_failure, self.ledger,
+                              request, "failed")
+        except BudgetExceeded as exceeded:
+            raise _exhausted(exceeded) from None
+
+    async def _post_processed(self, backend: BackendConnection, sql: str,
+                              parameters: Parameters | None, request: ChargeRequest
+                              ) -> list[list[str | None]]:
+        """The statement's expressions over the released values only (post-processing).
+
+        Its failure (a noisy count of 0 as a divisor) depends on released values only, so
+        PostgreSQL's own error is reported, once the question is charged: the values
+        were drawn.
+        """
+        try:
+            result = await backend.fetch(sql, parameters)
+        except BackendError as error:
+            await self._charge_failure(request)
+            raise client_error(error, 0) from None
+        return [[None if v is None else v.decode() for v in row] for row in result.rows]
+
+
+def _exhausted(exceeded: BudgetExceeded) -> StatementError:
+    return StatementError(SqlState.BUDGET_EXHAUSTED, str(exceeded),
+                          hint="Ask the data owner for more budget, or lower dp.epsilon.")
+
+
+def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Release,
+                  budget: Budget, confidence: float) -> str:
+    """What the analyst is told after a fresh answer: cost, budget left, accuracy."""
+    if not plan.parts:
+        return ("dpgate: nothing charged: every key of the declared domain is listed, "
+                "whatever the data holds")
+    spent = f"charged epsilon {calibration.epsilon:g}"
+    if calibration.delta:
+        spent += f" and delta {calibration.delta:g}"
+    lines = [f"dpgate: {spent}, epsilon left {budget.epsilon_left:g} of "
+             f"{budget.epsilon_total:g}"]
+    if answer.bounds:
+        bounds = ", ".join(f"{name} ±{bound}" for name, bound in answer.bounds.items())
+        lines.append(f"{round(confidence * 100)}% accuracy: {bounds}")
+    elif not calibration.pure:
+        lines.append("noise follows the smooth sensitivity of this join, which depends on "
+                     "the data, so no accuracy bound is shown")
+    if calibration.threshold is not None:
+        lines.append("groups are released only when their noisy count passes a threshold "
+                     "(key selection)")
+    elif plan.grouping is not None:
+        lines.append("every key of the declared domain is listed, empty ones with noise")
+    if plan.post_sql is not None or plan.outer_sql is not None:
+        lines.append("the statement's expressions were computed from the noisy values")
+    elif any(o.hidden for o in plan.outputs):
+        lines.append("HAVING and ORDER BY used noisy aggregates")
+    return "; ".join(lines)
+
+
+def _parameters_text(parameters: Parameters | None) -> str:
+    """How bound values enter the ledger's statement text and the question's fingerprint."""
+    if parameters is None or not parameters.values:
+        return ""
+    shown = []
+    for value, fmt in zip(parameters.values, parameters.formats, strict=True):
+        if value is None:
+            shown.append("NULL")
+        elif fmt == 0:
+            shown.append("'" + value.decode("utf-8", "replace").replace("'", "''") + "'")
+        else:
+            shown.append("'\\x" + value.hex() + "'")
+    return " -- parameters: " + ", ".join(shown)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What Describe tells of a private aggregate: its parameter types, the rewritten
+    query's key types and the columns the client sees."""
+
+    parameters: list[int]
+    key_types: list[int]
+    columns: list[tuple[str, int]]  # what the client receives
+    # For a plan with post_sql: every output's (PostgreSQL type name, type OID).
+    released: list[tuple[str, int]]
+    # The aggregate's own answer (an outer query's inner one) and its type names.
+    answer: list[tuple[str, int]]
+    answer_types: list[str]
+
+
+async def _type_names(backend: BackendConnection, oids: list[int]) -> list[str]:
+    """PostgreSQL's names of types, to cast released values to them."""
+    if not oids:
+        return []
+    names = await backend.fetch("SELECT " + ", ".join(f"format_type({oid}, NULL)"
+                                                      for oid in oids))
+    return [name.decode() if name else "text" for name in names.rows[0]]

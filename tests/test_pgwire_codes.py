@@ -1,0 +1,47 @@
+"""The protocol's codes as enums behave as the raw bytes the code compares them with."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+
+from proxy.pgwire import wire
+from proxy.pgwire.codes import AuthRequest, Backend, Frontend, Target, TransactionStatus
+from rewriter.sqlstate import SqlState
+
+
+@pytest.mark.parametrize("codes", [Frontend, Backend, TransactionStatus, Target])
+def test_members_are_their_byte_and_unique(codes) -> None:
+    values = [member.value for member in codes]
+    assert len(set(values)) == len(values)
+    for member in codes:
+        assert member == member.value and hash(member) == hash(member.value)
+        assert {member.value: True}[member]  # raw bytes from a socket find enum keys
+        assert len(member) == 1
+
+
+def test_a_message_read_from_a_stream_matches_its_enum() -> None:
+    async def read() -> tuple[bytes, bytes]:
+        reader = asyncio.StreamReader()
+        reader.feed_data(wire.message(Frontend.QUERY, b"SELECT 1\0"))
+        return await wire.read_message(reader, 1 << 20)
+
+    kind, payload = asyncio.run(read())
+    assert kind == Frontend.QUERY and type(kind) is bytes and payload == b"SELECT 1\0"
+
+
+def test_built_messages_carry_the_codes() -> None:
+    assert wire.ready_for_query(TransactionStatus.IDLE) == b"Z\0\0\0\x05I"
+    assert wire.authentication(AuthRequest.OK) == b"R\0\0\0\x08\0\0\0\0"
+    error = wire.error_response(SqlState.PROTOCOL_VIOLATION, "bad")
+    assert error[:1] == Backend.ERROR_RESPONSE
+    assert wire.parse_error_fields(error[5:])["C"] == "08P01"
+
+
+def test_sqlstates_are_five_characters_and_unique() -> None:
+    values = [state.value for state in SqlState]
+    assert len(set(values)) == len(values)
+    assert all(re.fullmatch(r"[0-9A-Z]{5}", value) for value in values)
+    assert f"{SqlState.SYNTAX_ERROR}" == "42601"
