@@ -234,9 +234,9 @@ class PostgresLedger:
         s = self.schema
         with self._transaction() as connection:
             connection.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"dpgate:{s}",))
-            exists = _first_row(connection.execute(
+            exists = connection.execute(
                 "SELECT 1 FROM information_schema.tables WHERE table_schema = %s"
-                " AND table_name = 'version'", (s,)))
+                " AND table_name = 'version'", (s,)).fetchone()
             version = _first_row(connection.execute(f"SELECT version FROM {s}.version"))[0] \
                 if exists else 0
             if version > len(MIGRATIONS):
@@ -264,7 +264,8 @@ class PostgresLedger:
     def version(self) -> int:
         """The schema version of the store (len(MIGRATIONS) once opened)."""
         with self._transaction() as connection:
-            return _first_row(connection.execute(f"SELECT version FROM {self.schema}.version"))[0]
+            return _first_row(
+                connection.execute(f"SELECT version FROM {self.schema}.version"))[0]
 
     def ping(self) -> None:
         """One round trip to the store; LedgerUnavailable if it does not answer."""
@@ -307,9 +308,9 @@ class PostgresLedger:
 
     def analyst(self, name: str) -> Analyst | None:
         with self._transaction() as connection:
-            row = _first_row(connection.execute(
+            row = connection.execute(
                 f"SELECT {_ANALYST_COLUMNS} FROM {self.schema}.analysts WHERE name = %s",
-                (name,)))
+                (name,)).fetchone()
         return None if row is None else _analyst(row)
 
     def analysts(self) -> list[Analyst]:
@@ -441,9 +442,9 @@ class PostgresLedger:
         return connection.execute(f"DELETE FROM {s}.answers {where}", parameters).rowcount
 
     def _budget(self, connection: psycopg.Connection, name: str) -> Budget:
-        row = _first_row(connection.execute(
+        row = connection.execute(
             "SELECT epsilon_total, epsilon_spent, delta_total, delta_spent, queries"
-            f" FROM {self.schema}.analysts WHERE name = %s", (name,)))
+            f" FROM {self.schema}.analysts WHERE name = %s", (name,)).fetchone()
         if row is None:
             raise UnknownAnalyst(name)
         return Budget(*row)
@@ -479,7 +480,7 @@ def _first_line(error: BaseException) -> str:
 
 
 def _first_row(cursor: psycopg.Cursor) -> tuple[Any, ...]:
-    """The first row of a statement that always returns one (an aggregate, a function)."""
+    """The first row of a statement that always returns one (an aggregate, a setting)."""
     row = cursor.fetchone()
     if row is None:
         raise LedgerUnavailable("the ledger returned no row where one is always expected")
