@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, OrderedDict
+from typing import Any
 
 from rewriter.constants import evaluation_sql, substitute
 from rewriter.errors import Refusal
@@ -32,7 +33,7 @@ class PlanChecker:
         self.size = size
         self._checked: OrderedDict[tuple[str, bytes], None] = OrderedDict()
         # The answers' shapes of lifted statements (session.py), and type names by OID.
-        self.shapes: Remembered[tuple, object] = Remembered(size)
+        self.shapes: Remembered[tuple, Any] = Remembered(size)
         self.type_names: Remembered[tuple[int, ...], list[str]] = Remembered(size)
 
     async def prepare(self, backend: BackendConnection, plan: PrivateAggregate,

@@ -178,20 +178,21 @@ class PrivateAnswers:
             # comes after the query ran (_answer): check, charge and answer together.
             prior = await ledger_call(self.workers.ledger_read, look_up, self.ledger,
                                       self.analyst.name, request.fingerprint, self.shift)
+            outcome: Charged | Repeated | None = prior if isinstance(prior, Repeated) else None
             if isinstance(prior, Standing):
                 if prior.budget is not None and \
                         not prior.budget.fits(request.epsilon, request.delta):
                     raise _exhausted(BudgetExceeded(request.epsilon, prior.budget,
                                                     request.delta))
-                rows, notice, prior = await self._answer(backend, sql, plan, calibration,
-                                                         shape, prior.shift, parameters,
-                                                         request)
-            if isinstance(prior, Repeated):
+                rows, notice, outcome = await self._answer(backend, sql, plan, calibration,
+                                                           shape, prior.shift, parameters,
+                                                           request)
+            if isinstance(outcome, Repeated):
                 # Stored as released: text or NULL.
-                rows = cast(list[list[str | None]], prior.rows)
+                rows = cast(list[list[str | None]], outcome.rows)
                 notice = (f"dpgate: repeated question, the stored answer is returned and "
-                          f"nothing is charged (epsilon left {prior.budget.epsilon_left:g} "
-                          f"of {prior.budget.epsilon_total:g})")
+                          f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
+                          f"of {outcome.budget.epsilon_total:g})")
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice)
 
     async def _before_charge(self, backend: BackendConnection, text: str,
