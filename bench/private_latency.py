@@ -69,7 +69,7 @@ def question(number: int) -> tuple[int, int]:
 
 
 def start_dpgate(directory: Path, dsns: dict[str, str], analysts: list[str],
-                 stack: ExitStack) -> tuple[int, subprocess.Popen]:
+                 stack: ExitStack, root: Path = ROOT) -> tuple[int, subprocess.Popen]:
     """dpgate serve with a ledger holding `analysts` (created in-process: faster than one
     `dpgate user add` each)."""
     port = free_port()
@@ -94,7 +94,7 @@ file = "{DEMO_POLICY_FILE}"
     for name in analysts:
         create_analyst(ledger, name, PASSWORD, 1e9, 1e-3, PrivacySettings())
     process = subprocess.Popen([sys.executable, "-m", "proxy", "serve", "--config", str(config)],
-                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     stack.callback(stop, process)
     wait_for_port(port, process, "dpgate")
     return port, process
@@ -443,6 +443,9 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=16, help="concurrent analysts")
     parser.add_argument("--parts", default=",".join(PARTS),
                         help="measurements to make, comma-separated (default: all)")
+    parser.add_argument("--dpgate-root", type=Path, default=ROOT,
+                        help="the checkout whose dpgate is measured (default: this one), "
+                        "to compare before and after a change in one machine's conditions")
     parser.add_argument("--profile", type=Path, help="py-spy record dpgate during the "
                         "measurements into this file (collapsed stacks)")
     args = parser.parse_args()
@@ -468,7 +471,7 @@ def main() -> None:
             connection.execute("VACUUM ANALYZE")
         loop = os.environ.get("DPGATE_EVENT_LOOP", "uvloop if installed")
         print(f"starting dpgate (event loop: {loop})…", flush=True)
-        port, dpgate = start_dpgate(directory, dsns, analysts, stack)
+        port, dpgate = start_dpgate(directory, dsns, analysts, stack, args.dpgate_root)
         run = Run(args, directory, admin_dsn, conninfo_to_dict(admin_uri), server, port,
                   dpgate, analysts, stack)
         profiler = None if args.profile is None else subprocess.Popen(
