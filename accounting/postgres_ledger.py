@@ -58,7 +58,7 @@ RETRIES = 5
 IDLE_PROBE = 1.0
 # An unreachable ledger must fail a statement within seconds, not hang a worker thread
 # for TCP's retransmission timeout (about 15 minutes). Used unless the DSN sets them.
-CONNECTION_DEFAULTS = {"connect_timeout": "5", "tcp_user_timeout": "15000",
+CONNECTION_DEFAULTS = {"connect_timeout": "5", "tcp_user_timeout": str(15_000),
                        "application_name": "dpgate-ledger"}
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 

@@ -22,6 +22,7 @@ from mechanisms.gaussian_sigma import (
     analytic_gaussian_sigma,
     discrete_gaussian_variance,
 )
+from mechanisms.key_selection import key_selection_threshold as unit_threshold
 from mechanisms.names import Mechanism
 from mechanisms.numbers import parameter
 
@@ -101,6 +102,9 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
                           hint="Raise dp.epsilon or dp.delta, or join fewer private "
                           "tables.") from None
         flex_scale = 2 * smooth.sensitivity * part.magnitude / part_epsilon
+        if part.row_elastic is not None:  # unit mode: FLEX's row-level scale, for comparison
+            flex_scale = _row_level_scale(part, part_epsilon, reported_delta,
+                                          plan.private_tables)
         elastic_k = part.elastic.at(k) * part.magnitude
         scale = part.elastic.at(0) * part.magnitude / part_epsilon if pure else flex_scale
         calibrated = PartCalibration(
@@ -111,14 +115,18 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
             shift_scale=scale if pure else part.magnitude / part_epsilon)
         if gaussian:
             calibrated = _gaussian(calibrated, part.elastic.at(0), part.magnitude,
-                                   part.integer, plan.keys > 0, part_delta)
+                                   part.integer, plan.keys > 0, part_delta, part.l2)
         parts.append(calibrated)
     threshold = None
     if selecting:
         assert plan.grouping is not None and plan.grouping.selection_part is not None
         selection = parts[plan.grouping.selection_part]
-        threshold = key_selection_threshold(selection.elastic_sensitivity / 2, selection.scale,
-                                            part_delta)
+        if plan.unit is not None:  # κ' groups of ≤ τ_g' rows per unit
+            threshold = unit_threshold(plan.unit.group_rows, plan.unit.groups,
+                                       selection.scale, part_delta)
+        else:
+            threshold = key_selection_threshold(selection.elastic_sensitivity / 2,
+                                                selection.scale, part_delta)
     return Calibration(epsilon, delta if delta_users else 0.0, pure, tuple(parts), threshold,
                        chosen)
 
@@ -149,11 +157,26 @@ def choice_epsilon(epsilon: float, part: NoisyPart) -> Fraction:
     return parameter(epsilon, "epsilon") / part.elastic.at(0)
 
 
+def _row_level_scale(part: NoisyPart, epsilon: float, delta: float, private_tables: int
+                     ) -> float:
+    """FLEX's 2S*/ε for the row-level reading of a unit-mode part (reported only)."""
+    assert part.row_elastic is not None
+    if part.row_elastic.unmeasured_columns():
+        return math.nan
+    try:
+        smooth = smooth_sensitivity(part.row_elastic, epsilon, delta, private_tables)
+    except SmoothScanTooLong:
+        return math.inf
+    return 2 * smooth.sensitivity * part.magnitude / epsilon
+
+
 def _gaussian(part: PartCalibration, elastic: int, magnitude: float, integer: bool,
-              histogram: bool, delta: float) -> PartCalibration:
+              histogram: bool, delta: float, unit_l2: float | None = None) -> PartCalibration:
     """σ for the part's L2 sensitivity: a changed row moves a histogram's mass by S out of
-    one cell and into another, so Δ₂ = √2·S = ES/√2 there, and ES for a single value."""
-    l2 = elastic * magnitude / (math.sqrt(2) if histogram else 1)
+    one cell and into another, so Δ₂ = √2·S = ES/√2 there, and ES for a single value. In
+    unit mode the planner gives the unit's L2 (`unit_l2`)."""
+    l2 = elastic * magnitude / (math.sqrt(2) if histogram else 1) if unit_l2 is None else \
+        unit_l2 * magnitude
     if l2 == 0:
         return replace(part, delta=delta, scale=0.0, l2_sensitivity=0.0)
     try:

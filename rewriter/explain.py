@@ -12,6 +12,7 @@ from .plan import NoisyPart, OutputColumn, PrivateAggregate, Relay
 from .policy import Policy
 from .private import plan_private_aggregate
 from .sqlstate import SqlState
+from .unit_report import mode_report
 
 OBJECT_NOT_IN_PREREQUISITE_STATE = SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE
 
@@ -67,12 +68,14 @@ def _report(plan: PrivateAggregate, calibration: Calibration) -> dict[str, Any]:
             "elastic_sensitivity": first.elastic_sensitivity,
             "smooth_sensitivity": first.smooth_sensitivity, "k_star": first.k_star,
             "noise_scale": first.scale, "flex_noise_scale": first.flex_scale,
+            **({"unit_sensitivity": first.elastic_sensitivity} if plan.unit else {}),
             "epsilon": sum(p.epsilon for p in parts),
             **({"count_noise_scale": parts[1].scale} if len(parts) > 1 else {}),
         })
     report: dict[str, Any] = {
         "supported": True, "epsilon": calibration.epsilon, "delta": calibration.delta,
-        "pure": calibration.pure, "columns": columns, "rewritten_sql": plan.sql,
+        "pure": calibration.pure, **mode_report(plan), "columns": columns,
+        "rewritten_sql": plan.sql,
     }
     if plan.grouping is not None:
         report["histogram"] = (

@@ -58,6 +58,11 @@ class NoisyPart:
     magnitude: float = 1.0
     level: Fraction | None = None
     grid: QuantileGrid | None = None
+    # Unit mode: `elastic` is then the constant L1 sensitivity per unit (in
+    # units of `magnitude`), `row_elastic` the row-level FLEX ES(k) shown beside it, and
+    # `l2` the L2 sensitivity per unit (in units of `magnitude`) for the Gaussian.
+    row_elastic: Elastic | None = None
+    l2: float | None = None
 
     @property
     def integer(self) -> bool:
@@ -93,6 +98,28 @@ class OutputColumn:
     parts: tuple[int, ...]
     hidden: bool = False
     bounds: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class UnitBounds:
+    """A plan answered in unit mode: the unit and the contribution bounds.
+
+    `groups` and `group_rows` are κ' = min(κ, τ) and τ_g' = min(τ_g, τ): the most groups
+    one unit can reach, and its most rows in one group (key selection's threshold).
+    """
+
+    unit: str  # "schema.table.column"
+    max_contributions: int  # τ
+    max_groups: int  # κ
+    max_group_contributions: int  # τ_g
+
+    @property
+    def groups(self) -> int:
+        return min(self.max_groups, self.max_contributions)
+
+    @property
+    def group_rows(self) -> int:
+        return min(self.max_group_contributions, self.max_contributions)
 
 
 @dataclass(frozen=True)
@@ -177,6 +204,13 @@ class PrivateAggregate:
     # The number of cells of a histogram whose domain a public table supplies: the proxy
     # runs it before the charge and refuses more than the policy's max_cells.
     cells_sql: str | None = None
+    # Unit mode, or None: row-level FLEX. `row_level_reason` says why a policy
+    # with a unit answered this statement at row level (row_level_fallback).
+    unit: UnitBounds | None = None
+    row_level_reason: str | None = None
+    # Window functions of dpgate's own contribution bounding in `sql`: PostgreSQL's plan
+    # may show that many WindowAgg nodes and no more (plan_check.py).
+    windows: int = 0
 
     @property
     def visible(self) -> tuple[OutputColumn, ...]:

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .unit_policy import PrivacyUnit, UnitPath, check_unit_paths, privacy_unit_from_dict, unit_path
+
 CATALOG_SCHEMAS = frozenset({"pg_catalog", "information_schema"})
 DEFAULT_MAX_CELLS = 10_000
 
@@ -80,6 +82,7 @@ class TablePolicy:
     name: str
     private: bool
     columns: Mapping[str, ColumnPolicy] = field(default_factory=dict)
+    unit: UnitPath | None = None  # how its rows reach the privacy unit
 
     @property
     def key(self) -> str:
@@ -100,6 +103,16 @@ class Policy:
     tables: Mapping[str, TablePolicy] = field(default_factory=dict)
     default_schema: str = "public"
     max_cells: int = DEFAULT_MAX_CELLS
+    # The privacy unit; None: row-level FLEX privacy.
+    unit: PrivacyUnit | None = None
+
+    def unit_path(self, table: str) -> UnitPath | None:
+        """How rows of the table "schema.name" reach the unit (None: no declared path)."""
+        table_policy = self.tables.get(table)
+        path = table_policy.unit if table_policy is not None else None
+        if path is None and self.unit is not None and table == self.unit.table:
+            return UnitPath(self.unit.column)
+        return path
 
     def resolve(self, schema: str | None, name: str) -> tuple[str, str]:
         """The schema a table reference means: unqualified pg_* names are catalogs."""
@@ -136,16 +149,22 @@ class Policy:
             schema = schema or default_schema
             if "private" not in spec:
                 raise ValueError(f"policy for table {key!r} must say private = true or false")
-            unknown = set(spec) - {"private", "columns"}
+            unknown = set(spec) - {"private", "columns", "unit"}
             if unknown:
                 raise ValueError(f"policy for table {key!r}: unknown key(s) {sorted(unknown)}")
             columns = {
                 column.lower(): _column_policy(f"{key}.{column}", column_spec, default_schema)
                 for column, column_spec in dict(spec.get("columns", {})).items()
             }
-            tables[f"{schema}.{name}"] = TablePolicy(schema, name, bool(spec["private"]), columns)
+            path = unit_path(f"[tables.{key}] unit", spec["unit"], default_schema) \
+                if "unit" in spec else None
+            tables[f"{schema}.{name}"] = TablePolicy(schema, name, bool(spec["private"]), columns,
+                                                     path)
+        unit = privacy_unit_from_dict(data, default_schema)
+        check_unit_paths(unit, {k: t.unit for k, t in tables.items()},
+                         {k: t.private for k, t in tables.items()})
         policy = cls(tables=tables, default_schema=default_schema,
-                     max_cells=int(data.get("max_cells", DEFAULT_MAX_CELLS)))
+                     max_cells=int(data.get("max_cells", DEFAULT_MAX_CELLS)), unit=unit)
         policy._check_column_domains()
         return policy
 

@@ -19,10 +19,11 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 
 from .arithmetic import TOTAL
+from .bounding import Bounding, window_count
 from .choice import ChoiceSpec, choice_spec
 from .computed import placeholder, post_sql, probe, substitute
 from .constants import extract_constants
-from .elastic import constant, multiply
+from .elastic import Elastic, constant, multiply
 from .errors import (
     INVALID_COLUMN_REFERENCE,
     UNDEFINED_COLUMN,
@@ -41,12 +42,14 @@ from .plan import (
     OutputKind,
     PostProcess,
     PrivateAggregate,
+    UnitBounds,
 )
 from .policy import ColumnDomain, Domain, Policy, RangeDomain, ValuesDomain
 from .positions import position_of
 from .relations import Analyzer, Relation, Resolved, refuse_missing
 from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite
 from .totality import refuse_unsafe_nodes
+from .unit import NotOneUnit, UnitOfRows, unit_of_rows
 
 ONLY_AGGREGATES = "only aggregates of private tables are answered"
 _COMPARISONS: dict[type[exp.Expr], str] = {
@@ -82,7 +85,7 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
                               position=position_of(tree, offset))
         return replace(plan, outer_sql=outer, outer_alias=alias,
                        inner_sql=inner.sql(dialect="postgres"),
-                       fingerprint_text=tree.sql(dialect="postgres", normalize=True))
+                       fingerprint_text=_fingerprint(tree, plan.unit))
     constants = extract_constants(tree, policy, offset)
     analyzer = Analyzer(policy, metrics or Metrics(), offset)
     planner = _Planner(analyzer, tree, offset)
@@ -107,6 +110,9 @@ class _Planner:
     key_expressions: list[exp.Expression | None] = field(default_factory=list)
     # Counts a histogram's cells when a public table supplies a domain (_check_cells).
     cells_sql: str | None = None
+    # Unit mode: the unit of every row; or why a unit policy fell back to rows.
+    unit: UnitOfRows | None = None
+    row_level_reason: str | None = None
 
     @property
     def policy(self) -> Policy:
@@ -114,6 +120,7 @@ class _Planner:
 
     def plan(self) -> PrivateAggregate:
         self.relation, _ = self.analyzer.select_relation(self.tree, {})
+        self._unit_mode()
         self._group_keys()
         computed = []
         for index, projection in enumerate(self.tree.expressions):
@@ -133,11 +140,14 @@ class _Planner:
         if self._most_frequent_group(post):
             return self._most_frequent_plan()
         grouping, domains = self._grouping()
+        self._settle_groups(grouping is not None and grouping.key_selection)
         noisy_parts = tuple(self._noisy_part(part) for part in self.parts)
         key_specs = [KeySpec(column, domain, expression) for (_, column), domain, expression
                      in zip(self.keys, domains, self.key_expressions, strict=True)]
-        plan = self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping),
-                             len(self.keys), noisy_parts, post, grouping)
+        plan = self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping,
+                                     self._bounding()),
+                             len(self.keys), noisy_parts, post, grouping,
+                             grouped_bounding=bool(self.keys))
         if computed_post is None:
             return plan
         self.probe = probe(self.tree, [self._source(o) for o in self.outputs],
@@ -145,6 +155,45 @@ class _Planner:
                             zip(self.keys, self.key_expressions, strict=True)])
         return replace(plan, post_sql=computed_post,
                        probe_sql=self.probe.sql(dialect="postgres"))
+
+    # -- the privacy unit ----------------------------------------------------
+
+    def _unit_mode(self) -> None:
+        """Unit mode when the policy names a unit and every row belongs to one unit; else
+        row-level FLEX when the policy allows it (row_level_fallback), else a refusal."""
+        unit = self.policy.unit
+        if unit is None or not any(s.private or (s.derived and s.derived.private_tables)
+                                   for s in self.relation.sources):
+            return
+        try:
+            self.unit = unit_of_rows(self.tree, self.analyzer, self.relation)
+        except NotOneUnit as refusal:
+            if not unit.row_level_fallback:
+                raise policy_refusal(
+                    f"{refusal.reason}, so dpgate cannot protect each {unit.label} here "
+                    "(policy setting privacy_unit; row_level_fallback = false)",
+                    hint=refusal.hint or None, position=position_of(self.tree, self.offset)
+                ) from None
+            self.row_level_reason = refusal.reason
+
+    def _settle_groups(self, key_selection: bool) -> None:
+        """κ as it applies to this statement: where κ·τ_g ≥ τ a group bound would not
+        lower a histogram's L1 (min(τ, κ·τ_g) = τ) and would only drop rows, so κ = τ
+        (no bound) then, except for key selection, whose threshold counts κ' groups."""
+        if self.unit is None or key_selection:
+            return
+        bounds = self.unit.bounds
+        if bounds.max_groups * bounds.max_group_contributions >= bounds.max_contributions:
+            self.unit = replace(self.unit, bounds=replace(
+                bounds, max_groups=bounds.max_contributions))
+
+    def _bounding(self) -> Bounding | None:
+        if self.unit is None:
+            return None
+        bounds = self.unit.bounds
+        return Bounding(self.unit.expression, bounds.max_contributions, bounds.max_groups,
+                        bounds.max_group_contributions, self.unit.tables,
+                        self.unit.conditions)
 
     # -- expressions over released values (computed.py) ------------------------------
 
@@ -444,7 +493,11 @@ class _Planner:
         stability = self.relation.stability
         if self.keys:  # a histogram: one changed row leaves one bin and enters another
             stability = multiply(constant(2), stability)
-        return NoisyPart(part.aggregate, stability, part.magnitude)
+        if self.unit is None:
+            return NoisyPart(part.aggregate, stability, part.magnitude)
+        l1, l2 = unit_sensitivities(self.unit.bounds, bool(self.keys))
+        return NoisyPart(part.aggregate, constant(l1), part.magnitude, row_elastic=stability,
+                         l2=l2)
 
     # -- choices of the exponential mechanism ----------------------------------------
 
@@ -452,6 +505,7 @@ class _Planner:
         """MIN/MAX/percentiles or mode: every output a choice among one set of candidates."""
         spec, resolved = self.choices[0]
         position = position_of(spec.column, self.offset)
+        self._settle_groups(False)
         if self.parts or self.keys:
             raise unsupported(
                 f"{spec.aggregate} is answered by the exponential mechanism and cannot be "
@@ -466,7 +520,8 @@ class _Planner:
                     "percentiles) of one column, or modes of one column",
                     hint="Ask the others in separate statements.",
                     position=position_of(other.column, self.offset))
-        self._refuse_private_joins(spec.aggregate, position)
+        if self.unit is None:
+            self._refuse_private_joins(spec.aggregate, position)
         if spec.kind == "mode":
             domain = self._domain(resolved)
             if domain is None:
@@ -476,8 +531,8 @@ class _Planner:
                     "reveals a value of the data", hint=self._domain_hint(resolved),
                     position=position)
             self._check_cells([domain], spec.column)
-            sql, keys, grid = mode_sql(self.tree, self.policy, KeySpec(spec.column, domain)), \
-                1, None
+            sql, keys, grid = mode_sql(self.tree, self.policy, KeySpec(spec.column, domain),
+                                       self._bounding()), 1, None
         else:
             bounds = self._column_bounds(spec.column, spec.aggregate, position)
             if not bounds[0] < bounds[1]:
@@ -485,10 +540,12 @@ class _Planner:
                                      position=position)
             cells = 2**QUANTILE_GRID_BITS
             grid = quantile_grid(*bounds)
-            sql, keys = quantile_sql(self.tree, self.policy, spec.column, bounds, cells), 2
-        parts = tuple(NoisyPart(s.kind, self.relation.stability, level=s.level, grid=grid)
+            sql, keys = quantile_sql(self.tree, self.policy, spec.column, bounds, cells,
+                                     self._bounding()), 2
+        parts = tuple(NoisyPart(s.kind, self._choice_sensitivity(s.kind), level=s.level,
+                                grid=grid, row_elastic=self._row_elastic())
                       for s, _ in self.choices)
-        return self._plan_of(sql, keys, parts, post)
+        return self._plan_of(sql, keys, parts, post, grouped_bounding=spec.kind == "mode")
 
     def _most_frequent_group(self, post: PostProcess) -> bool:
         """`SELECT k … GROUP BY k ORDER BY count(*) DESC LIMIT 1` over a declared domain:
@@ -503,27 +560,48 @@ class _Planner:
                 ordered.hidden and ordered.aggregate == "count" and
                 isinstance(self.parts[0].node.this, exp.Star) and
                 self._domain(self.keys[0][0]) is not None and
-                not self.relation.stability.depends_on_k)
+                (self.unit is not None or not self.relation.stability.depends_on_k))
 
     def _most_frequent_plan(self) -> PrivateAggregate:
+        self._settle_groups(False)
         resolved, column = self.keys[0]
         domain = self._domain(resolved)
         self._check_cells([domain] if domain else [], column)
         key = next(o for o in self.outputs if not o.hidden)
-        return self._plan_of(mode_sql(self.tree, self.policy, KeySpec(column, domain)), 1,
-                             (NoisyPart("mode", self.relation.stability),), PostProcess(),
+        return self._plan_of(mode_sql(self.tree, self.policy, KeySpec(column, domain),
+                                      self._bounding()), 1,
+                             (NoisyPart("mode", self._choice_sensitivity("mode"),
+                                        row_elastic=self._row_elastic()),), PostProcess(),
+                             grouped_bounding=True,
                              outputs=(OutputColumn(key.name, OutputKind.CHOICE, "mode", (0,)),))
 
     def _plan_of(self, sql: str, keys: int, parts: tuple[NoisyPart, ...], post: PostProcess,
                  grouping: Grouping | None = None,
-                 outputs: tuple[OutputColumn, ...] | None = None) -> PrivateAggregate:
+                 outputs: tuple[OutputColumn, ...] | None = None,
+                 grouped_bounding: bool = False) -> PrivateAggregate:
+        bounding = self._bounding()
         return PrivateAggregate(
             sql=sql, keys=keys, parts=parts,
             outputs=tuple(self.outputs) if outputs is None else outputs, grouping=grouping,
             post=post, private_tables=self.relation.private_tables,
-            fingerprint_text=self.tree.sql(dialect="postgres", normalize=True),
+            fingerprint_text=_fingerprint(self.tree, self.unit.bounds if self.unit else None),
             tables=tuple(sorted(self.relation.base_tables)),
-            postgres_sql=self.tree.find(exp.Median) is None, cells_sql=self.cells_sql)
+            postgres_sql=self.tree.find(exp.Median) is None, cells_sql=self.cells_sql,
+            unit=self.unit.bounds if self.unit is not None else None,
+            row_level_reason=self.row_level_reason,
+            windows=0 if bounding is None or not parts else
+            window_count(bounding, grouped_bounding))
+
+    def _choice_sensitivity(self, kind: str) -> Elastic:
+        """Δu of the exponential mechanism: one row's (FLEX), or one unit's: a unit moves
+        a mode candidate's count by at most min(τ, τ_g), a quantile's ranks by τ."""
+        if self.unit is None:
+            return self.relation.stability
+        bounds = self.unit.bounds
+        return constant(bounds.group_rows if kind == "mode" else bounds.max_contributions)
+
+    def _row_elastic(self) -> Elastic | None:
+        return self.relation.stability if self.unit is not None else None
 
     def _refuse_private_joins(self, what: str, position: int | None) -> None:
         # The smooth sensitivity calibrates additive noise; for the exponential mechanism a
@@ -589,7 +667,7 @@ class _Planner:
                     hint=f"Declare one ([policy.tables.{origin[0].split('.', 1)[1]}.columns."
                     f"{origin[1]}] domain = […]) or allow private key selection there "
                     "(key_selection = true).", position=position_of(column, self.offset))
-        if self.relation.stability.depends_on_k:
+        if self.relation.stability.depends_on_k and self.unit is None:
             raise unsupported("key selection over joins of private tables is not supported",
                               hint="Declare a domain for the grouped column.",
                               position=position_of(self.tree.args["group"], self.offset))
@@ -688,6 +766,16 @@ class _Planner:
         if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
             return -float(node.this.this), False
         return self._output_index(node, having=True), True
+
+
+def _fingerprint(tree: exp.Expression, unit: UnitBounds | None) -> str:
+    """The normalized statement; in unit mode with its bounds, since another τ or κ
+    makes another question (SET dp.max_contributions)."""
+    text = tree.sql(dialect="postgres", normalize=True)
+    if unit is None:
+        return text
+    return (f"{text} /* unit {unit.max_contributions} {unit.max_groups} "
+            f"{unit.max_group_contributions} */")
 
 
 def _distinct_as_group_by(tree: exp.Select) -> None:
@@ -830,3 +918,18 @@ def _distinct_count(domain: ColumnDomain, policy: Policy) -> str:
     column = quote_identifier(domain.column)
     return (f"(SELECT count(*) FROM (SELECT DISTINCT {column} FROM {schema}.{table} "
             f"WHERE {column} IS NOT NULL LIMIT {policy.max_cells + 1}) AS d)")
+
+
+def unit_sensitivities(bounds: UnitBounds, histogram: bool) -> tuple[int, float]:
+    """L1 and L2 sensitivity of one unit's rows, in units of one row's value.
+
+    Without GROUP BY a unit adds at most τ rows: L1 = L2 = τ. In a histogram it adds at most
+    τ_g' = min(τ_g, τ) rows to each of at most κ groups, τ in all: L1 = min(τ, κ·τ_g'),
+    L2 = min(√κ·τ_g', √(τ·τ_g')) (Σx² ≤ max x · Σx).
+    """
+    tau = bounds.max_contributions
+    if not histogram:
+        return tau, float(tau)
+    per_group = bounds.group_rows
+    l1 = min(tau, bounds.max_groups * per_group)
+    return l1, min(math.sqrt(bounds.max_groups) * per_group, math.sqrt(tau * per_group))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from .bounding import Bounding, bounded_rows
 from .metrics import quote_identifier
 from .plan import Grouping
 from .policy import ColumnDomain, Domain, DomainValue, Policy, RangeDomain, ValuesDomain
@@ -56,8 +57,12 @@ class PartSpec:
 
 
 def rewrite(tree: exp.Select, policy: Policy, keys: list[KeySpec], parts: list[PartSpec],
-            grouping: Grouping | None) -> str:
+            grouping: Grouping | None, bounding: Bounding | None = None) -> str:
+    """The backend's SQL: keys k0…, aggregates c0…; with `bounding`, over the rows each
+    privacy unit may contribute (bounding.py)."""
     base = _base(tree, policy)
+    if bounding is not None and parts:
+        return _bounded_aggregate(base, keys, parts, grouping, bounding)
     if not keys:
         return base.select(*(_alias(_aggregate(p), f"c{i}") for i, p in enumerate(parts)),
                            append=False).sql(dialect="postgres")
@@ -70,14 +75,19 @@ def rewrite(tree: exp.Select, policy: Policy, keys: list[KeySpec], parts: list[P
     return _filled_histogram(base, keys, parts)
 
 
-def mode_sql(tree: exp.Select, policy: Policy, key: KeySpec) -> str:
-    """k0, c0: every key of the declared domain and how many rows hold it (0 included)."""
+def mode_sql(tree: exp.Select, policy: Policy, key: KeySpec,
+             bounding: Bounding | None = None) -> str:
+    """k0, c0: every key of the declared domain and how many rows hold it (0 included).
+
+    With `bounding`, each unit keeps τ rows, κ keys and τ_g rows per key: a unit moves the
+    count of any one candidate by at most min(τ, τ_g), its Δu."""
     count = PartSpec("count", exp.Count(this=exp.Star()), 1.0, None)
-    return _filled_histogram(_base(tree, policy), [key], [count])
+    return _filled_histogram(_base(tree, policy), [key], [count], bounding)
 
 
 def quantile_sql(tree: exp.Select, policy: Policy, column: exp.Column,
-                 bounds: tuple[float, float], cells: int) -> str:
+                 bounds: tuple[float, float], cells: int,
+                 bounding: Bounding | None = None) -> str:
     """k0, k1, c0: per occupied grid cell, its index k1 and its count c0.
 
     A value x is clamped and snapped to the nearest of the cells + 1 points
@@ -85,11 +95,13 @@ def quantile_sql(tree: exp.Select, policy: Policy, column: exp.Column,
     NULL; it is `min(x)` over no row, so that its described type is the column's.
     """
     inner = _base(tree, policy).select(_alias(column.copy(), "v"), append=False)
+    inner_sql = inner.sql(dialect="postgres") if bounding is None else \
+        bounded_rows(inner, bounding, [], ['"v"'])
     lo, hi = (repr(b) for b in bounds)
     index = (f"CAST(LEAST(GREATEST(ROUND((q.v::numeric - {lo}) * {cells} / ({hi} - {lo})), "
              f"0), {cells}) AS int8)")
     return (f"SELECT min(q.v) FILTER (WHERE FALSE) AS k0, {index} AS k1, count(*) AS c0 "
-            f"FROM ({inner.sql(dialect='postgres')}) AS q WHERE q.v IS NOT NULL GROUP BY 2")
+            f"FROM ({inner_sql}) AS q WHERE q.v IS NOT NULL GROUP BY 2")
 
 
 def _base(tree: exp.Select, policy: Policy) -> exp.Select:
@@ -130,11 +142,34 @@ def _aggregate(part: PartSpec) -> exp.Expression:
     return exp.Sum(this=_clamped(part.node.this, part.bounds))
 
 
-def _filled_histogram(base: exp.Select, keys: list[KeySpec], parts: list[PartSpec]) -> str:
+def _inner_rows(base: exp.Select, keys: list[KeySpec], parts: list[PartSpec],
+                bounding: Bounding | None) -> str:
+    """k0…, a0…: the keys and aggregated values of every row (every kept row, bounded)."""
     inner = base.select(
         *(_alias(k.value(), f"k{i}") for i, k in enumerate(keys)),
         *(_alias(_argument(p), f"a{i}") for i, p in enumerate(parts)), append=False,
     )
+    if bounding is None:
+        return inner.sql(dialect="postgres")
+    return bounded_rows(inner, bounding, [quote_identifier(f"k{i}") for i in range(len(keys))],
+                        [quote_identifier(f"a{i}") for i in range(len(parts))])
+
+
+def _bounded_aggregate(base: exp.Select, keys: list[KeySpec], parts: list[PartSpec],
+                       grouping: Grouping | None, bounding: Bounding) -> str:
+    if keys and not (grouping is not None and grouping.key_selection):
+        return _filled_histogram(base, keys, parts, bounding)
+    rows = _inner_rows(base, keys, parts, bounding)
+    key_names = [f"q.{quote_identifier(f'k{i}')}" for i in range(len(keys))]
+    outputs = [f"{name} AS {quote_identifier(f'k{i}')}" for i, name in enumerate(key_names)]
+    outputs += [f"{_outer_aggregate(p, i)} AS {quote_identifier(f'c{i}')}"
+                for i, p in enumerate(parts)]
+    group = f" GROUP BY {', '.join(key_names)}" if keys else ""
+    return f"SELECT {', '.join(outputs)} FROM ({rows}) AS q{group}"
+
+
+def _filled_histogram(base: exp.Select, keys: list[KeySpec], parts: list[PartSpec],
+                      bounding: Bounding | None = None) -> str:
     key_names = [quote_identifier(f"k{i}") for i in range(len(keys))]
     domain = " CROSS JOIN ".join(
         f"({k.domain_sql(name)}) AS d{i}"
@@ -146,7 +181,7 @@ def _filled_histogram(base: exp.Select, keys: list[KeySpec], parts: list[PartSpe
                            for i, p in enumerate(parts))
     join = " AND ".join(f"q.{name} = d{i}.{name}" for i, name in enumerate(key_names))
     return (f"SELECT {outer_keys}, {aggregates} FROM {domain} "
-            f"LEFT JOIN ({inner.sql(dialect='postgres')}) AS q ON {join} "
+            f"LEFT JOIN ({_inner_rows(base, keys, parts, bounding)}) AS q ON {join} "
             f"GROUP BY {outer_keys} ORDER BY {outer_keys}")
 
 

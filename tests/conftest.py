@@ -185,6 +185,9 @@ default_epsilon = 0.1
 
 [policy]
 file = "{DEMO_POLICY_FILE}"
+# These tests compare zero-noise answers with PostgreSQL's: row-level (FLEX) mode, where
+# no contribution bounding changes them (tests/test_unit_end_to_end.py covers the unit).
+row_level = true
 """)
 
 

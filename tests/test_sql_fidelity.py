@@ -3,6 +3,7 @@ in GROUP BY / ORDER BY / HAVING, and PostgreSQL's own errors where PostgreSQL fa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -25,7 +26,8 @@ from rewriter.policy import Policy
 from tests.conftest import RunningProxy, dpgate_cli, free_port, wait_for_port
 from tests.test_leaks import fresh_analyst
 
-POLICY = load_policy_file(DEMO_POLICY_FILE)
+# Row-level mode, as the proxy these tests start (conftest: [policy] row_level = true).
+POLICY = dataclasses.replace(load_policy_file(DEMO_POLICY_FILE), unit=None)
 METRICS = Metrics(columns={
     "public.orders": ("order_id", "customer_id", "product_id", "quantity", "order_cost",
                       "order_date"),
@@ -312,7 +314,8 @@ def test_the_shipped_dpgate_toml_serves_the_demo_policy():
     """docker-compose mounts dpgate.toml: the README's walk-through needs the demo's
     domains and bounds there too."""
     shipped = load_config(Path(__file__).resolve().parent.parent / "dpgate.toml").policy
-    assert shipped == POLICY
+    assert shipped == load_policy_file(DEMO_POLICY_FILE)
+    assert shipped.unit is not None  # customers are the demo's privacy unit
 
 
 def test_a_bad_epsilon_is_told_with_the_valid_range(proxy: RunningProxy):

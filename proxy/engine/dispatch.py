@@ -62,7 +62,11 @@ class Engine:
 
     async def statements(self, sql: str) -> list[Statement]:
         """The plans of a query string (see Planner.statements)."""
-        return await self.planner.statements(sql)
+        return await self.planner.statements(sql, self.settings.values)
+
+    async def lifted(self, sql: str) -> list[Statement] | None:
+        """A simple-query string's plans through its lifted shape (Planner.lifted)."""
+        return await self.planner.lifted(sql, self.settings.values)
 
     async def execute(self, text: str, plan: Plan, parameters: Parameters | None = None,
                       offset: int = 0) -> Outcome:

@@ -1,5 +1,5 @@
-"""A session's dp.* settings: SET/RESET dp.epsilon, dp.delta, dp.mechanism, and SHOW of
-them, of dp.budget and of dp.policy."""
+"""A session's dp.* settings: SET/RESET dp.epsilon, dp.delta, dp.mechanism,
+dp.max_contributions and dp.max_groups, and SHOW of them, of dp.budget and of dp.policy."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from collections.abc import Callable
 from accounting import Analyst, Ledger, as_written
 from rewriter.calibrate import MECHANISMS
 from rewriter.plan import SetDpSetting, ShowDpSetting
+from rewriter.policy import Policy
 from rewriter.policy_view import POLICY_COLUMNS, policy_rows
 from rewriter.sqlstate import SqlState
+from rewriter.unit_policy import MAX_SESSION_BOUND, SESSION_BOUNDS, with_session_bounds
 
 from ..config import Config
 from ..pgwire import wire
@@ -41,6 +43,13 @@ def _probability(text: str) -> str:
     return repr(value)
 
 
+def _bound(text: str) -> str:
+    value = int(text)
+    if not 1 <= value <= MAX_SESSION_BOUND:
+        raise ValueError(text)
+    return str(value)
+
+
 def _mechanism(text: str) -> str:
     if text.lower() not in MECHANISMS:
         raise ValueError(text)
@@ -52,6 +61,8 @@ DP_SETTINGS: dict[str, tuple[Callable[[str], str], str]] = {
     "dp.epsilon": (_positive, "a positive number"),
     "dp.delta": (_probability, "a number from 0 to 1 (excluded)"),
     "dp.mechanism": (_mechanism, "one of " + ", ".join(MECHANISMS)),
+    **{name: (_bound, f"a whole number from 1 to {MAX_SESSION_BOUND}")
+       for name in SESSION_BOUNDS},
 }
 
 
@@ -81,6 +92,11 @@ class DpSettings:
     def mechanism(self) -> str:
         """The noise (SET dp.mechanism, else privacy.default_mechanism)."""
         return self.values.get("dp.mechanism", self.config.privacy.default_mechanism)
+
+    @property
+    def policy(self) -> Policy:
+        """The policy with this session's dp.max_contributions / dp.max_groups, if any."""
+        return with_session_bounds(self.config.policy, self.values)
 
     def clear(self) -> None:
         """RESET ALL or DISCARD ALL ran: back to the defaults."""
@@ -122,6 +138,10 @@ class DpSettings:
         privacy = self.config.privacy
         ranges = {"dp.epsilon": (privacy.min_epsilon, privacy.max_epsilon, "epsilon"),
                   "dp.delta": (privacy.min_delta, privacy.max_delta, "delta")}
+        if name in SESSION_BOUNDS and self.config.policy.unit is None:
+            raise StatementError(SqlState.INVALID_PARAMETER_VALUE, f"{name} needs a privacy "
+                                 "unit, and the policy names none (row-level privacy)",
+                                 hint="The data owner declares one: [policy] privacy_unit.")
         if name not in ranges or (name == "dp.delta" and float(value) == 0):
             return
         low, high, setting = ranges[name]
@@ -135,8 +155,11 @@ class DpSettings:
     async def show(self, plan: ShowDpSetting) -> Answer:
         """SHOW dp.epsilon / dp.delta / dp.mechanism / dp.budget / dp.policy."""
         if plan.name in DP_SETTINGS:
+            unit = self.policy.unit
             value = {"dp.epsilon": repr(self.epsilon), "dp.delta": repr(self.delta),
-                     "dp.mechanism": self.mechanism}[plan.name]
+                     "dp.mechanism": self.mechanism,
+                     "dp.max_contributions": str(unit.max_contributions) if unit else "",
+                     "dp.max_groups": str(unit.max_groups) if unit else ""}[plan.name]
             return Answer([(plan.name, wire.TEXT_OID)], [[value]], "SHOW")
         if plan.name == "dp.budget":
             budget = await ledger_call(self.workers.ledger_read, self.ledger.budget,

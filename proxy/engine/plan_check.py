@@ -68,7 +68,7 @@ class PlanChecker:
             return sql
         scans = Counter(plan.scans)
         await self._check(backend, sql, parameters,
-                          lambda e: plan_failure(e, scans, self.policy))
+                          lambda e: plan_failure(e, scans, self.policy, plan.windows))
         return sql
 
     async def _check(self, backend: BackendConnection, sql: str,

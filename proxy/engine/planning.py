@@ -5,12 +5,15 @@ first through the string's shape with its WHERE literals lifted out (literals.py
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 from rewriter.classify import Statement, classify
 from rewriter.errors import Refusal
 from rewriter.metrics import ColumnKey, MissingMetrics
 from rewriter.plan import Relay
+from rewriter.policy import Policy
 from rewriter.sqlstate import SqlState
+from rewriter.unit_policy import SESSION_BOUNDS, with_session_bounds
 
 from ..config import Config
 from ..pgwire.backend import BackendError, BackendPool
@@ -33,8 +36,10 @@ class Planner:
         self.pool = pool
         self.workers = workers
 
-    async def statements(self, sql: str) -> list[Statement]:
-        """Plans for a query string, from the cache or the rewriter.
+    async def statements(self, sql: str, session: Mapping[str, str] | None = None
+                         ) -> list[Statement]:
+        """Plans for a query string, from the cache or the rewriter, under the policy with
+        the session's dp.max_contributions / dp.max_groups (`session`: its dp.* values).
 
         A join column met for the first time is measured (maxFreq) and the string is
         analysed again, so a metric is never guessed.
@@ -42,13 +47,15 @@ class Planner:
         knowledge = self.knowledge
         if not knowledge.catalog_loaded:
             await self.learn()
+        session = session or {}
+        policy = with_session_bounds(self.config.policy, session)
         for _ in range(2):
-            key = (sql, knowledge.metrics.version)
+            key = self._key(sql, session)
             cached = self.plans.get(key)
             if cached is not None:
                 return cached
             try:
-                statements = await self._analyse(sql)
+                statements = await self._analyse(sql, policy)
             except MissingMetrics as missing:
                 await self.learn(missing.columns)
                 continue
@@ -56,19 +63,25 @@ class Planner:
             return statements
         raise StatementError(SqlState.DATA_EXCEPTION, "dpgate could not measure the join metrics")
 
-    async def lifted(self, sql: str) -> list[Statement] | None:
+    def _key(self, sql: str, session: Mapping[str, str]) -> tuple[str, int]:
+        """The plan cache's key: the text, the session's bounds if any, the metrics."""
+        bounds = "".join(f"\0{session.get(name, '')}" for name in SESSION_BOUNDS)
+        return (sql + bounds if bounds.strip("\0") else sql, self.knowledge.metrics.version)
+
+    async def lifted(self, sql: str, session: Mapping[str, str] | None = None
+                     ) -> list[Statement] | None:
         """The plans of a simple-query string through its lifted shape (literals.py): a
         private aggregate to answer with the shape's plan and the literals as parameters,
         or the string relayed as written when its shape is relayed unchanged. None when
         the string is to be planned as written (already planned so, nothing to lift, or a
         shape that is refused or needs its values before the query)."""
-        if self.plans.get((sql, self.knowledge.metrics.version)) is not None:
+        if self.plans.get(self._key(sql, session or {})) is not None:
             return None  # planned as written already (a relayed statement, say)
         lifted = lift(sql) if len(sql) <= INLINE_ANALYSIS_SIZE else None
         if lifted is None:
             return None
         try:
-            statements = await self.statements(lifted.text)
+            statements = await self.statements(lifted.text, session)
         except (Refusal, StatementError):
             return None  # the text as written gets its own analysis and its own error
         if relayed_as_written(statements, lifted):
@@ -79,12 +92,12 @@ class Planner:
             return None
         return [LiftedStatement(lifted.text, 0, statements[0].plan, lifted.parameters)]
 
-    async def _analyse(self, sql: str) -> list[Statement]:
+    async def _analyse(self, sql: str, policy: Policy) -> list[Statement]:
         """classify(), within the limits of limits.py; a long text on a worker thread."""
         server = self.config.server
         try:
             check_statement(sql, server.max_statement_size, server.max_nesting)
-            arguments = (sql, self.config.policy, self.knowledge.metrics)
+            arguments = (sql, policy, self.knowledge.metrics)
             if len(sql) <= INLINE_ANALYSIS_SIZE:
                 return classify(*arguments)
             async with asyncio.timeout(server.analysis_timeout):

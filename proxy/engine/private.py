@@ -35,6 +35,7 @@ from rewriter.errors import Refusal
 from rewriter.outer import with_answer
 from rewriter.plan import PrivateAggregate
 from rewriter.sqlstate import SqlState
+from rewriter.unit_report import mode_notice
 
 from ..config import Config
 from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Described, Parameters
@@ -339,6 +340,8 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
                      "(key selection)")
     elif plan.grouping is not None:
         lines.append("every key of the declared domain is listed, empty ones with noise")
+    if (mode := mode_notice(plan)) is not None:
+        lines.append(mode)
     if plan.post_sql is not None or plan.outer_sql is not None:
         lines.append("the statement's expressions were computed from the noisy values")
     elif any(o.hidden for o in plan.outputs):

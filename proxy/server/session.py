@@ -48,8 +48,7 @@ class Session:
     async def simple_query(self, sql: str) -> None:
         """Answer one Query message, ending with ReadyForQuery."""
         try:
-            statements = await self.engine.planner.lifted(sql) or \
-                await self.engine.statements(sql)
+            statements = await self.engine.lifted(sql) or await self.engine.statements(sql)
         except Refusal as refusal:
             statements = [Statement(sql, 0, refusal)]
         except StatementError as error:

@@ -1,0 +1,189 @@
+"""Accuracy of unit mode beside row-level FLEX and the truth, on the demo data.
+
+For each shape, ≥ 200 distinct queries (one per product) are planned twice: with the demo
+policy's privacy unit (customers, τ = 10, κ = 5) and at row level (FLEX).
+PostgreSQL runs each rewritten query once for its pre-noise answer, and the statement as
+written for the true answer; noise is then drawn in process with dpgate's own release()
+from a seeded source, without the analyst shift (whose mean an analyst can learn and
+subtract; docs/mechanisms.md), at ε = 0.1 and 1 (δ = 1e-8 where FLEX needs one). The
+error of an answer is |released − true| per noisy cell, so unit mode's error includes
+its truncation bias. The script prints the median absolute errors and their ratio.
+
+    .venv/bin/python bench/accuracy.py [--dsn postgresql://…] [--queries 200]
+
+Without --dsn it starts an embedded PostgreSQL (pgserver) with the demo dataset. With
+--smartnoise PATH (a Python with smartnoise-sql installed, see bench/README.md) it also
+runs SmartNoise SQL on the single-table shapes at the same ε.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mechanisms.seeded_source import SeededRandomSource  # noqa: E402
+from proxy.config import PrivacySettings  # noqa: E402
+from proxy.engine.release import release  # noqa: E402
+from rewriter.calibrate import calibrate  # noqa: E402
+from rewriter.classify import parse_query  # noqa: E402
+from rewriter.private import plan_private_aggregate  # noqa: E402
+from rewriter.unit_policy import with_session_bounds  # noqa: E402
+from tests.unit_support import demo_policy, measured_metrics  # noqa: E402
+
+EPSILONS = (0.1, 1.0)
+DELTA = 1e-8
+NO_SHIFT = PrivacySettings(shift_interval=(0.0, 0.0))
+US = "address LIKE '%United States%'"
+SHAPES = {
+    "count": "SELECT count(*) FROM orders WHERE product_id = {n}",
+    "join count": ("SELECT count(*) FROM orders JOIN customers USING (customer_id) "
+                   f"WHERE product_id = {{n}} AND {US}"),
+    "histogram (10 cells)": ("SELECT quantity, count(*) FROM orders WHERE product_id = {n} "
+                             "GROUP BY quantity"),
+    "sum": "SELECT sum(order_cost) FROM orders WHERE product_id = {n}",
+    "avg": "SELECT avg(quantity) FROM orders WHERE product_id = {n}",
+    "join histogram": ("SELECT o.quantity, count(*) FROM orders o JOIN customers c "
+                       "ON o.customer_id = c.customer_id WHERE o.product_id = {n} "
+                       f"AND c.{US} GROUP BY o.quantity"),
+}
+SINGLE_TABLE = ("count", "sum", "avg")
+
+
+@dataclass
+class Answer:
+    """One query in one mode: its plan, the pre-noise rows and the true answer by key."""
+
+    plan: object
+    rows: list[list[bytes | None]]
+    key_types: list[int]
+    truth: dict[tuple, float]
+
+
+def _prepared(connection: psycopg.Connection, sql: str, policy, metrics) -> Answer:
+    plan = plan_private_aggregate(parse_query(sql), policy, 0, metrics)
+    cursor = connection.execute(plan.sql)
+    rows = [[None if v is None else str(v).encode() for v in row] for row in cursor.fetchall()]
+    key_types = [column.type_code for column in cursor.description[:plan.keys]]
+    truth = {}
+    for row in connection.execute(sql).fetchall():
+        truth[tuple(str(k) for k in row[:-1])] = float(row[-1] or 0)
+    return Answer(plan, rows, key_types, truth)
+
+
+def _errors(answer: Answer, epsilon: float, rng: SeededRandomSource, draws: int
+            ) -> list[float]:
+    """|released − true| of every noisy cell, for `draws` independent releases."""
+    calibration = calibrate(answer.plan, epsilon, DELTA)
+    keys = answer.plan.keys
+    errors = []
+    for _ in range(draws):
+        released = release(answer.plan, calibration, answer.key_types, answer.rows, 0.0,
+                           NO_SHIFT, rng)
+        for row in released.rows:
+            value = float(Decimal(row[keys])) if row[keys] is not None else 0.0
+            errors.append(abs(value - answer.truth.get(tuple(row[:keys]), 0.0)))
+    return errors
+
+
+def _smartnoise(python: str, dsn: str, queries: dict[str, list[str]], epsilon: float,
+                draws: int) -> dict[str, float]:
+    """Median absolute errors of SmartNoise SQL (run by its own interpreter)."""
+    script = Path(__file__).with_name("accuracy_smartnoise.py")
+    payload = json.dumps({"dsn": dsn, "epsilon": epsilon, "queries": queries,
+                          "draws": draws})
+    result = subprocess.run([python, str(script)], input=payload, capture_output=True,
+                            text=True, check=True, timeout=3600)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def run(dsn: str, count: int, draws: int, smartnoise: str | None) -> None:
+    metrics = measured_metrics(dsn)
+    # "unit τ=1": the same policy after SET dp.max_contributions = 1 (per-product questions
+    # rarely need more: 86% of the rows of a (customer, product) pair are its first).
+    modes = {"unit": demo_policy(), "flex": demo_policy(unit=False),
+             "unit1": with_session_bounds(demo_policy(), {"dp.max_contributions": "1"})}
+    rng = SeededRandomSource(20261125)
+    medians: dict[tuple[str, float, str], float] = {}
+    queries = {shape: [template.format(n=n) for n in range(1, count + 1)]
+               for shape, template in SHAPES.items()}
+    with psycopg.connect(dsn) as connection:
+        for shape, texts in queries.items():
+            print(f"{shape}: {len(texts)} queries", file=sys.stderr, flush=True)
+            for mode, policy in modes.items():
+                answers = [_prepared(connection, text, policy, metrics) for text in texts]
+                for epsilon in EPSILONS:
+                    errors = [e for a in answers for e in _errors(a, epsilon, rng, draws)]
+                    medians[(shape, epsilon, mode)] = statistics.median(errors)
+            truths = [v for text in texts for v in
+                      (float(r[-1] or 0) for r in connection.execute(text).fetchall())]
+            medians[(shape, 0.0, "truth")] = statistics.median(truths)
+    if smartnoise:
+        for epsilon in EPSILONS:
+            for shape, value in _smartnoise(smartnoise, dsn, {s: queries[s] for s in
+                                                             SINGLE_TABLE}, epsilon,
+                                                 draws).items():
+                medians[(shape, epsilon, "smartnoise")] = value
+    print(f"median absolute error over {count} queries per shape, {draws} draws each "
+          "(per cell for histograms); unit: tau = 10, unit1: tau = 1")
+    header = f"{'shape':22} {'eps':>4} {'median true':>11} {'unit':>10} {'FLEX':>10} " \
+             f"{'FLEX/unit':>9} {'unit1':>8} {'FLEX/unit1':>10}"
+    if smartnoise:
+        header += f" {'SmartNoise':>10} {'unit/SN':>7}"
+    print(header)
+    for shape in SHAPES:
+        for epsilon in EPSILONS:
+            unit, flex = medians[(shape, epsilon, "unit")], medians[(shape, epsilon, "flex")]
+            one = medians[(shape, epsilon, "unit1")]
+            line = (f"{shape:22} {epsilon:>4g} {medians[(shape, 0.0, 'truth')]:>11.1f} "
+                    f"{unit:>10.2f} {flex:>10.2f} {_ratio(flex, unit):>9.1f} {one:>8.2f} "
+                    f"{_ratio(flex, one):>10.1f}")
+            if (shape, epsilon, "smartnoise") in medians:
+                other = medians[(shape, epsilon, "smartnoise")]
+                line += f" {other:>10.2f} {_ratio(unit, other):>7.2f}"
+            print(line, flush=True)
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else float("inf")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dsn", help="a PostgreSQL with the demo dataset (default: embedded)")
+    parser.add_argument("--queries", type=int, default=200, help="distinct queries per shape")
+    parser.add_argument("--draws", type=int, default=5,
+                        help="noisy releases per query (a steadier median)")
+    parser.add_argument("--smartnoise", help="a Python interpreter with smartnoise-sql")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        server = None
+        dsn = args.dsn
+        if dsn is None:
+            import pgserver
+            from proxy.demo_data import load_demo_dataset
+
+            server = pgserver.get_server(Path(directory) / "pgdata", cleanup_mode="stop")
+            print("loading the demo dataset into an embedded PostgreSQL…", file=sys.stderr,
+                  flush=True)
+            load_demo_dataset(server.get_uri())
+            dsn = server.get_uri()
+        try:
+            run(dsn, args.queries, args.draws, args.smartnoise)
+        finally:
+            if server is not None:
+                server.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Contribution bounding in the rewritten SQL.
+
+After FROM, joins and WHERE, and before any aggregate, each privacy unit keeps at most τ
+rows; under GROUP BY it also keeps at most κ groups and τ_g rows per group. Which rows
+and groups a unit keeps is decided by `random()`, one draw per row: the choice depends on
+nothing but that unit's own rows, so adding or removing a unit changes only that unit's
+kept rows (the sensitivity argument), and a uniform choice keeps the answer an unbiased
+sample of each unit's rows (an order by value would bias a SUM). The database never
+tells how many rows were left out: only the aggregates of the kept rows leave it.
+
+The stages, each a subquery because a window function cannot be filtered at its level:
+
+    rows  (k…, a…, u = unit, r = random())
+    → rg = row_number() per (unit, group) by r; keep rg <= τ_g
+    → gr = min(r) per (unit, group); g = dense_rank() per unit by (gr, keys): a random
+      order of the unit's groups; keep g <= κ
+    → rt = row_number() per unit by r; keep rt <= τ
+
+Without GROUP BY only the last two stages run; with it, the τ_g stage only when τ_g < τ
+and the κ stage only when κ < τ (else it could not bind: a unit of ≤ τ rows has ≤ τ
+groups, and the planner sets κ = τ where a group bound would not lower the noise).
+The window functions are dpgate's own: plan_check.py allows as many WindowAgg nodes in
+PostgreSQL's plan as `window_count` says, and refuses any further one (an analyst's
+window function stays refused).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+UNIT = '"_dp_unit"'
+DRAW = '"_dp_draw"'
+
+
+@dataclass(frozen=True)
+class Bounding:
+    """What the rewriter needs to bound contributions: the unit of a row and τ, κ, τ_g."""
+
+    unit: exp.Expression  # over the statement's FROM aliases
+    max_contributions: int
+    max_groups: int
+    max_group_contributions: int
+    # Foreign-key hops to the unit that dpgate joins itself (unit.py): FROM items, and
+    # the WHERE conjuncts that link them.
+    tables: tuple[exp.Expr, ...] = ()
+    conditions: tuple[exp.Expression, ...] = ()
+
+
+
+def window_count(bounding: Bounding, grouped: bool) -> int:
+    """The window functions bounded_rows writes (with GROUP BY when `grouped`)."""
+    rows, groups = _stages(bounding, grouped)
+    return 1 + int(rows) + 2 * int(groups)
+
+
+def _stages(bounding: Bounding, grouped: bool) -> tuple[bool, bool]:
+    """Whether the τ_g stage and the κ stage can bind."""
+    tau = bounding.max_contributions
+    return (grouped and bounding.max_group_contributions < tau,
+            grouped and bounding.max_groups < tau)
+
+
+def bounded_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
+                 values: list[str]) -> str:
+    """SQL of the rows of `inner` (columns `keys` then `values`, quoted names) that the
+    bounds keep, with the same columns."""
+    rows = inner.select(exp.alias_(bounding.unit.copy(), UNIT.strip('"'), quoted=True),
+                        exp.alias_(exp.func("RANDOM"), DRAW.strip('"'), quoted=True))
+    for table in bounding.tables:  # a comma item: valid after explicit JOINs and commas
+        rows.append("joins", exp.Join(this=table.copy()))
+    for condition in bounding.conditions:
+        rows = rows.where(condition.copy())
+    columns = ", ".join(f"b.{name}" for name in keys + values)
+    sql = rows.sql(dialect="postgres")
+    group_rows, groups = _stages(bounding, bool(keys))
+    group = ", ".join(f"b.{name}" for name in keys)
+    if group_rows:
+        sql = (f"SELECT b.*, row_number() OVER (PARTITION BY b.{UNIT}, {group} ORDER BY "
+               f"b.{DRAW}) AS \"_dp_group_row\" FROM ({sql}) AS b")
+        sql = (f"SELECT b.* FROM ({sql}) AS b "
+               f"WHERE b.\"_dp_group_row\" <= {bounding.max_group_contributions}")
+    if groups:
+        sql = (f"SELECT b.*, min(b.{DRAW}) OVER (PARTITION BY b.{UNIT}, {group}) "
+               f"AS \"_dp_group_draw\" FROM ({sql}) AS b")
+        sql = (f"SELECT b.*, dense_rank() OVER (PARTITION BY b.{UNIT} ORDER BY "
+               f"b.\"_dp_group_draw\", {group}) AS \"_dp_group\" FROM ({sql}) AS b")
+        sql = (f"SELECT b.* FROM ({sql}) AS b WHERE b.\"_dp_group\" <= {bounding.max_groups}")
+    sql = (f"SELECT b.*, row_number() OVER (PARTITION BY b.{UNIT} ORDER BY b.{DRAW}) "
+           f"AS \"_dp_row\" FROM ({sql}) AS b")
+    return (f"SELECT {columns} FROM ({sql}) AS b "
+            f"WHERE b.\"_dp_row\" <= {bounding.max_contributions}")

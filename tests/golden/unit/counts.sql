@@ -1,0 +1,28 @@
+-- count of one table: each customer counted with at most τ = 10 orders
+SELECT count(*) FROM orders WHERE product_id = 1;
+-- expect:
+SELECT count(q."a0") AS "c0" FROM (SELECT b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT 1 AS "a0", "orders"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders" WHERE product_id = 1) AS b) AS b WHERE b."_dp_row" <= 10) AS q;
+-- mode: unit
+-- part: count L1=10 L2=10 scale=10 flex_scale=2
+-- ----
+-- count of a column and count with FILTER: the filter is a CASE, rows bounded first
+SELECT count(quantity), count(*) FILTER (WHERE quantity > 3) FROM orders;
+-- expect:
+SELECT count(q."a0") AS "c0", count(q."a1") AS "c1" FROM (SELECT b."a0", b."a1" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT quantity AS "a0", CASE WHEN quantity > 3 THEN 1 END AS "a1", "orders"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders") AS b) AS b WHERE b."_dp_row" <= 10) AS q;
+-- mode: unit
+-- part: count L1=10 L2=10 scale=20 flex_scale=4
+-- part: count L1=10 L2=10 scale=20 flex_scale=4
+-- ----
+-- count of distinct values: a unit adds at most τ distinct values
+SELECT count(DISTINCT product_id) FROM orders WHERE order_date >= DATE '2025-01-01';
+-- expect:
+SELECT count(DISTINCT q."a0") AS "c0" FROM (SELECT b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT product_id AS "a0", "orders"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders" WHERE order_date >= CAST('2025-01-01' AS DATE)) AS b) AS b WHERE b."_dp_row" <= 10) AS q;
+-- mode: unit
+-- part: count L1=10 L2=10 scale=10 flex_scale=2
+-- ----
+-- the unit table itself: one row per customer, its path is the unit column
+SELECT count(*) FROM customers WHERE address LIKE '%France%';
+-- expect:
+SELECT count(q."a0") AS "c0" FROM (SELECT b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT 1 AS "a0", "customers"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."customers" WHERE address LIKE '%France%') AS b) AS b WHERE b."_dp_row" <= 10) AS q;
+-- mode: unit
+-- part: count L1=10 L2=10 scale=10 flex_scale=2

@@ -1,0 +1,43 @@
+-- histogram over a declared domain: L1 = min(τ, κ·τ_g) = 10 for the whole vector
+SELECT quantity, count(*) FROM orders GROUP BY quantity;
+-- expect:
+SELECT d0."k0", count(q."a0") AS "c0" FROM (SELECT g.v AS "k0" FROM generate_series(1, 10, 1) AS g(v)) AS d0 LEFT JOIN (SELECT b."k0", b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT quantity AS "k0", 1 AS "a0", "orders"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders") AS b) AS b WHERE b."_dp_row" <= 10) AS q ON q."k0" = d0."k0" GROUP BY d0."k0" ORDER BY d0."k0";
+-- mode: unit
+-- part: count L1=10 L2=10 scale=10 flex_scale=4
+-- ----
+-- histogram of a sum
+SELECT quantity, sum(order_cost) FROM orders GROUP BY 1;
+-- expect:
+SELECT d0."k0", sum(q."a0") AS "c0" FROM (SELECT g.v AS "k0" FROM generate_series(1, 10, 1) AS g(v)) AS d0 LEFT JOIN (SELECT b."k0", b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT quantity AS "k0", CASE WHEN order_cost IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(order_cost AS DECIMAL), 0.0), 5000.0) END AS "a0", "orders"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders") AS b) AS b WHERE b."_dp_row" <= 10) AS q ON q."k0" = d0."k0" GROUP BY d0."k0" ORDER BY d0."k0";
+-- mode: unit
+-- part: sum L1=50000 L2=50000 scale=50000 flex_scale=20000
+-- ----
+-- join histogram: a public table supplies the domain
+SELECT p.category, count(*) FROM orders o JOIN products p ON o.product_id = p.product_id GROUP BY p.category;
+-- expect:
+SELECT d0."k0", count(q."a0") AS "c0" FROM (SELECT DISTINCT "category" AS "k0" FROM "public"."products" WHERE "category" IS NOT NULL) AS d0 LEFT JOIN (SELECT b."k0", b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT p.category AS "k0", 1 AS "a0", "o"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders" AS o JOIN "public"."products" AS p ON o.product_id = p.product_id) AS b) AS b WHERE b."_dp_row" <= 10) AS q ON q."k0" = d0."k0" GROUP BY d0."k0" ORDER BY d0."k0";
+-- mode: unit
+-- part: count L1=10 L2=10 scale=10 flex_scale=4
+-- ----
+-- join histogram over two private tables joined on the unit
+SELECT o.quantity, count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id WHERE c.address LIKE '%Germany%' GROUP BY o.quantity;
+-- expect:
+SELECT d0."k0", count(q."a0") AS "c0" FROM (SELECT g.v AS "k0" FROM generate_series(1, 10, 1) AS g(v)) AS d0 LEFT JOIN (SELECT b."k0", b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT o.quantity AS "k0", 1 AS "a0", "o"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders" AS o JOIN "public"."customers" AS c ON o.customer_id = c.customer_id WHERE c.address LIKE '%Germany%') AS b) AS b WHERE b."_dp_row" <= 10) AS q ON q."k0" = d0."k0" GROUP BY d0."k0" ORDER BY d0."k0";
+-- mode: unit
+-- part: count L1=10 L2=10 scale=10 flex_scale=400
+-- ----
+-- key selection: groups pass T = τ_g' + b·ln(κ'/δ)
+SELECT customer_id, count(*) FROM orders GROUP BY customer_id;
+-- expect:
+SELECT q."k0" AS "k0", count(q."a0") AS "c0" FROM (SELECT b."k0", b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT b.* FROM (SELECT b.*, dense_rank() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_group_draw", b."k0") AS "_dp_group" FROM (SELECT b.*, min(b."_dp_draw") OVER (PARTITION BY b."_dp_unit", b."k0") AS "_dp_group_draw" FROM (SELECT customer_id AS "k0", 1 AS "a0", "orders"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders") AS b) AS b) AS b WHERE b."_dp_group" <= 5) AS b) AS b WHERE b."_dp_row" <= 10) AS q GROUP BY q."k0";
+-- mode: unit
+-- part: count L1=10 L2=10 scale=10 flex_scale=4
+-- threshold: 164.249485 (delta 1e-06)
+-- ----
+-- key selection over a join on the unit (FLEX refuses it)
+SELECT o.customer_id, count(*) FROM orders o JOIN recommendations r ON o.customer_id = r.customer_id GROUP BY o.customer_id;
+-- expect:
+SELECT q."k0" AS "k0", count(q."a0") AS "c0" FROM (SELECT b."k0", b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT b.* FROM (SELECT b.*, dense_rank() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_group_draw", b."k0") AS "_dp_group" FROM (SELECT b.*, min(b."_dp_draw") OVER (PARTITION BY b."_dp_unit", b."k0") AS "_dp_group_draw" FROM (SELECT o.customer_id AS "k0", 1 AS "a0", "o"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders" AS o JOIN "public"."recommendations" AS r ON o.customer_id = r.customer_id) AS b) AS b) AS b WHERE b."_dp_group" <= 5) AS b) AS b WHERE b."_dp_row" <= 10) AS q GROUP BY q."k0";
+-- mode: unit
+-- part: count L1=10 L2=10 scale=10 flex_scale=1000
+-- threshold: 164.249485 (delta 1e-06)

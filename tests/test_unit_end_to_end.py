@@ -1,0 +1,305 @@
+"""Unit mode through the proxy and on PostgreSQL.
+
+The proxy here serves the demo policy with its privacy unit (customers) and zero noise:
+no analyst shift and ε = 10¹² per query, as in test_differential.py. So each answer is
+the bounded aggregate itself, and can be compared with what PostgreSQL computes for the
+same question with at most τ = 10 rows per customer. A last test adds one customer with
+1,000 orders to a database of its own and checks that the rewritten SQL's answers move by
+at most the stated sensitivity before any noise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+
+import psycopg
+import pytest
+from psycopg import errors
+
+from rewriter.calibrate import calibrate
+from rewriter.classify import parse_query
+from rewriter.private import plan_private_aggregate
+from tests.conftest import (
+    DemoDatabase,
+    Postgres,
+    dpgate_cli,
+    free_port,
+    start_proxy,
+    wait_for_port,
+    write_config,
+)
+from tests.unit_support import demo_policy, measured_metrics
+
+ANALYST, PASSWORD = "uma", "uma-pw"
+TAU = 10
+
+
+@pytest.fixture(scope="module")
+def unit_proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[tuple[str, str]]:
+    """(dsn of the proxy in unit mode with zero noise, its configuration file)."""
+    directory = tmp_path_factory.mktemp("unit")
+    port = free_port()
+    config = directory / "dpgate.toml"
+    write_config(config, port, directory / "ledger.sqlite3", demo_database)
+    text = config.read_text().replace("row_level = true", "row_level = false")
+    config.write_text(text.replace("default_epsilon = 0.1", "default_epsilon = 1e12\n"
+                                   "max_epsilon = 1e12\nshift_interval = [0.0, 0.0]"))
+    added = dpgate_cli("user", "add", ANALYST, "--epsilon", "1e18", "--config", str(config),
+                       stdin=PASSWORD + "\n")
+    assert added.returncode == 0, added.stderr
+    process = start_proxy(config)
+    try:
+        wait_for_port(port, process)
+        yield f"postgresql://{ANALYST}:{PASSWORD}@127.0.0.1:{port}/dpgate_e2e", str(config)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def through_proxy(dsn: str, sql: str) -> tuple[list[tuple], list[str]]:
+    notices: list[str] = []
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.add_notice_handler(lambda d: notices.append(d.message_primary))
+        rows = connection.execute(sql).fetchall()
+    return rows, notices
+
+
+def on_postgres(database: DemoDatabase, sql: str) -> list[tuple]:
+    with psycopg.connect(database.admin_dsn) as connection:
+        return connection.execute(sql).fetchall()
+
+
+JOIN_COUNT = ("SELECT count(*) FROM orders JOIN customers USING (customer_id) "
+              "WHERE product_id = 1 AND address LIKE '%United States%'")
+
+
+def test_the_issues_join_count_is_exact_when_no_customer_exceeds_tau(unit_proxy, demo_database):
+    dsn, _ = unit_proxy
+    # No customer has more than τ orders of product 1, so bounding keeps every row.
+    (most,) = on_postgres(demo_database, "SELECT max(n) FROM (SELECT count(*) AS n FROM orders "
+                          "WHERE product_id = 1 GROUP BY customer_id) AS s")[0]
+    assert most <= TAU
+    rows, notices = through_proxy(dsn, JOIN_COUNT)
+    assert rows == on_postgres(demo_database, JOIN_COUNT)
+    assert any("counted with at most 10 rows" in n and "not counted" in n for n in notices)
+
+
+def test_a_count_keeps_at_most_tau_rows_per_customer(unit_proxy, demo_database):
+    dsn, _ = unit_proxy
+    rows, _ = through_proxy(dsn, "SELECT count(*) FROM orders WHERE quantity >= 2")
+    expected = on_postgres(demo_database, f"SELECT sum(least(n, {TAU})) FROM (SELECT count(*) "
+                           "AS n FROM orders WHERE quantity >= 2 GROUP BY customer_id) AS s")
+    assert rows[0][0] == expected[0][0]
+    (truth,) = on_postgres(demo_database, "SELECT count(*) FROM orders WHERE quantity >= 2")[0]
+    assert rows[0][0] < truth  # the demo's heavy customers are truncated, as documented
+
+
+def test_count_distinct_sum_and_avg_on_one_table(unit_proxy, demo_database):
+    dsn, _ = unit_proxy
+    sql = ("SELECT count(DISTINCT customer_id), sum(order_cost), avg(quantity) FROM orders "
+           "WHERE product_id = 7")
+    (most,) = on_postgres(demo_database, "SELECT max(n) FROM (SELECT count(*) AS n FROM orders "
+                          "WHERE product_id = 7 GROUP BY customer_id) AS s")[0]
+    assert most <= TAU
+    (released,), _ = through_proxy(dsn, sql)
+    (truth,) = on_postgres(demo_database, sql)
+    assert released[0] == truth[0]
+    assert Decimal(str(released[1])) == pytest.approx(truth[1], abs=Decimal('0.001'))
+    assert float(released[2]) == pytest.approx(float(truth[2]), abs=1e-3)
+
+
+def test_a_join_histogram_over_a_public_domain(unit_proxy, demo_database):
+    dsn, _ = unit_proxy
+    sql = ("SELECT p.category, count(*) FROM orders o JOIN products p "
+           "ON o.product_id = p.product_id WHERE o.order_date = DATE '2024-03-01' "
+           "GROUP BY p.category ORDER BY p.category")
+    rows, notices = through_proxy(dsn, sql)
+    assert rows == on_postgres(demo_database, sql)  # nobody orders 10 times in one day
+    # κ·τ_g ≥ τ: no group bound here (it would drop rows without lowering the noise).
+    assert notices and not any("groups" in n for n in notices)
+
+
+def test_a_histogram_with_truncation_never_adds_rows(unit_proxy, demo_database):
+    dsn, _ = unit_proxy
+    sql = "SELECT quantity, count(*) FROM orders GROUP BY quantity ORDER BY quantity"
+    rows, _ = through_proxy(dsn, sql)
+    truth = dict(on_postgres(demo_database, sql))
+    assert len(rows) == 10 and all(n <= truth.get(q, 0) for q, n in rows)
+    (kept,) = on_postgres(demo_database, f"SELECT sum(least(n, {TAU})) FROM (SELECT count(*) "
+                          "AS n FROM orders GROUP BY customer_id) AS s")[0]
+    assert sum(n for _, n in rows) <= kept
+
+
+def test_key_selection_never_releases_one_customers_own_group(unit_proxy):
+    dsn, _ = unit_proxy
+    # Each group is one customer's: at most τ_g' = 10 rows, below T = 10 + b·ln(κ'/δ).
+    rows, _ = through_proxy(dsn, "SELECT customer_id, count(*) FROM orders GROUP BY 1")
+    assert rows == []
+
+
+def test_a_join_that_mixes_customers_is_refused(unit_proxy):
+    dsn, _ = unit_proxy
+    with pytest.raises(errors.InsufficientPrivilege, match="mixes rows of different units"):
+        through_proxy(dsn, "SELECT count(*) FROM orders o JOIN recommendations r "
+                      "ON o.product_id = r.product_id")
+
+
+def test_a_join_on_the_unit_with_a_median(unit_proxy):
+    dsn, _ = unit_proxy
+    rows, _ = through_proxy(dsn, "SELECT median(o.quantity) FROM orders o JOIN customers c "
+                            "ON o.customer_id = c.customer_id WHERE c.address LIKE '%Japan%'")
+    assert 1 <= float(rows[0][0]) <= 10
+
+
+def test_an_analyst_may_choose_tau_for_a_session(unit_proxy, demo_database):
+    dsn, _ = unit_proxy
+    notices: list[str] = []
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.add_notice_handler(lambda d: notices.append(d.message_primary))
+        connection.execute("SET dp.max_contributions = 1")
+        assert connection.execute("SHOW dp.max_contributions").fetchone() == ("1",)
+        (count,) = connection.execute("SELECT count(*) FROM orders o JOIN customers c "
+                                      "ON o.customer_id = c.customer_id").fetchone()
+        connection.execute("RESET dp.max_contributions")
+        (again,) = connection.execute("SELECT count(*) FROM orders o JOIN customers c "
+                                      "ON o.customer_id = c.customer_id").fetchone()
+        with pytest.raises(errors.InvalidParameterValue, match="whole number from 1"):
+            connection.execute("SET dp.max_groups = 0")
+    # One order per customer who has any; the same text at τ = 10 is another question.
+    assert count == on_postgres(demo_database, "SELECT count(DISTINCT customer_id) "
+                                "FROM orders")[0][0]
+    assert again == on_postgres(demo_database, f"SELECT sum(least(n, {TAU})) FROM (SELECT "
+                                "count(*) AS n FROM orders GROUP BY customer_id) AS s")[0][0]
+    assert any("at most 1 row;" in n for n in notices)
+
+
+def test_row_level_sessions_cannot_set_tau(proxy):
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        with pytest.raises(errors.InvalidParameterValue, match="needs a privacy unit"):
+            connection.execute("SET dp.max_contributions = 3")
+
+
+def test_explain_through_the_cli_reports_the_unit_mode(unit_proxy):
+    dsn, config = unit_proxy
+    qualified = ("SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = "
+                 "c.customer_id WHERE o.product_id = 1 AND c.address LIKE '%United States%'")
+    through_proxy(dsn, qualified)  # the proxy measures the join's metrics into the ledger
+    cli = dpgate_cli("explain", qualified, "--epsilon", "0.1", "--config", config)
+    assert cli.returncode == 0, cli.stderr
+    report = json.loads(cli.stdout)
+    assert report["mode"] == "unit" and report["max_contributions"] == TAU
+    (column,) = report["columns"]
+    assert column["noise_scale"] == pytest.approx(100)
+    assert column["flex_noise_scale"] >= 30 * column["noise_scale"]
+
+
+# -- one customer with 1,000 rows -----------------------------------------------------
+
+SCHEMA = """
+CREATE TABLE customers (customer_id int PRIMARY KEY, address text NOT NULL);
+CREATE TABLE products (product_id int PRIMARY KEY, name text, category text, price numeric);
+CREATE TABLE orders (order_id int PRIMARY KEY, customer_id int NOT NULL, product_id int,
+                     quantity int, order_cost numeric, order_date date);
+CREATE TABLE recommendations (customer_id int, product_id int);
+INSERT INTO customers SELECT c, 'Street ' || c FROM generate_series(1, 300) AS c;
+INSERT INTO products SELECT p, 'p' || p, 'cat' || (p % 4), 10 FROM generate_series(1, 20) AS p;
+-- every customer within the bounds: 1 + c % 4 orders, quantities 1 + (c + i) % 4
+INSERT INTO orders SELECT row_number() OVER (), c, 1 + (c + i) % 20, 1 + (c + i) % 4, 100,
+    DATE '2024-01-01' + i FROM generate_series(1, 300) AS c, generate_series(0, 3) AS i
+    WHERE i <= c % 4;
+"""
+BIG = """
+INSERT INTO customers VALUES (1000000, 'Big Street');
+INSERT INTO orders SELECT 1000000 + i, 1000000, 1 + i % 20, 1 + i % 10, 5000,
+    DATE '2024-01-01' + i % 300 FROM generate_series(1, 1000) AS i;
+"""
+
+
+@pytest.fixture(scope="module")
+def small_database(postgres: Postgres) -> str:
+    conninfo = postgres.create_database("dpgate_unit_neighbours")
+    with psycopg.connect(conninfo, autocommit=True) as connection:
+        connection.execute(SCHEMA)
+    return conninfo
+
+
+def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
+        small_database: str):
+    from collections import Counter
+
+    from rewriter.plan_check import plan_failure
+    from rewriter.policy import Policy
+
+    policy = Policy.from_dict({
+        "privacy_unit": {"table": "customers", "column": "customer_id"},
+        "max_contributions": 2,
+        "tables": {"customers": {"private": True},
+                   "orders": {"private": True, "unit": "customer_id"},
+                   "order_notes": {"private": True,
+                                   "unit": "order_id -> orders.order_id -> orders.customer_id"}}})
+    sql = "SELECT count(*) FROM order_notes WHERE note <> 'x'"
+    with psycopg.connect(small_database) as connection:
+        connection.execute("CREATE TABLE order_notes (order_id int, note text); "
+                           "INSERT INTO order_notes SELECT order_id, 'n' FROM orders, "
+                           "generate_series(1, 2)")
+        plan = plan_private_aggregate(parse_query(sql), policy, 0,
+                                      measured_metrics(small_database))
+        (explained,) = connection.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + plan.sql
+                                          ).fetchone()
+        assert plan_failure(explained, Counter(plan.scans), policy, plan.windows) is None
+        (count,) = connection.execute(plan.sql).fetchone()
+        (expected,) = connection.execute(
+            "SELECT sum(least(n, 2)) FROM (SELECT o.customer_id, count(*) AS n FROM "
+            "order_notes n JOIN orders o USING (order_id) GROUP BY 1) AS s").fetchone()
+        connection.rollback()
+    assert count == expected
+
+
+TIGHT = "kappa=2,tau_g=3"  # κ·τ_g < τ: the group bounds lower the noise, and bind
+
+
+@pytest.mark.parametrize(("sql", "bound"), [
+    ("SELECT count(*) FROM orders", TAU),
+    (f"SELECT quantity, count(*) FROM orders GROUP BY quantity /* {TIGHT} */", 2 * 3),
+    (f"SELECT order_date, count(*) FROM orders GROUP BY 1 /* {TIGHT} */", 2 * 3),
+    ("SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
+     "WHERE o.product_id <= 15", TAU),
+    ("SELECT count(DISTINCT order_date) FROM orders", TAU),
+    ("SELECT sum(order_cost) FROM orders", TAU * 5000),
+    ("SELECT quantity, count(*) FROM orders GROUP BY quantity", TAU),
+    ("SELECT p.category, count(*) FROM orders o JOIN products p ON o.product_id = p.product_id "
+     "GROUP BY p.category", TAU),
+])
+def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
+        small_database: str, sql: str, bound: int):
+    policy = demo_policy()
+    if TIGHT in sql:
+        assert policy.unit is not None
+        policy = dataclasses.replace(policy, unit=dataclasses.replace(
+            policy.unit, max_groups=2, max_group_contributions=3))
+    metrics = measured_metrics(small_database)
+    plan = plan_private_aggregate(parse_query(sql), policy, 0, metrics)
+    sensitivity = calibrate(plan, 1.0, 1e-6).parts[0].elastic_sensitivity
+    assert sensitivity == bound
+    with psycopg.connect(small_database) as connection:
+        # The same draws for the other customers' rows in both runs (they are read first,
+        # in the same order), so that only the big customer's rows differ: neighbours.
+        connection.execute("SELECT setseed(0.25)")
+        without = connection.execute(plan.sql).fetchall()
+        connection.execute(BIG)
+        connection.execute("SELECT setseed(0.25)")
+        with_big = connection.execute(plan.sql).fetchall()
+        (raw,) = connection.execute(f"SELECT count(*) FROM ({sql}) AS s").fetchone()
+        connection.rollback()
+    assert raw >= 1
+    before = {row[:plan.keys]: row[plan.keys] or 0 for row in without}
+    after = {row[:plan.keys]: row[plan.keys] or 0 for row in with_big}
+    moved = sum(abs(after.get(k, 0) - before.get(k, 0)) for k in before.keys() | after.keys())
+    assert 0 < moved <= bound  # the 1,000 rows count, but only as much as τ allows
+    if plan.keys:
+        changed = sum(after.get(k, 0) != before.get(k, 0) for k in before.keys() | after.keys())
+        assert plan.unit is not None and changed <= min(plan.unit.max_groups, bound)

@@ -1,0 +1,38 @@
+"""Helpers of the privacy-unit tests and bench/accuracy.py: metrics measured on a real
+PostgreSQL (as the proxy measures them) and the demo policy with or without its unit."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import psycopg
+
+from proxy.config import load_policy_file
+from proxy.demo.demo import DEMO_POLICY_FILE
+from rewriter.metrics import Metrics, max_freq_query
+from rewriter.policy import Policy
+
+
+def measured_metrics(conninfo: str, schema: str = "public") -> Metrics:
+    """Column names, types and maxFreq of every column of the schema's tables."""
+    with psycopg.connect(conninfo) as connection:
+        rows = connection.execute(
+            "SELECT table_name, column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = %s ORDER BY table_name, ordinal_position", (schema,)
+        ).fetchall()
+        columns: dict[str, list[str]] = {}
+        types = {}
+        max_freq = {}
+        for table, column, kind in rows:
+            key = f"{schema}.{table}"
+            columns.setdefault(key, []).append(column)
+            types[(key, column)] = kind
+            (value,) = connection.execute(max_freq_query(key, column)).fetchone()
+            max_freq[(key, column)] = int(value)
+    return Metrics(max_freq, {t: tuple(c) for t, c in columns.items()}, types)
+
+
+def demo_policy(unit: bool = True) -> Policy:
+    """The shipped demo policy: customers as the privacy unit, or row-level (unit=False)."""
+    policy = load_policy_file(DEMO_POLICY_FILE)
+    return policy if unit else dataclasses.replace(policy, unit=None)
