@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 
 import pytest
 
@@ -24,7 +25,9 @@ from rewriter.metrics import MissingMetrics
 from rewriter.plan import PrivateAggregate, Relay
 from tests.sql_corpus import corpus
 
-POLICY = load_policy_file(DEMO_POLICY_FILE)
+POLICY = load_policy_file(DEMO_POLICY_FILE)  # privacy unit: the customer
+# Row-level FLEX (no privacy unit), with declared metrics.
+ROW_LEVEL = load_policy_file(Path(__file__).parent / "data" / "reference_policy.toml")
 
 
 @pytest.mark.parametrize(("sql", "lifted", "values"), [
@@ -93,7 +96,8 @@ def _put_back(sql: str, values: tuple[bytes | None, ...]) -> str:
     return re.sub(r"\$(\d+)", lambda m: values[int(m.group(1)) - 1].decode(), sql)
 
 
-def test_the_lifted_plan_is_the_plan_as_written_with_its_values():
+@pytest.mark.parametrize("policy", [POLICY, ROW_LEVEL], ids=["unit", "row-level"])
+def test_the_lifted_plan_is_the_plan_as_written_with_its_values(policy):
     """Over the differential corpus and BI-style variants: wherever a lifted text is used,
     its plan equals the plan of the text as written in everything but the SQL, and its SQL
     with the values put back is the SQL as written."""
@@ -106,13 +110,13 @@ def test_the_lifted_plan_is_the_plan_as_written_with_its_values():
         if lifted is None:
             continue
         try:
-            planned = classify(lifted.text, POLICY)
+            planned = classify(lifted.text, policy)
         except (Refusal, MissingMetrics):
             continue
         if not usable(planned):
             continue
         used += 1
-        (written,) = classify(sql, POLICY)
+        (written,) = classify(sql, policy)
         plan = planned[0].plan
         assert isinstance(written.plan, PrivateAggregate), sql
         assert _without_sql(plan) == _without_sql(written.plan), sql
