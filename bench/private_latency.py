@@ -2,29 +2,30 @@
 SQLite commit and PgBouncer, each printed with its ratio and whether it is met.
 
     .venv/bin/python -m bench.private_latency [--runs 300] [--seconds 5] [--sessions 16]
-                                              [--no-strace] [--no-passthrough]
+        [--parts latency,concurrency,fsync,passthrough] [--dpgate-root PATH] [--profile FILE]
 
-Run from the repository root (`-m`, so that this checkout's code is measured). It starts an
-embedded PostgreSQL (pgserver) with the demo dataset, dpgate (`dpgate serve`, a subprocess)
-and PgBouncer, all on loopback in a temporary directory, and measures:
+Run from the repository root (`-m`, so that this checkout's code is measured; or the one
+`--dpgate-root` names). It starts an embedded PostgreSQL (pgserver) with the demo dataset,
+dpgate (`dpgate serve`, a subprocess) and PgBouncer, all on loopback in a temporary
+directory, and measures:
 
-1. direct PostgreSQL: p50/p99 of `SELECT count(*) FROM orders WHERE product_id = P AND
-   quantity >= Q` with distinct literals, simple protocol, and the same with parameters
-   (extended protocol, prepared);
-2. one durable SQLite commit (WAL, synchronous=FULL, the ledger's settings) on the same
-   disk as dpgate's ledger: p50;
-3. dpgate: the same private counts, each a fresh question (parsed, analysed, run, noised
-   and durably charged), with literals (simple) and with parameters (extended, prepared);
-4. SESSIONS sessions of different analysts asking fresh counts for SECONDS: answers/s,
-   beside SESSIONS threads doing plain durable SQLite commits;
-5. fsyncs per answer: `strace -f -c -e trace=fsync,fdatasync` attached to dpgate during
-   a run of fresh answers (one session, then SESSIONS sessions);
-6. passthrough: pgbench select-only on a public table, 4 clients, `-M simple` against
-   PgBouncer in transaction pooling, `-M prepared` against PgBouncer in session pooling
-   (PgBouncer 1.18 cannot keep prepared statements in transaction pooling).
+- latency: `SELECT count(*) FROM orders WHERE product_id = P AND quantity >= Q`, a new
+  (P, Q) every time, straight to PostgreSQL (literals; parameters, prepared), one durable
+  SQLite commit (WAL, synchronous=FULL, the ledger's settings and folder) and through
+  dpgate (literals, simple protocol; parameters, extended and prepared), taking turns
+  question by question so that all see the same moments of a shared machine;
+- concurrency: SESSIONS sessions of different analysts asking fresh counts for SECONDS,
+  beside SESSIONS threads doing plain durable SQLite commits, and dpgate's CPU meanwhile;
+- fsync: `strace -f -e trace=fsync,fdatasync` attached to dpgate during fresh answers
+  (one session, then SESSIONS): per answer, by the threads that commit answers and by
+  the ledger's checkpoint thread;
+- passthrough: pgbench select-only on a public table, 4 clients, `-M simple` against
+  PgBouncer in transaction pooling, `-M prepared` against PgBouncer in session pooling
+  (PgBouncer 1.18 cannot keep prepared statements in transaction pooling), and the CPU
+  each proxy process spent per transaction.
 
-Nothing here asserts: the last table prints each target, the measured value, the limit and
-pass/miss. Needs pgbench, pgbouncer and (for 5) strace on the PATH.
+Nothing here asserts: the last table prints each target, the measured value, the limit,
+the ratio and pass/MISS. Needs pgbench, pgbouncer and strace on the PATH.
 """
 
 from __future__ import annotations
