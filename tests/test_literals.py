@@ -41,6 +41,9 @@ ROW_LEVEL = load_policy_file(Path(__file__).parent / "data" / "reference_policy.
     ("SELECT quantity, count(*) FROM orders WHERE quantity > 3 GROUP BY 1 ORDER BY 1 LIMIT 5",
      "SELECT quantity, count(*) FROM orders WHERE quantity > $1 GROUP BY 1 ORDER BY 1 LIMIT 5",
      [b"3"]),
+    ("SELECT count(*) FROM orders WHERE quantity BETWEEN 2 AND 5 AND product_id IN (1, 20)",
+     "SELECT count(*) FROM orders WHERE quantity BETWEEN $1 AND $2 AND product_id IN ($3, $4)",
+     [b"2", b"5", b"1", b"20"]),
 ])
 def test_numbers_compared_with_columns_in_where_are_lifted(sql, lifted, values):
     result = lift(sql)
@@ -60,8 +63,11 @@ def test_numbers_compared_with_columns_in_where_are_lifted(sql, lifted, values):
     "SELECT count(*) FROM orders WHERE quantity = 1e3",                 # exponent
     "SELECT count(*) FROM orders WHERE lower(x) = 3",                   # a function's value
     "SELECT count(*) FROM orders WHERE 3 < quantity",                   # left operand
-    "SELECT count(*) FROM orders WHERE quantity BETWEEN 2 AND 5",       # BETWEEN
-    "SELECT count(*) FROM orders WHERE product_id IN (1, 2)",           # IN list
+    "SELECT count(*) FROM orders WHERE quantity NOT BETWEEN 2 AND 5",   # NOT BETWEEN
+    "SELECT count(*) FROM orders WHERE quantity BETWEEN 2 AND 5 + 1",   # arithmetic
+    "SELECT count(*) FROM orders WHERE product_id NOT IN (1, 2)",       # NOT IN
+    "SELECT count(*) FROM orders WHERE product_id IN (1, 2 + 3)",       # not all plain
+    "SELECT count(*) FROM orders WHERE product_id IN (1, 2)::int[] IS NULL",
     "SELECT count(*) FROM orders WHERE order_date >= '2025-01-01'",     # a string
     "SELECT count(*) FILTER (WHERE quantity > 3) FROM orders",          # FILTER's WHERE
     "SELECT count(*) FROM orders WHERE quantity > $1",                  # parameters already

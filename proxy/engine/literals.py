@@ -11,7 +11,9 @@ Only what cannot change the meaning is lifted (correctness and privacy before sp
 
 - a plain number (digits, optionally one decimal point) that is the right operand of a
   comparison (`=`, `<>`, `!=`, `<`, `<=`, `>`, `>=`) whose left operand ends with a column
-  name, and that ends its operand (followed by AND, OR, `)`, the end of WHERE);
+  name, a bound of `column BETWEEN n AND m`, or an item of `column IN (n, m, …)` whose
+  items are all plain numbers; and the operand ends there (followed by AND, OR, `)`, the
+  end of WHERE);
 - in the WHERE clause of a statement with one SELECT (no subqueries, CTEs or set
   operations, whose literals may choose domains or grouping) and no parameters of its own;
 - each value is typed as PostgreSQL types that literal (int4, int8 if it does not fit,
@@ -155,17 +157,61 @@ def _where_clause(tokens: list[Token]) -> range:
 
 
 def _liftable(tokens: list[Token], i: int, sql: str) -> bool:
+    """Whether tokens[i] is a plain number in one of the places lifting leaves the
+    meaning as it is (the module's docstring)."""
+    if not _plain_number(tokens, i, sql):
+        return False
+    return _compared(tokens, i) or _between_bound(tokens, i, sql) or \
+        _in_list_item(tokens, i, sql)
+
+
+def _plain_number(tokens: list[Token], i: int, sql: str) -> bool:
+    if not 0 <= i < len(tokens) or tokens[i].token_type != TokenType.NUMBER:
+        return False
     token = tokens[i]
-    if token.token_type != TokenType.NUMBER or i < 2:
-        return False
-    if sql[token.start:token.end + 1] != token.text or not _NUMBER.fullmatch(token.text):
-        return False
-    if tokens[i - 1].token_type not in _COMPARISONS:
-        return False
-    if tokens[i - 2].token_type not in _COLUMN_ENDS:
-        return False
-    following = tokens[i + 1].token_type if i + 1 < len(tokens) else None
+    return sql[token.start:token.end + 1] == token.text and bool(_NUMBER.fullmatch(token.text))
+
+
+def _kind(tokens: list[Token], i: int) -> TokenType | None:
+    return tokens[i].token_type if 0 <= i < len(tokens) else None
+
+
+def _ends_operand(tokens: list[Token], i: int) -> bool:
+    """Whether the operand before tokens[i] ends there (nothing binds to it after)."""
+    following = _kind(tokens, i)
     return following is None or following in _OPERAND_ENDS or following in _CLAUSE_ENDS
+
+
+def _compared(tokens: list[Token], i: int) -> bool:
+    """column <op> number"""
+    return (_kind(tokens, i - 1) in _COMPARISONS and _kind(tokens, i - 2) in _COLUMN_ENDS
+            and i >= 2 and _ends_operand(tokens, i + 1))
+
+
+def _between_bound(tokens: list[Token], i: int, sql: str) -> bool:
+    """column BETWEEN number AND number (not NOT BETWEEN, not SYMMETRIC)"""
+    if _kind(tokens, i - 1) == TokenType.BETWEEN and i >= 2:  # the low bound
+        return (_kind(tokens, i - 2) in _COLUMN_ENDS and _kind(tokens, i + 1) == TokenType.AND
+                and _plain_number(tokens, i + 2, sql) and _ends_operand(tokens, i + 3))
+    if _kind(tokens, i - 1) == TokenType.AND and i >= 4:  # the high bound
+        return (_plain_number(tokens, i - 2, sql) and _kind(tokens, i - 3) == TokenType.BETWEEN
+                and _kind(tokens, i - 4) in _COLUMN_ENDS and _ends_operand(tokens, i + 1))
+    return False
+
+
+def _in_list_item(tokens: list[Token], i: int, sql: str) -> bool:
+    """column IN (number, number, …), every item a plain number (not NOT IN)"""
+    start = i
+    while _kind(tokens, start - 1) == TokenType.COMMA and _plain_number(tokens, start - 2, sql):
+        start -= 2
+    if not (start >= 3 and _kind(tokens, start - 1) == TokenType.L_PAREN
+            and _kind(tokens, start - 2) == TokenType.IN
+            and _kind(tokens, start - 3) in _COLUMN_ENDS):
+        return False
+    end = i
+    while _kind(tokens, end + 1) == TokenType.COMMA and _plain_number(tokens, end + 2, sql):
+        end += 2
+    return _kind(tokens, end + 1) == TokenType.R_PAREN and _ends_operand(tokens, end + 2)
 
 
 def _type_of(text: str) -> int:
