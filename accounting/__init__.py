@@ -1,6 +1,7 @@
 """The privacy ledger: analysts, budgets, charges, stored answers and metrics."""
 
 from .fingerprint import fingerprint
+from .one_commit import ShiftChanged, Standing, charge_answer, charge_failure, look_up
 from .sqlite_ledger import SqliteLedger
 from .store import (
     Analyst,
@@ -24,6 +25,7 @@ from .store import (
 __all__ = [
     "Analyst", "AnalystBudget", "Budget", "BudgetExceeded", "ChargeRecord", "ChargeRequest",
     "Charged", "GlobalLoss", "Ledger", "LedgerOutdated", "LedgerUnavailable",
-    "Metric", "Repeated", "ScramVerifier", "SqliteLedger",
-    "UnknownAnalyst", "as_written", "fingerprint",
+    "Metric", "Repeated", "ScramVerifier", "ShiftChanged", "SqliteLedger", "Standing",
+    "UnknownAnalyst", "as_written", "charge_answer", "charge_failure", "fingerprint",
+    "look_up",
 ]

@@ -6,6 +6,7 @@ processes at once; SQLite's write lock (BEGIN IMMEDIATE) serialises budget check
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import sqlite3
@@ -15,6 +16,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .group_commit import GroupCommit
+from .one_commit import ShiftChanged, Standing
 from .store import (
     Analyst,
     AnalystBudget,
@@ -102,6 +105,12 @@ _CHARGE_COLUMNS = (
 )
 
 
+# The WAL is checkpointed on a thread of its own every this many commits (a fresh answer
+# writes a few pages, so about SQLite's default of 1,000 pages), instead of by the commit
+# that crosses the threshold: then that answer would pay the checkpoint's two fsyncs too.
+CHECKPOINT_EVERY = 256
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -113,6 +122,9 @@ class SqliteLedger:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self._commits = 0
+        self._checkpointer: _Checkpointer | None = None
+        self._group = GroupCommit(self._connection, self._count_commit)
         with self._opened() as connection:
             connection.execute("PRAGMA journal_mode=WAL")
             self._migrate(connection)
@@ -127,6 +139,7 @@ class SqliteLedger:
         if connection is None:
             connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             connection.execute("PRAGMA synchronous=FULL")
+            connection.execute("PRAGMA wal_autocheckpoint=0")  # _Checkpointer's work
             self._local.connection = connection
         return connection
 
@@ -150,6 +163,16 @@ class SqliteLedger:
             connection.execute("BEGIN IMMEDIATE")
             yield connection
             connection.execute("COMMIT")
+        self._count_commit()
+
+    def _count_commit(self) -> None:
+        """Ask for a checkpoint every CHECKPOINT_EVERY commits."""
+        self._commits += 1  # approximate across threads, which is all it needs to be
+        if self._commits % CHECKPOINT_EVERY == 0:
+            if self._checkpointer is None:
+                self._checkpointer = _Checkpointer(self.path)
+                self._checkpointer.start()
+            self._checkpointer.wanted.set()
 
     def _migrate(self, connection: sqlite3.Connection) -> None:
         connection.execute("BEGIN IMMEDIATE")
@@ -274,30 +297,63 @@ class SqliteLedger:
         and delta must fit; otherwise BudgetExceeded and nothing is charged.
         """
         with self._transaction() as connection:
+            stored = _stored(connection, request)
+            if stored is not None:
+                return stored
+            charge_id, shift = _charge(connection, request, "charged")
+            return Charged(charge_id, _budget(connection, request.analyst), shift)
+
+    # one commit per fresh answer (one_commit.py)
+
+    def look_up(self, analyst: str, fingerprint: str) -> Repeated | Standing:
+        """The stored answer to a repeated question, or the budget and shift: a read of
+        one snapshot, which waits for no writer and writes nothing (no fsync)."""
+        with self._opened() as connection:
+            connection.execute("BEGIN")
             stored = connection.execute(
                 "SELECT rows FROM answers WHERE analyst = ? AND fingerprint = ?",
-                (request.analyst, request.fingerprint),
-            ).fetchone()
-            budget = _budget(connection, request.analyst)
+                (analyst, fingerprint)).fetchone()
+            budget = _budget(connection, analyst)
             if stored is not None:
                 return Repeated(json.loads(stored[0]), budget)
-            if not budget.fits(request.epsilon, request.delta):
-                raise BudgetExceeded(request.epsilon, budget, request.delta)
-            cursor = connection.execute(
-                "INSERT INTO charges (analyst, at, statement, fingerprint, epsilon, delta,"
-                " mechanism, sensitivity, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'charged')",
-                (request.analyst, _now(), request.statement, request.fingerprint,
-                 request.epsilon, request.delta, request.mechanism, request.sensitivity),
-            )
-            connection.execute(
-                "UPDATE analysts SET epsilon_spent = epsilon_spent + ?,"
-                " delta_spent = delta_spent + ?, queries = queries + 1 WHERE name = ?",
-                (request.epsilon, request.delta, request.analyst),
-            )
             (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
-                                          (request.analyst,)).fetchone()
-            assert cursor.lastrowid is not None  # the INSERT above made a row
-            return Charged(cursor.lastrowid, _budget(connection, request.analyst), shift)
+                                          (analyst,)).fetchone()
+            return Standing(budget, shift)
+
+    def charge_answer(self, request: ChargeRequest, shift: float,
+                      rows: list[list[object]]) -> Charged | Repeated | ShiftChanged:
+        """Check, charge and store the answer in one transaction (one fsync), shared with
+        other sessions' charges arriving meanwhile (group_commit.py).
+
+        The answer is stored unless the analyst's answers were forgotten after the
+        look-up (answers_after), as record_answer does."""
+        def work(connection: sqlite3.Connection) -> Charged | Repeated | ShiftChanged:
+            stored = _stored(connection, request)
+            if stored is not None:
+                return stored
+            (current,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
+                                            (request.analyst,)).fetchone()
+            if current != shift:
+                return ShiftChanged(current)
+            charge_id, _ = _charge(connection, request, "answered")
+            connection.execute(
+                "INSERT OR IGNORE INTO answers SELECT ?, ?, ?, ? FROM analysts"
+                " WHERE name = ? AND answers_after < ?",
+                (request.analyst, request.fingerprint, charge_id, json.dumps(rows),
+                 request.analyst, charge_id),
+            )
+            return Charged(charge_id, _budget(connection, request.analyst), shift)
+        return self._group.run(work)
+
+    def charge_failure(self, request: ChargeRequest, outcome: str) -> Charged | Repeated:
+        """Charge a failed question with its outcome, in a shared transaction too."""
+        def work(connection: sqlite3.Connection) -> Charged | Repeated:
+            stored = _stored(connection, request)
+            if stored is not None:
+                return stored
+            charge_id, shift = _charge(connection, request, outcome)
+            return Charged(charge_id, _budget(connection, request.analyst), shift)
+        return self._group.run(work)
 
     def record_answer(self, charge_id: int, rows: list[list[object]]) -> None:
         """Store the released answer so a repeat of the question gets it back for free.
@@ -351,10 +407,77 @@ class SqliteLedger:
             )
 
 
+class _Checkpointer(threading.Thread):
+    """Copies the WAL into the database file when asked, on its own connection and thread
+    (named dpgate-ckpt where the system allows), so that no answer's commit waits
+    for a checkpoint's fsyncs. A checkpoint that fails is tried again at the next call;
+    SQLite also checkpoints when the last connection closes."""
+
+    def __init__(self, path: Path):
+        super().__init__(name="dpgate-checkpoint", daemon=True)
+        self.path = path
+        self.wanted = threading.Event()
+
+    def run(self) -> None:
+        _name_this_thread(b"dpgate-ckpt")
+        connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        connection.execute("PRAGMA synchronous=FULL")
+        while True:
+            self.wanted.wait()
+            self.wanted.clear()
+            try:
+                connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error:
+                pass  # busy or failing disk: the WAL grows until the next attempt
+
+
+def _name_this_thread(name: bytes) -> None:
+    """The thread's name as the system shows it (Linux prctl), for strace and top."""
+    try:
+        ctypes.CDLL(None).prctl(15, ctypes.c_char_p(name[:15]), 0, 0, 0)  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
+
+
 def _analyst(row: tuple) -> Analyst:
     name, salt, stored_key, server_key, iterations, epsilon, delta, shift = row
     return Analyst(name, ScramVerifier(salt, stored_key, server_key, iterations),
                    epsilon, delta, shift)
+
+
+def _stored(connection: sqlite3.Connection, request: ChargeRequest) -> Repeated | None:
+    """The stored answer to this analyst's question, with their budget, if there is one."""
+    stored = connection.execute(
+        "SELECT rows FROM answers WHERE analyst = ? AND fingerprint = ?",
+        (request.analyst, request.fingerprint),
+    ).fetchone()
+    if stored is None:
+        return None
+    return Repeated(json.loads(stored[0]), _budget(connection, request.analyst))
+
+
+def _charge(connection: sqlite3.Connection, request: ChargeRequest, outcome: str
+            ) -> tuple[int, float]:
+    """Check the budget and insert the charge (inside the caller's IMMEDIATE transaction);
+    returns the charge's id and the analyst's shift. Raises BudgetExceeded."""
+    budget = _budget(connection, request.analyst)
+    if not budget.fits(request.epsilon, request.delta):
+        raise BudgetExceeded(request.epsilon, budget, request.delta)
+    cursor = connection.execute(
+        "INSERT INTO charges (analyst, at, statement, fingerprint, epsilon, delta,"
+        " mechanism, sensitivity, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (request.analyst, _now(), request.statement, request.fingerprint,
+         request.epsilon, request.delta, request.mechanism, request.sensitivity, outcome),
+    )
+    connection.execute(
+        "UPDATE analysts SET epsilon_spent = epsilon_spent + ?,"
+        " delta_spent = delta_spent + ?, queries = queries + 1 WHERE name = ?",
+        (request.epsilon, request.delta, request.analyst),
+    )
+    (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
+                                  (request.analyst,)).fetchone()
+    assert cursor.lastrowid is not None  # the INSERT above made a row
+    return cursor.lastrowid, shift
 
 
 def _budget(connection: sqlite3.Connection, name: str) -> Budget:

@@ -192,9 +192,9 @@ row_level = true
 
 
 # Every proxy a test starts logs here; the session's summary counts the private queries
-# that failed after their charge (docs/totality.md: the generic 22000, a last resort).
+# that failed and were charged (docs/totality.md: the generic 22000, a last resort).
 PROXY_LOG = "dpgate-proxy.log"
-FALLBACK_LINE = "private query failed after its charge"
+FALLBACK_LINE = "private query failed and is charged"
 
 
 def start_proxy(config_path: Path) -> subprocess.Popen:
@@ -238,8 +238,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         return
     logs = list(factory.getbasetemp().rglob(PROXY_LOG))
     fallbacks = sum(path.read_text(errors="replace").count(FALLBACK_LINE) for path in logs)
-    terminalreporter.write_line(f"dpgate: {fallbacks} private queries failed after their "
-                                f"charge (generic 22000) in {len(logs)} proxy logs")
+    terminalreporter.write_line(f"dpgate: {fallbacks} private queries failed and were "
+                                f"charged (generic 22000) in {len(logs)} proxy logs")
 
 
 def wait_for_port(port: int, process: subprocess.Popen, seconds: float = 30) -> None:

@@ -17,6 +17,7 @@ from accounting import LedgerOutdated, LedgerUnavailable, UnknownAnalyst
 
 from ..config import Config, default_data_dir, load_config
 from ..demo.analysts import create_analyst, draw_shift
+from ..server import event_loop
 from ..server.health import start_health
 from ..server.server import Proxy
 from . import cli_analysis, cli_experiment, cli_ledger
@@ -57,7 +58,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("dpgate: backend.dsn is not set (use --config, DPGATE_BACKEND_DSN, "
               "or `dpgate demo` for an embedded database)", file=sys.stderr)
         return 2
-    asyncio.run(_serve(config))
+    event_loop.run(_serve(config))
     return 0
 
 
@@ -90,7 +91,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                   f"\nLedger: {config.ledger.path}\n"
                   f"  dpgate user show alice --ledger {config.ledger.path}\n"
                   + _operations_banner(config) + "Press Ctrl-C to stop.")
-        asyncio.run(_serve(config, banner))
+        event_loop.run(_serve(config, banner))
     finally:
         server.cleanup()
     return 0

@@ -67,6 +67,10 @@ class Engine:
         """The plans of a query string (see Planner.statements)."""
         return await self.planner.statements(sql, self.settings.values)
 
+    async def lifted(self, sql: str) -> list[Statement] | None:
+        """A simple-query string's plans through its lifted shape (Planner.lifted)."""
+        return await self.planner.lifted(sql, self.settings.values)
+
     async def execute(self, text: str, plan: Plan, parameters: Parameters | None = None,
                       offset: int = 0) -> Outcome:
         """Answer a plan that is not relayed: rows, or a single message."""

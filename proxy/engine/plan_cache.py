@@ -1,4 +1,4 @@
-"""Plans cached by statement text and metrics version, calibrations by plan and (ε, δ).
+"""Plans cached by statement text and metrics version, calibrations by their inputs.
 
 The rewriter is pure, so its output for the same inputs can be reused: a repeated query
 costs a dictionary lookup instead of a parse and an analysis.
@@ -6,8 +6,8 @@ costs a dictionary lookup instead of a parse and an analysis.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
-from functools import lru_cache
 
 from mechanisms.names import Mechanism
 from rewriter.calibrate import Calibration, calibrate
@@ -58,8 +58,39 @@ def _weight(key: CacheKey, statements: list[Statement]) -> int:
         + 512 * len(statements)
 
 
-@lru_cache(maxsize=4096)
-def calibrate_cached(plan: PrivateAggregate, epsilon: float, delta: float,
-                     mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration:
-    """calibrate(), remembered: the smooth-sensitivity scan is the costly part."""
-    return calibrate(plan, epsilon, delta, mechanism=mechanism)
+class CalibrationCache:
+    """calibrate(), remembered by its inputs (plan, ε, δ, mechanism): the smooth-sensitivity
+    scan and the Gaussian σ search are the costly parts. `get` answers from the cache only,
+    so the event loop can skip the trip to a worker thread when the answer is known.
+    Shared by sessions on the loop and on worker threads, hence the lock."""
+
+    def __init__(self, size: int = 4096):
+        self.size = size
+        self._entries: OrderedDict[tuple, Calibration] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, plan: PrivateAggregate, epsilon: float, delta: float,
+            mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration | None:
+        """The remembered calibration, or None."""
+        key = (plan, epsilon, delta, mechanism)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def __call__(self, plan: PrivateAggregate, epsilon: float, delta: float,
+                 mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration:
+        """The calibration, computed once per inputs (a Refusal is not remembered)."""
+        found = self.get(plan, epsilon, delta, mechanism)
+        if found is not None:
+            return found
+        calibration = calibrate(plan, epsilon, delta, mechanism=mechanism)
+        with self._lock:
+            self._entries[(plan, epsilon, delta, mechanism)] = calibration
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return calibration
+
+
+calibrate_cached = CalibrationCache()

@@ -2,13 +2,15 @@
 
 Both happen on the reader connection before the charge: an error here is PostgreSQL's
 own, costs nothing and cannot depend on private rows (the constants read public tables
-only; EXPLAIN plans without reading rows). Verdicts are remembered per statement text.
+only; EXPLAIN plans without reading rows). Verdicts are remembered per statement text and
+parameter values, or parameter types for literals lifted out of the text (literals.py).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter, OrderedDict
+from typing import Any
 
 from rewriter.constants import evaluation_sql, substitute
 from rewriter.errors import Refusal
@@ -19,6 +21,8 @@ from rewriter.private import CELLS_HINT
 from rewriter.sqlstate import SqlState
 
 from ..pgwire.backend import BackendConnection, Parameters
+from .literals import LiftedParameters
+from .shapes import Remembered
 
 
 class PlanChecker:
@@ -28,6 +32,9 @@ class PlanChecker:
         self.policy = policy
         self.size = size
         self._checked: OrderedDict[tuple[str, bytes], None] = OrderedDict()
+        # The answers' shapes of lifted statements (session.py), and type names by OID.
+        self.shapes: Remembered[tuple, Any] = Remembered(size)
+        self.type_names: Remembered[tuple[int, ...], list[str]] = Remembered(size)
 
     async def prepare(self, backend: BackendConnection, plan: PrivateAggregate,
                       parameters: Parameters | None, check: bool = True) -> str:
@@ -86,4 +93,10 @@ class PlanChecker:
 def _parameters_key(parameters: Parameters | None) -> bytes:
     if parameters is None:
         return b""
+    if isinstance(parameters, LiftedParameters):
+        # Literals lifted out of WHERE comparisons (literals.py) are valid for their types
+        # by construction, so binding them cannot fail; and a value there cannot add a
+        # scan, a SubPlan or a row multiplier to PostgreSQL's plan (at most prune a
+        # partition, a scan fewer). So the verdict holds for every value of these types.
+        return repr(("lifted", parameters.types)).encode()
     return repr((parameters.types, parameters.formats, parameters.values)).encode()

@@ -1,5 +1,6 @@
 """From a query string to its plans: the plan cache, else the rewriter within the limits
-of one statement, measuring the join metrics it is missing first."""
+of one statement, measuring the join metrics it is missing first; for the simple protocol,
+first through the string's shape with its WHERE literals lifted out (literals.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import asyncio
 from collections.abc import Mapping
 
 from rewriter.classify import Statement, classify
+from rewriter.errors import Refusal
 from rewriter.metrics import ColumnKey, MissingMetrics
+from rewriter.plan import Relay
 from rewriter.policy import Policy
 from rewriter.sqlstate import SqlState
 from rewriter.unit_policy import SESSION_BOUNDS, with_session_bounds
@@ -17,6 +20,7 @@ from ..pgwire.backend import BackendError, BackendPool
 from .errors import StatementError, client_error
 from .knowledge import Knowledge
 from .limits import INLINE_ANALYSIS_SIZE, TooMuchWork, check_statement
+from .literals import LiftedStatement, lift, relayed_as_written, usable
 from .plan_cache import PlanCache
 from .workers import Workers
 
@@ -45,9 +49,8 @@ class Planner:
             await self.learn()
         session = session or {}
         policy = with_session_bounds(self.config.policy, session)
-        bounds = "".join(f"\0{session.get(name, '')}" for name in SESSION_BOUNDS)
         for _ in range(2):
-            key = (sql + bounds if bounds.strip("\0") else sql, knowledge.metrics.version)
+            key = self._key(sql, session)
             cached = self.plans.get(key)
             if cached is not None:
                 return cached
@@ -59,6 +62,35 @@ class Planner:
             self.plans.put(key, statements)
             return statements
         raise StatementError(SqlState.DATA_EXCEPTION, "dpgate could not measure the join metrics")
+
+    def _key(self, sql: str, session: Mapping[str, str]) -> tuple[str, int]:
+        """The plan cache's key: the text, the session's bounds if any, the metrics."""
+        bounds = "".join(f"\0{session.get(name, '')}" for name in SESSION_BOUNDS)
+        return (sql + bounds if bounds.strip("\0") else sql, self.knowledge.metrics.version)
+
+    async def lifted(self, sql: str, session: Mapping[str, str] | None = None
+                     ) -> list[Statement] | None:
+        """The plans of a simple-query string through its lifted shape (literals.py): a
+        private aggregate to answer with the shape's plan and the literals as parameters,
+        or the string relayed as written when its shape is relayed unchanged. None when
+        the string is to be planned as written (already planned so, nothing to lift, or a
+        shape that is refused or needs its values before the query)."""
+        if self.plans.get(self._key(sql, session or {})) is not None:
+            return None  # planned as written already (a relayed statement, say)
+        lifted = lift(sql) if len(sql) <= INLINE_ANALYSIS_SIZE else None
+        if lifted is None:
+            return None
+        try:
+            statements = await self.statements(lifted.text, session)
+        except (Refusal, StatementError):
+            return None  # the text as written gets its own analysis and its own error
+        if relayed_as_written(statements, lifted):
+            # Which tables and functions a statement reads does not depend on its WHERE
+            # literals: the original text is relayed, unchanged, as its shape would be.
+            return [Statement(sql, 0, Relay(sql))]
+        if not usable(statements):
+            return None
+        return [LiftedStatement(lifted.text, 0, statements[0].plan, lifted.parameters)]
 
     async def _analyse(self, sql: str, policy: Policy) -> list[Statement]:
         """classify(), within the limits of limits.py; a long text on a worker thread."""

@@ -1,9 +1,10 @@
-"""Private aggregates: described without running anything, then charged, run and noised.
+"""Private aggregates: described without running anything, then run, noised and charged.
 
-Before the charge PostgreSQL parses the statement as written (its own errors first),
-computes the row-independent constants and checks the rewritten plan; after it the
-rewritten SQL runs as dpgate_reader, the rows are released with noise (release.py), and
-expressions over released values run over those values only.
+First, for free, PostgreSQL parses the statement as written (its own errors first),
+computes the row-independent constants and checks the rewritten plan. Then the rewritten
+SQL runs as dpgate_reader, the rows are released with noise (release.py), expressions over
+released values run over those values only, and the budget check, the charge and the
+stored answer are one durable commit (accounting/one_commit.py) before anything is sent.
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ from accounting import (
     ChargeRequest,
     Ledger,
     Repeated,
+    Standing,
+    charge_answer,
+    charge_failure,
     fingerprint,
+    look_up,
 )
 from mechanisms.random_source import RandomSource
 from rewriter.calibrate import Calibration
@@ -39,6 +44,7 @@ from ..pgwire.running import Running
 from .connection_loss import connection_loss
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error, ledger_call
+from .literals import LiftedParameters, LiftFailed
 from .outcome import Answer
 from .plan_cache import calibrate_cached
 from .plan_check import PlanChecker
@@ -49,7 +55,6 @@ log = logging.getLogger("dpgate.session")
 
 # Answers with more rows than this are noised on a worker thread.
 INLINE_RELEASE_ROWS = 64
-
 # Told of each charge the ledger made (fingerprint, epsilon, delta, repeated): how the
 # operations side (proxy/ops) learns what a statement cost, never what it released.
 ChargeReport = Callable[[str, float, float, bool], None]
@@ -76,8 +81,12 @@ class PrivateAnswers:
         self.settings = settings
         self.running = running
         self.report_charge = report_charge
-        # Whether the statement under way reached its charge (never retried after).
+        # Whether the statement under way reached its private query (never retried after:
+        # from there a failure may depend on the rows, and is charged).
         self.charging = False
+        # The analyst's secret shift as last seen by this session (its login, then each
+        # charge): a rotation by the data owner applies to sessions already open.
+        self.shift = analyst.shift
 
     async def describe(self, text: str, plan: PrivateAggregate,
                        types: tuple[int, ...] = (), offset: int = 0) -> Shape:
@@ -130,7 +139,11 @@ class PrivateAnswers:
             columns = written.columns
         released = (await backend.describe(plan.probe_sql, types)).columns \
             if plan.probe_sql is not None else []
-        names = await _type_names(backend, [t for _, t in released + columns])
+        oids = tuple(t for _, t in released + columns)
+        names = self.checker.type_names.get(oids)  # an OID names one type for good
+        if names is None:
+            names = await _type_names(backend, list(oids))
+            self.checker.type_names.put(oids, names)
         return Shape(described.parameters, key_types,
                      outer.columns if plan.outer_sql is not None and outer else columns,
                      [(name, t) for name, (_, t) in zip(names[:len(released)], released,
@@ -148,11 +161,12 @@ class PrivateAnswers:
 
     async def answer(self, text: str, plan: PrivateAggregate,
                      parameters: Parameters | None = None, offset: int = 0) -> Answer:
-        """Charge, run and noise one private aggregate (or return its stored answer).
+        """Run, noise and charge one private aggregate (or return its stored answer).
 
-        A database connection that fails before the charge (PostgreSQL restarted, starting
-        up or down) is replaced and the statement tried once more; a second failure is this
-        statement's error with PostgreSQL's SQLSTATE, uncharged (connection_loss.py)."""
+        A database connection that fails before the private query runs (PostgreSQL
+        restarted, starting up or down) is replaced and the statement tried once more; a
+        second failure is this statement's error with PostgreSQL's SQLSTATE, uncharged
+        (connection_loss.py)."""
         for attempt in range(2):
             self.charging = False
             try:
@@ -174,104 +188,179 @@ class PrivateAnswers:
 
     async def _answer_once(self, text: str, plan: PrivateAggregate,
                            parameters: Parameters | None, offset: int) -> Answer:
+        """One try of `answer`.
+
+        With LiftedParameters (literals.py), `text` is the lifted form of the text the
+        analyst wrote: an error before the charge then raises LiftFailed, so that the
+        text as written is answered instead (with its own error positions and wording).
+        """
         settings = self.settings
-        epsilon, delta, mechanism = settings.epsilon, settings.delta, settings.mechanism
-        try:
-            # The first calibration of a join scans the smooth sensitivity: not on the loop.
-            calibration = await self.workers.cpu(calibrate_cached, plan, epsilon, delta,
-                                                 mechanism)
-        except Refusal as refusal:
-            raise client_error(refusal) from None
+        epsilon, mechanism = settings.epsilon, settings.mechanism
         bound = _parameters_text(parameters)
+        lifted = parameters if isinstance(parameters, LiftedParameters) else None
         async with self.pool.connection() as backend:
-            # Bad parameter values fail here, at bind time, before the charge.
-            types = parameters.types if parameters else ()
-            written = await self._as_written(backend, text, plan, types, offset)
-            sql = await self._prepare(backend, plan, parameters)
-            shape = await self._shape(backend, written, sql, plan, types, parameters)
+            try:
+                calibration, sql, shape = await self._before_charge(
+                    backend, text, plan, parameters, offset)
+            except StatementError:
+                if lifted is not None:
+                    raise LiftFailed() from None
+                raise
             # Computed constants (current_date…) are part of the question asked.
             asked = bound + (f" -- computed: {sql}" if plan.constants else "")
             request = ChargeRequest(
-                analyst=self.analyst.name, statement=text + bound,
+                analyst=self.analyst.name,
+                statement=text + bound if lifted is None else lifted.original,
                 fingerprint=fingerprint(plan.fingerprint_text + asked, epsilon,
                                         calibration.delta, mechanism),
                 epsilon=calibration.epsilon, delta=calibration.delta, mechanism=mechanism,
                 sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
             )
-            self.charging = True
-            try:
-                outcome = await ledger_call(self.workers.ledger_write,
-                                            self.ledger.charge_or_repeat, request)
-                self.report_charge(request.fingerprint, request.epsilon, request.delta,
-                                   isinstance(outcome, Repeated))
-            except BudgetExceeded as exceeded:
-                raise StatementError(SqlState.BUDGET_EXHAUSTED, str(exceeded),
-                                     hint="Ask the data owner for more budget, or lower "
-                                     "dp.epsilon.") from None
+            # The stored answer, or the budget and shift: a read, no fsync. The one commit
+            # comes after the query ran (_answer): check, charge and answer together.
+            prior = await ledger_call(self.workers.ledger_read, look_up, self.ledger,
+                                      self.analyst.name, request.fingerprint, self.shift)
+            outcome: Charged | Repeated | None = prior if isinstance(prior, Repeated) else None
+            if isinstance(prior, Standing):
+                if prior.budget is not None and \
+                        not prior.budget.fits(request.epsilon, request.delta):
+                    raise _exhausted(BudgetExceeded(request.epsilon, prior.budget,
+                                                    request.delta))
+                self.charging = True
+                rows, notice, outcome = await self._answer(backend, sql, plan, calibration,
+                                                           shape, prior.shift, parameters,
+                                                           request)
+            self.report_charge(request.fingerprint, request.epsilon, request.delta,
+                               isinstance(outcome, Repeated))
             if isinstance(outcome, Repeated):
                 # Stored as released: text or NULL.
                 rows = cast(list[list[str | None]], outcome.rows)
                 notice = (f"dpgate: repeated question, the stored answer is returned and "
                           f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
                           f"of {outcome.budget.epsilon_total:g})")
-            else:
-                rows, notice = await self._answer(backend, sql, plan, calibration, shape,
-                                                  outcome, parameters)
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice)
 
+    async def _before_charge(self, backend: BackendConnection, text: str,
+                             plan: PrivateAggregate, parameters: Parameters | None,
+                             offset: int) -> tuple[Calibration, str, Shape]:
+        """Everything that may fail for free: calibration, PostgreSQL's parse of the
+        statement, constants, the plan check and the answer's shape."""
+        settings = self.settings
+        try:
+            calibration = calibrate_cached.get(plan, settings.epsilon, settings.delta,
+                                               settings.mechanism)
+            if calibration is None:
+                # The first calibration of a join scans the smooth sensitivity: off the loop.
+                calibration = await self.workers.cpu(calibrate_cached, plan, settings.epsilon,
+                                                     settings.delta, settings.mechanism)
+        except Refusal as refusal:
+            raise client_error(refusal) from None
+        # Bad parameter values fail here, at bind time, before the charge.
+        types = parameters.types if parameters else ()
+        # The shape of a statement with parameters is the same for all their values
+        # (Parse/Describe read catalogs only); the plan check below still binds the
+        # client's values, so a bad one fails before the charge.
+        remembered = (text, types, plan) if parameters is not None else None
+        shape = None if remembered is None else self.checker.shapes.get(remembered)
+        written = None if shape is not None else \
+            await self._as_written(backend, text, plan, types, offset)
+        sql = await self._prepare(backend, plan, parameters)
+        if shape is None:
+            shape = await self._shape(backend, written, sql, plan, types, parameters)
+            if remembered is not None:
+                self.checker.shapes.put(remembered, shape)
+        return calibration, sql, shape
+
     async def _answer(self, backend: BackendConnection, sql: str, plan: PrivateAggregate,
-                      calibration: Calibration, shape: Shape, charged: Charged,
-                      parameters: Parameters | None) -> tuple[list[list[str | None]], str]:
+                      calibration: Calibration, shape: Shape, shift: float,
+                      parameters: Parameters | None, request: ChargeRequest
+                      ) -> tuple[list[list[str | None]], str, Charged | Repeated]:
+        """Run the rewritten query, noise it, then charge and store the answer in one
+        durable commit, before anything is sent. A failure of the query may depend on the
+        rows: it is charged too (and reported only once charged)."""
         try:
             with self.running.on(backend):
                 result = await backend.fetch(sql, parameters)
         except (BackendError, OSError, asyncio.IncompleteReadError) as error:
-            log.warning("private query failed after its charge (%s): %.200s",
+            log.warning("private query failed and is charged (%s): %.200s",
                         getattr(error, "sqlstate", type(error).__name__), sql)
-            await ledger_call(self.workers.ledger_write, self.ledger.record_failure,
-                               charged.charge_id, "failed")
+            await self._charge_failure(request)
             # The failure may depend on the rows, so neither its detail nor a refund.
             raise StatementError(
                 SqlState.DATA_EXCEPTION,
                 f"the query failed while reading private data; its charge of epsilon "
                 f"{calibration.epsilon:g} is kept",
             ) from None
-        arguments = (plan, calibration, shape.key_types, result.rows, charged.shift,
+        for _ in range(3):  # a rotation of the shift meanwhile: noise again with the new one
+            rows, answer = await self._released(backend, plan, calibration, shape, shift,
+                                                result.rows, parameters, request)
+            try:
+                outcome = await ledger_call(self.workers.ledger_write, charge_answer,
+                                            self.ledger, request, shift, rows)
+            except BudgetExceeded as exceeded:
+                raise _exhausted(exceeded) from None
+            if isinstance(outcome, Repeated):
+                return cast(list[list[str | None]], outcome.rows), "", outcome
+            if isinstance(outcome, Charged):
+                self.shift = outcome.shift  # a rotation applies to the next answers
+                return rows, answer_notice(plan, calibration, answer, outcome.budget,
+                                           self.config.privacy.confidence), outcome
+            shift = outcome.shift
+        raise StatementError(SqlState.IO_ERROR, "the analyst's secret shift kept changing; "
+                             "nothing was released", hint="Ask again.")
+
+    async def _released(self, backend: BackendConnection, plan: PrivateAggregate,
+                        calibration: Calibration, shape: Shape, shift: float,
+                        true_rows: list[list[bytes | None]], parameters: Parameters | None,
+                        request: ChargeRequest) -> tuple[list[list[str | None]], Release]:
+        """The noisy answer as the client will see it (post-processing included)."""
+        arguments = (plan, calibration, shape.key_types, true_rows, shift,
                      self.config.privacy, self.rng,
                      shape.released if plan.post_sql else shape.answer)
         # Noise for a large histogram, or the exponential mechanism's sampling, takes long.
-        large = len(result.rows) > INLINE_RELEASE_ROWS or any(p.choice for p in plan.parts)
+        large = len(true_rows) > INLINE_RELEASE_ROWS or any(p.choice for p in plan.parts)
         answer = await self.workers.cpu(release, *arguments) if large else release(*arguments)
         rows = answer.rows
         if plan.post_sql is not None:
             sql = with_rows(plan.post_sql, rows, [name for name, _ in shape.released])
-            rows = await self._post_processed(backend, sql, parameters, charged)
+            rows = await self._post_processed(backend, sql, parameters, request)
         if plan.outer_sql is not None:
             sql = with_answer(plan.outer_sql, plan.outer_alias, rows, [
                 (name, type_name) for (name, _), type_name in
                 zip(shape.answer, shape.answer_types, strict=True)])
-            rows = await self._post_processed(backend, sql, parameters, charged)
-        await ledger_call(self.workers.ledger_write, self.ledger.record_answer,
-                           charged.charge_id, rows)
-        return rows, answer_notice(plan, calibration, answer, charged.budget,
-                                   self.config.privacy.confidence)
+            rows = await self._post_processed(backend, sql, parameters, request)
+        return rows, answer
+
+    async def _charge_failure(self, request: ChargeRequest) -> None:
+        """Charge a failed question (one commit). Without the budget for it, the failure
+        is not reported: the analyst hears that the budget is exhausted."""
+        try:
+            await ledger_call(self.workers.ledger_write, charge_failure, self.ledger,
+                              request, "failed")
+        except BudgetExceeded as exceeded:
+            raise _exhausted(exceeded) from None
+        self.report_charge(request.fingerprint, request.epsilon, request.delta, False)
 
     async def _post_processed(self, backend: BackendConnection, sql: str,
-                              parameters: Parameters | None, charged: Charged
+                              parameters: Parameters | None, request: ChargeRequest
                               ) -> list[list[str | None]]:
         """The statement's expressions over the released values only (post-processing).
 
         Its failure (a noisy count of 0 as a divisor) depends on released values only, so
-        PostgreSQL's own error is reported; the charge stays, as the values were drawn.
+        PostgreSQL's own error is reported, once the question is charged: the values
+        were drawn.
         """
         try:
             result = await backend.fetch(sql, parameters)
         except BackendError as error:
-            await ledger_call(self.workers.ledger_write, self.ledger.record_failure,
-                               charged.charge_id, "failed")
+            await self._charge_failure(request)
             raise client_error(error, 0) from None
         return [[None if v is None else v.decode() for v in row] for row in result.rows]
 
+
+def _exhausted(exceeded: BudgetExceeded) -> StatementError:
+    return StatementError(SqlState.BUDGET_EXHAUSTED, str(exceeded),
+                          hint="Ask the data owner for more budget, or lower dp.epsilon.")
 
 
 def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Release,

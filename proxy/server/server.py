@@ -342,8 +342,9 @@ class Proxy:
                 session.send(wire.ready_for_query(session.relay.status))
             else:
                 raise wire.ProtocolError(f"unexpected message type {kind!r}")
-            outbox.write()
-            await writer.drain()
+            if outbox.parts:  # a message forwarded to the backend has nothing to send yet
+                outbox.write()
+                await writer.drain()
 
     async def _cancel(self, payload: bytes) -> None:
         if len(payload) != 8:

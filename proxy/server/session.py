@@ -14,6 +14,7 @@ from rewriter.sqlstate import SqlState
 
 from ..engine.dispatch import Engine
 from ..engine.errors import AlreadyReported, StatementError
+from ..engine.literals import LiftedStatement, LiftFailed
 from ..engine.outcome import Answer, Outcome
 from ..ops import SessionOps
 from ..pgwire import wire
@@ -51,7 +52,7 @@ class Session:
     async def simple_query(self, sql: str) -> None:
         """Answer one Query message, ending with ReadyForQuery."""
         try:
-            statements = await self.engine.statements(sql)
+            statements = await self.engine.lifted(sql) or await self.engine.statements(sql)
         except Refusal as refusal:
             statements = [Statement(sql, 0, refusal)]
         except StatementError as error:
@@ -82,7 +83,15 @@ class Session:
         if isinstance(plan, Relay):
             await self._relay(plan)
             return
-        outcome = await self.execute(statement.text, plan, offset=statement.offset)
+        if isinstance(statement, LiftedStatement):
+            try:
+                outcome = await self.execute(statement.text, plan, statement.parameters)
+            except LiftFailed:  # answered as written instead, with its own error
+                for original in await self.engine.statements(statement.parameters.original):
+                    await self._run(original)
+                return
+        else:
+            outcome = await self.execute(statement.text, plan, offset=statement.offset)
         if isinstance(outcome, Answer):
             self._send_answer(outcome)
         else:

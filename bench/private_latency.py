@@ -1,0 +1,504 @@
+"""Issue 16's targets in one run: private answers against direct PostgreSQL, a durable
+SQLite commit and PgBouncer, each printed with its ratio and whether it is met.
+
+    .venv/bin/python -m bench.private_latency [--runs 300] [--seconds 5] [--sessions 16]
+        [--parts latency,concurrency,fsync,passthrough] [--dpgate-root PATH] [--profile FILE]
+
+Run from the repository root (`-m`, so that this checkout's code is measured; or the one
+`--dpgate-root` names). It starts an embedded PostgreSQL (pgserver) with the demo dataset,
+dpgate (`dpgate serve`, a subprocess) and PgBouncer, all on loopback in a temporary
+directory, and measures:
+
+- latency: `SELECT count(*) FROM orders WHERE product_id = P AND quantity >= Q`, a new
+  (P, Q) every time, straight to PostgreSQL (literals; parameters, prepared), one durable
+  SQLite commit (WAL, synchronous=FULL, the ledger's settings and folder) and through
+  dpgate (literals, simple protocol; parameters, extended and prepared), taking turns
+  question by question so that all see the same moments of a shared machine;
+- concurrency: SESSIONS sessions of different analysts asking fresh counts for SECONDS,
+  beside SESSIONS threads doing plain durable SQLite commits, and dpgate's CPU meanwhile;
+- fsync: `strace -f -e trace=fsync,fdatasync` attached to dpgate during fresh answers
+  (one session, then SESSIONS): per answer, by the threads that commit answers and by
+  the ledger's checkpoint thread;
+- passthrough: pgbench select-only on a public table, 4 clients, `-M simple` against
+  PgBouncer in transaction pooling, `-M prepared` against PgBouncer in session pooling
+  (PgBouncer 1.18 cannot keep prepared statements in transaction pooling), and the CPU
+  each proxy process spent per transaction.
+
+Nothing here asserts: the last table prints each target, the measured value, the limit,
+the ratio and pass/MISS. Needs pgbench, pgbouncer and strace on the PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from accounting import SqliteLedger
+from bench.clients import DATABASE, SCRIPT, free_port, stop, wait_for_port
+from proxy.config import PrivacySettings
+from proxy.demo.analysts import create_analyst
+from proxy.demo.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
+from proxy.demo.roles import READER, RELAY
+
+ROOT = Path(__file__).resolve().parents[1]
+PASSWORD = "bench-pw"
+SESSION_DATABASE = "bench_session"  # PgBouncer's alias of DATABASE in session pooling
+LITERALS = "SELECT count(*) FROM orders WHERE product_id = {} AND quantity >= {}"
+PARAMETERS = "SELECT count(*) FROM orders WHERE product_id = %s AND quantity >= %s"
+
+
+def question(number: int) -> tuple[int, int]:
+    """The number-th distinct (product, quantity) pair: 10,000 of them."""
+    return number % 1000 + 1, number // 1000 % 10 + 1
+
+
+def start_dpgate(directory: Path, dsns: dict[str, str], analysts: list[str],
+                 stack: ExitStack, root: Path = ROOT) -> tuple[int, subprocess.Popen]:
+    """dpgate serve with a ledger holding `analysts` (created in-process: faster than one
+    `dpgate user add` each)."""
+    port = free_port()
+    ledger_path = directory / "ledger" / "ledger.sqlite3"
+    config = directory / "dpgate.toml"
+    config.write_text(f"""
+[server]
+listen_host = "127.0.0.1"
+listen_port = {port}
+
+[backend]
+dsn = "{dsns[READER]}"
+relay_dsn = "{dsns[RELAY]}"
+
+[ledger]
+path = "{ledger_path}"
+
+[policy]
+file = "{DEMO_POLICY_FILE}"
+""")
+    ledger = SqliteLedger(ledger_path)
+    for name in analysts:
+        create_analyst(ledger, name, PASSWORD, 1e9, 1e-3, PrivacySettings())
+    process = subprocess.Popen([sys.executable, "-m", "proxy", "serve", "--config", str(config)],
+                               cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stack.callback(stop, process)
+    wait_for_port(port, process, "dpgate")
+    return port, process
+
+
+def start_pgbouncer(directory: Path, admin: dict[str, str], run_as: str | None,
+                    stack: ExitStack) -> tuple[int, subprocess.Popen]:
+    """PgBouncer with DATABASE in transaction pooling and SESSION_DATABASE in session
+    pooling, both in front of the same PostgreSQL."""
+    port = free_port()
+    home = directory / "pgbouncer"
+    home.mkdir()
+    home.chmod(0o777)  # written by run_as
+    (home / "userlist.txt").write_text(f'"{admin["user"]}" ""\n')
+    backend = f'host={admin["host"]} port={admin.get("port", 5432)} user={admin["user"]}'
+    ini = home / "pgbouncer.ini"
+    ini.write_text(f"""
+[databases]
+{DATABASE} = {backend} dbname={DATABASE}
+{SESSION_DATABASE} = {backend} dbname={DATABASE} pool_mode=session
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {port}
+unix_socket_dir =
+auth_type = trust
+auth_file = {home / "userlist.txt"}
+pool_mode = transaction
+default_pool_size = 8
+max_client_conn = 100
+ignore_startup_parameters = extra_float_digits
+logfile = {home / "pgbouncer.log"}
+pidfile = {home / "pgbouncer.pid"}
+""")
+    for path in home.iterdir():
+        path.chmod(0o644)
+    switch = ["-u", run_as] if run_as and os.geteuid() == 0 else []  # it refuses root
+    process = subprocess.Popen(["pgbouncer", *switch, str(ini)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stack.callback(stop, process)
+    wait_for_port(port, process, "pgbouncer")
+    return port, process
+
+
+class Asker:
+    """One connection asking fresh counts, with literals or with parameters."""
+
+    def __init__(self, conninfo: str, extended: bool):
+        self.connection = psycopg.connect(conninfo, autocommit=True)
+        self.extended = extended
+
+    def ask(self, number: int) -> float:
+        """Seconds to answer the number-th question."""
+        started = time.perf_counter()
+        if self.extended:
+            self.connection.execute(PARAMETERS, question(number), prepare=True).fetchone()
+        else:
+            self.connection.execute(LITERALS.format(*question(number))).fetchone()
+        return time.perf_counter() - started
+
+
+class Committer:
+    """INSERT + COMMIT, WAL and synchronous=FULL, as the ledger commits."""
+
+    def __init__(self, path: Path):
+        self.connection = sqlite3.connect(path, isolation_level=None)
+        self.connection.execute("PRAGMA journal_mode=WAL")
+        self.connection.execute("PRAGMA synchronous=FULL")
+        self.connection.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER, at REAL)")
+
+    def ask(self, number: int) -> float:
+        started = time.perf_counter()
+        self.connection.execute("BEGIN IMMEDIATE")
+        self.connection.execute("INSERT INTO t VALUES (?, ?)", (number, started))
+        self.connection.execute("COMMIT")
+        return time.perf_counter() - started
+
+
+def interleaved(askers: dict[str, Asker | Committer], numbers: range) -> dict[str, list[float]]:
+    """Seconds per question of each asker, taking turns question by question, so that all
+    see the same moments of a shared machine's disk and CPUs; one warm-up each first."""
+    for asker in askers.values():
+        asker.ask(numbers.stop)
+    timings: dict[str, list[float]] = {name: [] for name in askers}
+    for number in numbers:
+        for name, asker in askers.items():
+            timings[name].append(asker.ask(number))
+    return timings
+
+
+Operation = tuple[Callable[[int], None], Callable[[], None]]  # (do the n-th, close)
+
+
+def in_threads(setup: Callable[[int], Operation], threads: int,
+               seconds: float) -> tuple[int, float]:
+    """Operations completed by `threads` threads for about `seconds`, and the seconds
+    taken. Each thread runs setup(index) first (connecting is not measured), then its
+    operation until the time is up."""
+    stop_event, counts = threading.Event(), [0] * threads
+    ready = threading.Barrier(threads + 1)
+
+    def run(index: int) -> None:
+        operation, close = setup(index)
+        ready.wait()
+        done = 0
+        while not stop_event.is_set():
+            operation(done)
+            done += 1
+        counts[index] = done
+        close()
+
+    pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    ready.wait()
+    started = time.perf_counter()
+    time.sleep(seconds)
+    stop_event.set()
+    for thread in pool:
+        thread.join()
+    return sum(counts), time.perf_counter() - started
+
+
+def analyst_work(port: int, analysts: list[str], first: int) -> Callable[[int], Operation]:
+    """Each thread one analyst asking fresh counts (numbers from `first` on)."""
+    def setup(index: int) -> Operation:
+        conninfo = f"postgresql://{analysts[index]}:{PASSWORD}@127.0.0.1:{port}/{DATABASE}"
+        connection = psycopg.connect(conninfo, autocommit=True)
+        return (lambda n: connection.execute(LITERALS.format(*question(first + n))).fetchone(),
+                connection.close)
+    return setup
+
+
+def sqlite_work(directory: Path) -> Callable[[int], Operation]:
+    """Each thread INSERT + COMMIT on its own connection to one WAL file (FULL sync)."""
+    path = directory / "writers.sqlite3"
+    with sqlite3.connect(path, isolation_level=None) as setup_connection:
+        setup_connection.execute("PRAGMA journal_mode=WAL")
+        setup_connection.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER, at REAL)")
+
+    def setup(index: int) -> Operation:
+        connection = sqlite3.connect(path, timeout=60, isolation_level=None,
+                                     check_same_thread=False)
+        connection.execute("PRAGMA synchronous=FULL")
+
+        def insert(n: int) -> None:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("INSERT INTO t VALUES (?, ?)", (index, n))
+            connection.execute("COMMIT")
+        return insert, connection.close
+    return setup
+
+
+class FsyncCounter:
+    """strace attached to every thread of a process, logging fsync and fdatasync calls
+    with the thread that made them."""
+
+    def __init__(self, pid: int, directory: Path):
+        self.pid = pid
+        self.output = directory / f"strace-{time.monotonic_ns()}.txt"
+        self.process = subprocess.Popen(
+            ["strace", "-f", "-e", "trace=fsync,fdatasync", "-o", str(self.output),
+             "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)  # strace attaches to each thread in turn
+
+    def stop(self) -> tuple[int, int]:
+        """(fsyncs by the threads that commit answers, fsyncs by the ledger's
+        checkpoint thread)."""
+        checkpoint = {task.name for task in Path(f"/proc/{self.pid}/task").iterdir()
+                      if (task / "comm").read_text().strip() == "dpgate-ckpt"}
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=30)
+        answering = background = 0
+        for match in re.finditer(r"^(\d+)\s+f(?:data)?sync\(", self.output.read_text(),
+                                 re.MULTILINE):
+            if match.group(1) in checkpoint:
+                background += 1
+            else:
+                answering += 1
+        return answering, background
+
+
+def pgbench_tps(host: str, port: str | None, user: str, password: str, database: str,
+                mode: str, seconds: int, script: Path) -> float:
+    command = ["pgbench", "-n", "-M", mode, "-c", "4", "-j", "2", "-T", str(seconds),
+               "-f", str(script), "-h", host, "-U", user]
+    if port:
+        command += ["-p", port]
+    result = subprocess.run([*command, database], capture_output=True, text=True,
+                            env={**os.environ, "PGPASSWORD": password}, check=False)
+    match = re.search(r"tps = ([\d.]+)", result.stdout)
+    if result.returncode != 0 or not match:
+        raise RuntimeError(f"pgbench failed against {host}:{port}:\n{result.stderr[-2000:]}")
+    return float(match.group(1))
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[-1]
+
+
+@dataclass
+class Run:
+    """What every measurement needs, and the tables they fill."""
+
+    args: argparse.Namespace
+    directory: Path
+    admin_dsn: str
+    admin: dict[str, str]
+    server: object  # pgserver's PostgresServer
+    port: int
+    dpgate: subprocess.Popen
+    analysts: list[str]
+    stack: ExitStack
+    rows: list[tuple[str, str, str]] = field(default_factory=list)  # what, unit, value
+    # (target, measured, limit, "<=" or ">=")
+    targets: list[tuple[str, float, float, str]] = field(default_factory=list)
+
+    def through(self, name: str) -> str:
+        return f"postgresql://{name}:{PASSWORD}@127.0.0.1:{self.port}/{DATABASE}"
+
+
+def measure_latencies(run: Run) -> None:
+    """Direct, one commit and dpgate latencies, with literals and with parameters, taking
+    turns question by question."""
+    runs, analysts = run.args.runs, run.analysts
+    print(f"latencies: {runs} fresh counts each, interleaved…", flush=True)
+    timings = interleaved({
+        "direct PostgreSQL, literals (simple)": Asker(run.admin_dsn, extended=False),
+        "direct PostgreSQL, parameters (extended)": Asker(run.admin_dsn, extended=True),
+        "durable SQLite commit": Committer(run.directory / "ledger" / "commits.sqlite3"),
+        "dpgate, literals (simple)": Asker(run.through(analysts[0]), extended=False),
+        "dpgate, parameters (extended)": Asker(run.through(analysts[1]), extended=True),
+    }, range(runs))
+    # Each answer must have been a fresh, charged question, or the timings say nothing.
+    ledger = SqliteLedger(run.directory / "ledger" / "ledger.sqlite3")
+    charged = [len(ledger.charges(name)) for name in analysts[:2]]
+    run.rows.append(("charges of the simple / extended runs", "count",
+                     f"{charged[0]} / {charged[1]} (of {runs + 1} each)"))
+    for what, values in timings.items():
+        run.rows.append((what, "p50 / p99 ms", f"{p50(values) * 1e3:.2f} / "
+                         f"{p99(values) * 1e3:.2f}"))
+    direct, direct_x, commit, simple, extended = timings.values()
+    limit = p50(direct) + p50(commit) + 0.5e-3
+    run.targets.append(("simple p50 ≤ direct + commit + 0.5 ms (ms)", p50(simple) * 1e3,
+                        limit * 1e3, "<="))
+    run.targets.append(("simple p99 ≤ 3 × p50 (ms)", p99(simple) * 1e3, 3e3 * p50(simple),
+                        "<="))
+    limit = p50(direct_x) + p50(commit) + 0.3e-3
+    run.targets.append(("extended p50 ≤ direct + commit + 0.3 ms (ms)", p50(extended) * 1e3,
+                        limit * 1e3, "<="))
+
+
+def measure_concurrency(run: Run) -> None:
+    """SESSIONS analysts' fresh answers per second beside SESSIONS SQLite writers."""
+    sessions, seconds = run.args.sessions, run.args.seconds
+    print(f"{sessions} analysts for {seconds} s, then {sessions} SQLite writers…", flush=True)
+    before = cpu_seconds(run.dpgate.pid)
+    answers, elapsed = in_threads(analyst_work(run.port, run.analysts[2:], 2000), sessions,
+                                  seconds)
+    busy = (cpu_seconds(run.dpgate.pid) - before) / elapsed
+    commits, elapsed_commits = in_threads(sqlite_work(run.directory / "ledger"), sessions,
+                                          seconds)
+    rate, commit_rate = answers / elapsed, commits / elapsed_commits
+    run.rows.append((f"{sessions} analysts' fresh answers", "per second", f"{rate:,.0f}"))
+    run.rows.append(("dpgate's CPU meanwhile", "cores busy", f"{busy:.2f}"))
+    run.rows.append((f"{sessions} SQLite writers' commits", "per second", f"{commit_rate:,.0f}"))
+    run.targets.append((f"{sessions} analysts ≥ 0.8 × SQLite commits (answers/s)", rate,
+                        0.8 * commit_rate, ">="))
+
+
+def measure_fsyncs(run: Run) -> None:
+    """fsync + fdatasync calls of the dpgate process per fresh answer, under strace: by
+    the threads that commit answers, and by the ledger's checkpoint thread."""
+    print("counting fsyncs under strace…", flush=True)
+    asker = Asker(run.through(run.analysts[0]), extended=False)
+    counter = FsyncCounter(run.dpgate.pid, run.directory)
+    traced = range(4000, 4000 + run.args.runs)
+    for number in traced:
+        asker.ask(number)
+    report(run, "1 session", counter.stop(), len(traced))
+    counter = FsyncCounter(run.dpgate.pid, run.directory)
+    done, _ = in_threads(analyst_work(run.port, run.analysts[2:], 6000), run.args.sessions,
+                         run.args.seconds)
+    report(run, f"{run.args.sessions} sessions", counter.stop(), done)
+
+
+def report(run: Run, what: str, fsyncs: tuple[int, int], answers: int) -> None:
+    answering, background = fsyncs
+    run.rows.append((f"fsyncs per fresh answer, {what}", "commit / ckpt",
+                     f"{answering / answers:.3f} / {background / answers:.3f} "
+                     f"({answers} answers)"))
+    run.targets.append((f"fsyncs per answer on its path, {what}", answering / answers, 1.0,
+                        "<="))
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure_passthrough(run: Run) -> None:
+    """pgbench select-only on a public table: direct, PgBouncer, dpgate. Besides tps, the
+    CPU time the proxy process spent per transaction, which other work on a shared
+    machine disturbs far less than throughput."""
+    bouncer, bouncer_process = start_pgbouncer(run.directory, run.admin,
+                                               run.server.system_user, run.stack)
+    script = run.directory / "select.sql"
+    script.write_text(SCRIPT)
+    host, user, seconds = run.admin["host"], run.admin["user"], run.args.seconds
+    for mode, pooled in (("simple", DATABASE), ("prepared", SESSION_DATABASE)):
+        print(f"pgbench -M {mode}, {seconds} s each…", flush=True)
+        tps = {"direct": pgbench_tps(host, None, user, "", DATABASE, mode, seconds, script)}
+        cpu = {}
+        for name, port, who, password, database, pid in (
+                ("pgbouncer", bouncer, user, "", pooled, bouncer_process.pid),
+                ("dpgate", run.port, run.analysts[0], PASSWORD, DATABASE, run.dpgate.pid)):
+            # One second first, so that each proxy has met the 1,000 statements: the
+            # steady state is measured, not dpgate's first analysis of each text.
+            pgbench_tps("127.0.0.1", str(port), who, password, database, mode, 1, script)
+            before = cpu_seconds(pid)
+            tps[name] = pgbench_tps("127.0.0.1", str(port), who, password, database, mode,
+                                    seconds, script)
+            cpu[name] = (cpu_seconds(pid) - before) / (tps[name] * seconds) * 1e6
+        for name, value in tps.items():
+            run.rows.append((f"pgbench -M {mode}, {name}", "tps", f"{value:,.0f}"))
+        for name, value in cpu.items():
+            run.rows.append((f"pgbench -M {mode}, {name} CPU", "µs per txn", f"{value:,.1f}"))
+        share = 0.8 if mode == "simple" else 0.6
+        run.targets.append((f"passthrough -M {mode} ≥ {share} × PgBouncer (tps)",
+                            tps["dpgate"], share * tps["pgbouncer"], ">="))
+
+
+PARTS = {"latency": measure_latencies, "concurrency": measure_concurrency,
+         "fsync": measure_fsyncs, "passthrough": measure_passthrough}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=300, help="fresh counts per latency row")
+    parser.add_argument("--seconds", type=int, default=5, help="duration of throughput runs")
+    parser.add_argument("--sessions", type=int, default=16, help="concurrent analysts")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help="measurements to make, comma-separated (default: all)")
+    parser.add_argument("--dpgate-root", type=Path, default=ROOT,
+                        help="the checkout whose dpgate is measured (default: this one), "
+                        "to compare before and after a change in one machine's conditions")
+    parser.add_argument("--profile", type=Path, help="py-spy record dpgate during the "
+                        "measurements into this file (collapsed stacks)")
+    args = parser.parse_args()
+    args.runs = min(args.runs, 2000)
+    parts = [PARTS[name] for name in args.parts.split(",")]
+    needed = ["pgbench", "pgbouncer"] * (measure_passthrough in parts) + ["strace"] * (
+        measure_fsyncs in parts)
+    for tool in needed:
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} is not on the PATH (apt-get install postgresql-client pgbouncer "
+                     "strace)")
+    analysts = [f"analyst{i}" for i in range(args.sessions + 2)]
+
+    with tempfile.TemporaryDirectory(prefix="dpgate-bench-") as temporary, ExitStack() as stack:
+        directory = Path(temporary)
+        directory.chmod(0o755)
+        print("starting an embedded PostgreSQL and loading the demo dataset…", flush=True)
+        server, admin_uri = start_embedded_postgres(directory / "pgdata")
+        stack.callback(server.cleanup)
+        dsns = prepare_database(admin_uri, DATABASE)
+        admin_dsn = make_conninfo(admin_uri, dbname=DATABASE)
+        with psycopg.connect(admin_dsn, autocommit=True) as connection:
+            connection.execute("VACUUM ANALYZE")
+        loop = os.environ.get("DPGATE_EVENT_LOOP", "uvloop if installed")
+        print(f"starting dpgate (event loop: {loop})…", flush=True)
+        port, dpgate = start_dpgate(directory, dsns, analysts, stack, args.dpgate_root)
+        run = Run(args, directory, admin_dsn, conninfo_to_dict(admin_uri), server, port,
+                  dpgate, analysts, stack)
+        profiler = None if args.profile is None else subprocess.Popen(
+            [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw",
+             "--rate", "500", "--nonblocking", "-o", str(args.profile), "-p",
+             str(dpgate.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for part in parts:
+            part(run)
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait(timeout=60)
+    print_tables(run)
+
+
+def print_tables(run: Run) -> None:
+    print("\nmeasured")
+    for what, unit, value in run.rows:
+        print(f"  {what:<44}{unit:>14}  {value}")
+    print("\ntargets (issue 16)")
+    print(f"  {'target':<52}{'measured':>10}{'limit':>10}{'ratio':>8}  verdict")
+    for what, value, limit, sense in run.targets:
+        met = value <= limit if sense == "<=" else value >= limit
+        ratio = value / limit if limit else float("inf")
+        print(f"  {what:<52}{value:>10.2f}{limit:>10.2f}{ratio:>8.2f}  "
+              f"{'pass' if met else 'MISS'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+"""The event loop dpgate serves on: uvloop when it is installed, else asyncio's own.
+
+Measured with bench/private_latency.py (README, Performance): uvloop's loop and
+transports take fewer Python steps per relayed message. DPGATE_EVENT_LOOP=asyncio picks
+asyncio's loop whatever is installed (to compare, or to rule uvloop out).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's loop factory, or None for asyncio's default loop."""
+    if os.environ.get("DPGATE_EVENT_LOOP", "uvloop").lower() == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run on the chosen loop."""
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        return runner.run(coroutine)
