@@ -52,7 +52,8 @@ from .totality import refuse_unsafe_nodes
 from .unit import NotOneUnit, UnitOfRows, unit_of_rows
 
 ONLY_AGGREGATES = "only aggregates of private tables are answered"
-# Column types a domain value may be cast to, to compare it with a parameter as the column.
+# Column types a domain value may be cast to, to compare it with a WHERE condition as the
+# column's own values compare.
 _CASTABLE_TYPES = frozenset({
     "smallint", "integer", "bigint", "numeric", "real", "double precision", "boolean", "date",
     "text", "character varying", "timestamp without time zone", "timestamp with time zone"})
@@ -331,32 +332,31 @@ class _Planner:
                      ) -> tuple[tuple[exp.Expr, ...], str | None]:
         """The WHERE conjuncts that read the key's column and nothing else (PostgreSQL would
         never list a key they reject, so neither does the filled histogram), and the
-        column's type when they hold parameters.
+        column's type, which the domain's value is cast to when they are applied to it.
 
-        A parameter ($1: bound by the client, or a literal lifted into one) is compared with
-        the domain's value cast to the column's own type, so that PostgreSQL deduces the
-        same type for it in both places; without a known type such a conjunct is left out.
-        So are conjuncts with subqueries, aggregates, windows, random draws or computed
-        constants (each is placed once, in the data's WHERE): the domain stays whole."""
+        Read as the column's own type, the domain's value compares with a literal as the
+        column does, and PostgreSQL deduces the same type for a parameter ($1: bound by the
+        client, or a literal lifted into one) in both places; so a literal or a parameter
+        gives the same keys. Without a known type nothing is restricted. Conjuncts with
+        subqueries, aggregates, windows, random draws or computed constants (each is
+        placed once, in the data's WHERE) are left out."""
         where = self.tree.args.get("where")
         if where is None:
             return (), None
         condition = where.this
         conjuncts = condition.flatten() if isinstance(condition, exp.And) else [condition]
         kind = self.analyzer.metrics.column_types.get(key.origin) if key.origin else None
-        typed = kind if kind in _CASTABLE_TYPES else None
+        if kind not in _CASTABLE_TYPES:
+            return (), None
         kept: list[exp.Expr] = []
         for conjunct in conjuncts:
             columns = list(conjunct.find_all(exp.Column))
             if not columns or conjunct.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window,
                                             exp.Rand, exp.Anonymous, exp.Placeholder):
                 continue
-            if conjunct.find(exp.Parameter) and typed is None:
-                continue
             if all(self._same_column(c, key, column) for c in columns):
                 kept.append(conjunct)
-        parameters = any(c.find(exp.Parameter) for c in kept)
-        return tuple(kept), typed if parameters else None
+        return tuple(kept), kind if kept else None
 
     def _same_column(self, column: exp.Column, key: Resolved, key_column: exp.Column) -> bool:
         if column.name != key_column.name:

@@ -33,7 +33,7 @@ class KeySpec:
     # WHERE conjuncts that read `column` alone: a key they reject cannot hold a row, so it
     # is not listed (the statement's text decides, never the data).
     restriction: tuple[exp.Expr, ...] = ()
-    # The column's type, to read the domain's value as, when the restriction has parameters.
+    # The column's type, which the domain's value is read as by the restriction.
     restriction_type: str | None = None
 
     def value(self) -> exp.Expression:
