@@ -171,6 +171,7 @@ def main() -> None:
         dsn = args.dsn
         if dsn is None:
             import pgserver
+
             from proxy.demo.demo_data import load_demo_dataset
 
             server = pgserver.get_server(Path(directory) / "pgdata", cleanup_mode="stop")

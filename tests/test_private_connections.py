@@ -1,4 +1,5 @@
-"""No backend connection is held while the ledger commits (proxy/engine/private.py).
+"""No backend connection is held while the ledger commits (proxy/engine/private.py, and
+the metrics a join needs, proxy/engine/planning.py).
 
 The engine answers private aggregates in-process against the real demo PostgreSQL and a
 real SQLite ledger. The ledger is the real one with its two commits instrumented: each
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from accounting import Analyst, ScramVerifier, SqliteLedger
+from accounting import Analyst, Metric, ScramVerifier, SqliteLedger
 from accounting.store import ChargeRequest
 from mechanisms.random_source import SecureRandomSource
 from proxy.config import Config, load_config
@@ -65,6 +66,10 @@ class WatchedLedger(SqliteLedger):
     def charge_failure(self, request: ChargeRequest, outcome: str):  # type: ignore[override]
         self._note("failure", request.analyst)
         return super().charge_failure(request, outcome)
+
+    def store_metrics(self, metrics: list[Metric]) -> None:
+        self._note("metrics", "")
+        super().store_metrics(metrics)
 
 
 class Setup:
@@ -142,11 +147,16 @@ def test_no_connection_is_on_loan_while_an_answer_or_a_failure_commits(setup: Se
         assert error_fields(misspelt.value)["C"] == "42883"
         # The repeated question is read from the ledger, again without a connection.
         await ask(engine, "SELECT count(*) FROM orders WHERE product_id = 2")
+        # A join first seen: its maxFreq is measured on a connection, then stored without.
+        answer = await ask(engine, "SELECT count(*) FROM orders o JOIN customers c "
+                                   "ON o.customer_id = c.customer_id")
+        assert int(answer.rows[0][0] or 0) > 0
 
     setup.run(scenario())
-    assert setup.ledger.lent_at_commit == [("answer", 0), ("answer", 0), ("failure", 0)]
+    assert setup.ledger.lent_at_commit == [("answer", 0), ("answer", 0), ("failure", 0),
+                                           ("metrics", 0), ("answer", 0)]
     spent = setup.ledger.budget("ada")
-    assert spent.queries == 3
+    assert spent.queries == 4
 
 
 @pytest.mark.parametrize("setup", [1], indirect=True)

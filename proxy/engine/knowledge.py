@@ -42,8 +42,10 @@ class Knowledge:
                                version=self.metrics.version + 1)
         self.catalog_loaded = True
 
-    async def measure(self, backend: BackendConnection, columns: Iterable[ColumnKey]) -> None:
-        measured = [await measure_column(backend, table, column) for table, column in columns]
+    async def remember(self, measured: list[Metric]) -> None:
+        """Store metrics measured on the backend (measure_column) in the ledger and use
+        them from now on. Called without a backend connection: the ledger's commit
+        never holds one."""
         await asyncio.to_thread(self.ledger.store_metrics, measured)
         self.metrics = replace(
             self.metrics, max_freq={**self.metrics.max_freq, **_from_ledger(measured)},

@@ -75,7 +75,7 @@ class PrivateAnswers:
     def __init__(self, analyst: Analyst, config: Config, ledger: Ledger, pool: BackendPool,
                  rng: RandomSource, checker: PlanChecker, workers: Workers,
                  settings: DpSettings, running: Running,
-                 report_charge: ChargeReport = _unreported):
+                 report_charge: ChargeReport | None = None):
         self.analyst = analyst
         self.config = config
         self.ledger = ledger
@@ -85,7 +85,7 @@ class PrivateAnswers:
         self.workers = workers
         self.settings = settings
         self.running = running
-        self.report_charge = report_charge
+        self.report_charge = report_charge or _unreported
         # Whether the statement under way reached its private query (never retried after:
         # from there a failure may depend on the rows, and is charged).
         self.charging = False
