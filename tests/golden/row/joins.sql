@@ -1,4 +1,4 @@
--- orders ⋈ recommendations: ES = 250 + k, the smooth path (SPEC: k* = 132, scale 5409.18…)
+-- orders ⋈ recommendations: ES = 250 + k, the smooth path (the FLEX reference: k* = 132, scale 5409.18…)
 SELECT count(*) FROM orders o JOIN recommendations r ON o.customer_id = r.customer_id;
 -- expect:
 SELECT COUNT(*) AS "c0" FROM "public"."orders" AS o JOIN "public"."recommendations" AS r ON o.customer_id = r.customer_id;
