@@ -171,7 +171,8 @@ def main() -> None:
         dsn = args.dsn
         if dsn is None:
             import pgserver
-            from proxy.demo_data import load_demo_dataset
+
+            from proxy.demo.demo_data import load_demo_dataset
 
             server = pgserver.get_server(Path(directory) / "pgdata", cleanup_mode="stop")
             print("loading the demo dataset into an embedded PostgreSQL…", file=sys.stderr,

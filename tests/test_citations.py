@@ -15,6 +15,7 @@ def _shipped() -> list[Path]:
     files = [ROOT / "README.md", ROOT / "dpgate.toml", *sorted((ROOT / "docs").rglob("*.md"))]
     for package in ("proxy", "rewriter", "accounting", "mechanisms", "tests", "bench"):
         files += sorted((ROOT / package).rglob("*.py")) + sorted((ROOT / package).rglob("*.toml"))
+    files += sorted((ROOT / "tests" / "golden").rglob("*.sql"))  # their titles explain
     # This file quotes the patterns; tests/clients holds node_modules when installed.
     return [path for path in files if path != Path(__file__).resolve()
             and "node_modules" not in path.parts]

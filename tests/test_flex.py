@@ -195,7 +195,7 @@ def test_sum_and_avg_use_bounds_and_split_epsilon():
     calibration = calibrate(plan, 0.2, 1e-8)
     assert calibration.parts[0].scale == pytest.approx(5000 / 0.1)
     assert calibration.parts[1].scale == pytest.approx(1 / 0.1)
-    assert "LEAST(GREATEST(CAST(order_cost AS DECIMAL), 0.0), 5000.0)" in plan.sql
+    # The clamp in the rewritten SQL: tests/golden/row/sums.sql.
 
 
 def test_sum_over_a_join_scales_with_es():
@@ -209,13 +209,8 @@ def test_sum_over_a_join_scales_with_es():
 def test_domain_histogram_lists_the_whole_domain():
     plan = plan_of("SELECT quantity, count(*) FROM orders WHERE customer_id = 42 GROUP BY 1")
     assert plan.grouping is not None and plan.grouping.domain_size == 10
-    assert "generate_series(1, 10, 1)" in plan.sql and "LEFT JOIN" in plan.sql
-
-
-def test_public_column_key_is_filled_from_the_public_table():
-    plan = plan_of("SELECT p.category, count(*) FROM orders o JOIN products p "
-                   "ON o.product_id = p.product_id GROUP BY p.category")
-    assert 'SELECT DISTINCT "category"' in plan.sql
+    # The SQL (every key from generate_series, LEFT JOIN the rows), keys from a public
+    # table, HAVING and ORDER BY after noise: tests/golden/row/histograms.sql.
 
 
 def test_too_many_cells_are_refused_with_the_size():
@@ -238,14 +233,6 @@ def test_order_by_a_count_not_selected_adds_a_hidden_noisy_column():
                    "LIMIT 2")
     assert [o.hidden for o in plan.outputs] == [False, True]
     assert plan.post.order == ((1, True),) and plan.post.limit == 2
-    assert "ORDER BY d0" in plan.sql and "LIMIT" not in plan.sql.upper().split("ORDER BY")[-1]
-
-
-def test_having_is_kept_for_the_proxy():
-    plan = plan_of("SELECT quantity, count(*) AS n FROM orders GROUP BY quantity "
-                   "HAVING count(*) > 10 AND NOT count(*) < 3")
-    assert plan.post.having is not None
-    assert "HAVING" not in plan.sql.upper()
 
 
 # -- refusals ------------------------------------------------------------------------------

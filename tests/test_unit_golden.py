@@ -1,16 +1,14 @@
 """Golden files of unit mode: statement → rewritten SQL and sensitivities.
 
-Each tests/golden/unit/*.sql holds cases separated by `-- ----` lines: a `-- title` line,
-the analyst's statement, `-- expect:`, then the rewritten SQL and one `-- part:` line per
-noisy part (aggregate, L1 and L2 sensitivity per unit, the Laplace scale at ε = 1 and
-FLEX's row-level scale beside it), or `-- refused:` with the message. Regenerate after an
-intended change with DPGATE_UPDATE_GOLDEN=1 and review the diff like code.
+Each case of tests/golden/unit/*.sql (format: tests/golden_files.py) expects the rewritten
+SQL and one `-- part:` line per noisy part (aggregate, L1 and L2 sensitivity per unit, the
+Laplace scale at ε = 1 and FLEX's row-level scale beside it), or `-- refused:` with the
+message. A title with `[fallback]` uses the demo policy with row_level_fallback = true.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 
 import pytest
@@ -20,11 +18,10 @@ from rewriter.classify import parse_query
 from rewriter.errors import Refusal
 from rewriter.metrics import Metrics
 from rewriter.private import plan_private_aggregate
+from tests.golden_files import Case, cases, update_if_asked
 from tests.unit_support import demo_policy
 
 GOLDEN = Path(__file__).parent / "golden" / "unit"
-SEPARATOR = "-- ----"
-EXPECT = "-- expect:"
 
 # The demo schema and FLEX's reference frequencies (products.product_id 300 …).
 METRICS = Metrics(
@@ -73,37 +70,13 @@ def expectation(statement: str, policy_name: str) -> str:
     return "\n".join(lines)
 
 
-def cases() -> list[tuple[str, str, str, str, str]]:
-    """(file, title, policy, statement, expectation) of every golden case."""
-    found = []
-    for path in sorted(GOLDEN.glob("*.sql")):
-        for block in path.read_text().split(SEPARATOR + "\n"):
-            if not block.strip():
-                continue
-            head, _, expected = block.partition(EXPECT + "\n")
-            lines = head.strip().splitlines()
-            title = lines[0].removeprefix("-- ").strip()
-            policy = "fallback" if "[fallback]" in title else "unit"
-            found.append((path.name, title, policy, "\n".join(lines[1:]).strip().rstrip(";"),
-                          expected.strip()))
-    return found
+def _expectation(title: str, statement: str) -> str:
+    return expectation(statement, "fallback" if "[fallback]" in title else "unit")
 
 
-if os.environ.get("DPGATE_UPDATE_GOLDEN"):
-    for path in sorted(GOLDEN.glob("*.sql")):
-        blocks = []
-        for block in path.read_text().split(SEPARATOR + "\n"):
-            if not block.strip():
-                continue
-            head = block.partition(EXPECT + "\n")[0].strip()
-            lines = head.splitlines()
-            policy = "fallback" if "[fallback]" in lines[0] else "unit"
-            statement = "\n".join(lines[1:]).strip().rstrip(";")
-            blocks.append(f"{head}\n{EXPECT}\n{expectation(statement, policy)}\n")
-        path.write_text((SEPARATOR + "\n").join(blocks))
+update_if_asked(GOLDEN, _expectation)
 
 
-@pytest.mark.parametrize(("name", "title", "policy", "statement", "expected"), cases(),
-                         ids=[f"{c[0]}:{c[1]}" for c in cases()])
-def test_golden(name: str, title: str, policy: str, statement: str, expected: str):
-    assert expectation(statement, policy) == expected
+@pytest.mark.parametrize("case", cases(GOLDEN), ids=lambda case: case.id)
+def test_golden(case: Case):
+    assert _expectation(case.title, case.statement) == case.expected

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 from psycopg.conninfo import make_conninfo
 
 from rewriter.explain import explain
@@ -24,10 +25,10 @@ from ..config import (
     load_policy_file,
 )
 from ..demo.demo import DEMO_POLICY_FILE
-from ..engine.knowledge import Knowledge, fetch_columns, refresh_all
+from ..engine.knowledge import Knowledge
 from ..ops.progress import Progress
-from ..pgwire.backend import BackendConnection, Endpoint
 from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
+from .metrics_refresh import refresh_metrics
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -128,16 +129,14 @@ def _refresh(config: Config) -> int:
                      f"{metric.max_freq} ({seconds:.2f} s)")
 
     async def run() -> int:
-        backend = await BackendConnection.connect(Endpoint.from_dsn(config.backend.dsn),
-                                                  application_name="dpgate-metrics")
         try:
-            catalog, _ = await fetch_columns(backend)
-            wanted = {(m.table, m.column) for m in ledger.metrics()}
-            wanted |= {(table, column) for table in config.policy.tables
-                       for column in catalog.get(table, ())}
-            measured = await refresh_all(backend, sorted(wanted), progress)
+            measured = await refresh_metrics(
+                config.backend.dsn, config.policy.tables,
+                [(m.table, m.column) for m in ledger.metrics()], progress)
+        except asyncpg.PostgresError as error:
+            print(f"dpgate: measuring maxFreq failed: {error}", file=sys.stderr)
+            return 1
         finally:
-            backend.close()
             for bar in bars:
                 bar.close()
         ledger.store_metrics(measured)

@@ -50,10 +50,9 @@ class Engine:
         self.pool = pool
         self.planner = planner
         self.settings = DpSettings(analyst, config, ledger, workers, planner)
+        # report_charge: how proxy/ops learns what each statement was charged.
         self.private = PrivateAnswers(analyst, config, ledger, pool, rng, checker, workers,
-                                      self.settings, running)
-        if report_charge is not None:  # proxy/ops: what each statement was charged
-            self.private.report_charge = report_charge
+                                      self.settings, running, report_charge)
         # Plan kind -> how it is answered: the whole of the dispatch.
         self._actions: dict[type, Callable[[Any, str, Parameters | None, int],
                                            Awaitable[Outcome]]] = {

@@ -3,14 +3,14 @@
 FLEX metrics (maxFreq of join columns) are measured with one GROUP BY query per column as
 the reader role, stored in the ledger with the time measured, and measured on demand for a
 column first seen. Column names come from information_schema, to resolve unqualified
-columns in joins.
+columns in joins. `dpgate metrics refresh` measures every column again with the same
+queries over an asyncpg pool (admin/metrics_refresh.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -42,8 +42,10 @@ class Knowledge:
                                version=self.metrics.version + 1)
         self.catalog_loaded = True
 
-    async def measure(self, backend: BackendConnection, columns: Iterable[ColumnKey]) -> None:
-        measured = [await measure_column(backend, table, column) for table, column in columns]
+    async def remember(self, measured: list[Metric]) -> None:
+        """Store metrics measured on the backend (measure_column) in the ledger and use
+        them from now on. Called without a backend connection: the ledger's commit
+        never holds one."""
         await asyncio.to_thread(self.ledger.store_metrics, measured)
         self.metrics = replace(
             self.metrics, max_freq={**self.metrics.max_freq, **_from_ledger(measured)},
@@ -73,15 +75,3 @@ async def measure_column(backend: BackendConnection, table: str, column: str) ->
     value = rows[0][0]
     return Metric(table, column, int(value) if value is not None else 0,
                   datetime.now(UTC).isoformat(timespec="seconds"))
-
-
-async def refresh_all(backend: BackendConnection, columns: list[ColumnKey],
-                      progress: Callable[[int, int, Metric, float], None]) -> list[Metric]:
-    """Measure every column again, reporting each one as it is done."""
-    measured = []
-    for index, (table, column) in enumerate(columns, start=1):
-        started = time.monotonic()
-        metric = await measure_column(backend, table, column)
-        measured.append(metric)
-        progress(index, len(columns), metric, time.monotonic() - started)
-    return measured

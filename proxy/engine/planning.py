@@ -18,7 +18,7 @@ from rewriter.unit_policy import SESSION_BOUNDS, with_session_bounds
 from ..config import Config
 from ..pgwire.backend import BackendError, BackendPool
 from .errors import StatementError, client_error
-from .knowledge import Knowledge
+from .knowledge import Knowledge, measure_column
 from .limits import INLINE_ANALYSIS_SIZE, TooMuchWork, check_statement
 from .literals import LiftedStatement, lift, relayed_as_written, usable
 from .plan_cache import PlanCache
@@ -119,7 +119,9 @@ class Planner:
             try:
                 if not self.knowledge.catalog_loaded:
                     await self.knowledge.load_catalog(backend)
-                if columns:
-                    await self.knowledge.measure(backend, columns)
+                measured = [await measure_column(backend, table, column)
+                            for table, column in columns]
             except BackendError as error:  # a misspelt join column, say
                 raise client_error(error) from None
+        if measured:  # stored once the connection is back in the pool
+            await self.knowledge.remember(measured)

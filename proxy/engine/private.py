@@ -5,6 +5,11 @@ computes the row-independent constants and checks the rewritten plan. Then the r
 SQL runs as dpgate_reader, the rows are released with noise (release.py), expressions over
 released values run over those values only, and the budget check, the charge and the
 stored answer are one durable commit (accounting/one_commit.py) before anything is sent.
+
+A backend connection is borrowed from the pool only while PostgreSQL works (the checks,
+the private query, each post-processing step) and is back in the pool before every ledger
+call: a slow fsync, or a wait for the ledger's lock, never keeps other sessions from
+PostgreSQL (tests/test_private_connections.py).
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ class PrivateAnswers:
     def __init__(self, analyst: Analyst, config: Config, ledger: Ledger, pool: BackendPool,
                  rng: RandomSource, checker: PlanChecker, workers: Workers,
                  settings: DpSettings, running: Running,
-                 report_charge: ChargeReport = _unreported):
+                 report_charge: ChargeReport | None = None):
         self.analyst = analyst
         self.config = config
         self.ledger = ledger
@@ -80,7 +85,7 @@ class PrivateAnswers:
         self.workers = workers
         self.settings = settings
         self.running = running
-        self.report_charge = report_charge
+        self.report_charge = report_charge or _unreported
         # Whether the statement under way reached its private query (never retried after:
         # from there a failure may depend on the rows, and is charged).
         self.charging = False
@@ -206,38 +211,38 @@ class PrivateAnswers:
                 if lifted is not None:
                     raise LiftFailed() from None
                 raise
-            # Computed constants (current_date…) are part of the question asked.
-            asked = bound + (f" -- computed: {sql}" if plan.constants else "")
-            request = ChargeRequest(
-                analyst=self.analyst.name,
-                statement=text + bound if lifted is None else lifted.original,
-                fingerprint=fingerprint(plan.fingerprint_text + asked, epsilon,
-                                        calibration.delta, mechanism),
-                epsilon=calibration.epsilon, delta=calibration.delta, mechanism=mechanism,
-                sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
-            )
-            # The stored answer, or the budget and shift: a read, no fsync. The one commit
-            # comes after the query ran (_answer): check, charge and answer together.
-            prior = await ledger_call(self.workers.ledger_read, look_up, self.ledger,
-                                      self.analyst.name, request.fingerprint, self.shift)
-            outcome: Charged | Repeated | None = prior if isinstance(prior, Repeated) else None
-            if isinstance(prior, Standing):
-                if prior.budget is not None and \
-                        not prior.budget.fits(request.epsilon, request.delta):
-                    raise _exhausted(BudgetExceeded(request.epsilon, prior.budget,
-                                                    request.delta))
-                self.charging = True
-                rows, notice, outcome = await self._answer(backend, sql, plan, calibration,
-                                                           shape, prior.shift, parameters,
-                                                           request)
-            self.report_charge(request.fingerprint, request.epsilon, request.delta,
-                               isinstance(outcome, Repeated))
-            if isinstance(outcome, Repeated):
-                # Stored as released: text or NULL.
-                rows = cast(list[list[str | None]], outcome.rows)
-                notice = (f"dpgate: repeated question, the stored answer is returned and "
-                          f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
-                          f"of {outcome.budget.epsilon_total:g})")
+        # The connection is back in the pool: the ledger's read below and its commit after
+        # the query never hold one.
+        # Computed constants (current_date…) are part of the question asked.
+        asked = bound + (f" -- computed: {sql}" if plan.constants else "")
+        request = ChargeRequest(
+            analyst=self.analyst.name,
+            statement=text + bound if lifted is None else lifted.original,
+            fingerprint=fingerprint(plan.fingerprint_text + asked, epsilon,
+                                    calibration.delta, mechanism),
+            epsilon=calibration.epsilon, delta=calibration.delta, mechanism=mechanism,
+            sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
+        )
+        # The stored answer, or the budget and shift: a read, no fsync. The one commit
+        # comes after the query ran (_answer): check, charge and answer together.
+        prior = await ledger_call(self.workers.ledger_read, look_up, self.ledger,
+                                  self.analyst.name, request.fingerprint, self.shift)
+        outcome: Charged | Repeated | None = prior if isinstance(prior, Repeated) else None
+        if isinstance(prior, Standing):
+            if prior.budget is not None and \
+                    not prior.budget.fits(request.epsilon, request.delta):
+                raise _exhausted(BudgetExceeded(request.epsilon, prior.budget,
+                                                request.delta))
+            rows, notice, outcome = await self._answer(sql, plan, calibration, shape,
+                                                       prior.shift, parameters, request)
+        self.report_charge(request.fingerprint, request.epsilon, request.delta,
+                           isinstance(outcome, Repeated))
+        if isinstance(outcome, Repeated):
+            # Stored as released: text or NULL.
+            rows = cast(list[list[str | None]], outcome.rows)
+            notice = (f"dpgate: repeated question, the stored answer is returned and "
+                      f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
+                      f"of {outcome.budget.epsilon_total:g})")
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice)
 
     async def _before_charge(self, backend: BackendConnection, text: str,
@@ -271,29 +276,17 @@ class PrivateAnswers:
                 self.checker.shapes.put(remembered, shape)
         return calibration, sql, shape
 
-    async def _answer(self, backend: BackendConnection, sql: str, plan: PrivateAggregate,
-                      calibration: Calibration, shape: Shape, shift: float,
-                      parameters: Parameters | None, request: ChargeRequest
+    async def _answer(self, sql: str, plan: PrivateAggregate, calibration: Calibration,
+                      shape: Shape, shift: float, parameters: Parameters | None,
+                      request: ChargeRequest
                       ) -> tuple[list[list[str | None]], str, Charged | Repeated]:
         """Run the rewritten query, noise it, then charge and store the answer in one
         durable commit, before anything is sent. A failure of the query may depend on the
         rows: it is charged too (and reported only once charged)."""
-        try:
-            with self.running.on(backend):
-                result = await backend.fetch(sql, parameters)
-        except (BackendError, OSError, asyncio.IncompleteReadError) as error:
-            log.warning("private query failed and is charged (%s): %.200s",
-                        getattr(error, "sqlstate", type(error).__name__), sql)
-            await self._charge_failure(request)
-            # The failure may depend on the rows, so neither its detail nor a refund.
-            raise StatementError(
-                SqlState.DATA_EXCEPTION,
-                f"the query failed while reading private data; its charge of epsilon "
-                f"{calibration.epsilon:g} is kept",
-            ) from None
+        true_rows = await self._run(sql, parameters, calibration, request)
         for _ in range(3):  # a rotation of the shift meanwhile: noise again with the new one
-            rows, answer = await self._released(backend, plan, calibration, shape, shift,
-                                                result.rows, parameters, request)
+            rows, answer = await self._released(plan, calibration, shape, shift, true_rows,
+                                                parameters, request)
             try:
                 outcome = await ledger_call(self.workers.ledger_write, charge_answer,
                                             self.ledger, request, shift, rows)
@@ -309,10 +302,35 @@ class PrivateAnswers:
         raise StatementError(SqlState.IO_ERROR, "the analyst's secret shift kept changing; "
                              "nothing was released", hint="Ask again.")
 
-    async def _released(self, backend: BackendConnection, plan: PrivateAggregate,
-                        calibration: Calibration, shape: Shape, shift: float,
-                        true_rows: list[list[bytes | None]], parameters: Parameters | None,
-                        request: ChargeRequest) -> tuple[list[list[str | None]], Release]:
+    async def _run(self, sql: str, parameters: Parameters | None, calibration: Calibration,
+                   request: ChargeRequest) -> list[list[bytes | None]]:
+        """The rewritten query's true rows, on a connection borrowed for it alone.
+
+        Once the connection is lent, a failure may depend on the rows: it is charged,
+        after the connection went back to the pool. Failing to get a connection ran
+        nothing, so it is not charged (and `answer` may try again)."""
+        try:
+            async with self.pool.connection() as backend:
+                self.charging = True
+                with self.running.on(backend):
+                    return (await backend.fetch(sql, parameters)).rows
+        except (BackendError, OSError, asyncio.IncompleteReadError) as error:
+            if not self.charging:
+                raise
+            log.warning("private query failed and is charged (%s): %.200s",
+                        getattr(error, "sqlstate", type(error).__name__), sql)
+        await self._charge_failure(request)
+        # The failure may depend on the rows, so neither its detail nor a refund.
+        raise StatementError(
+            SqlState.DATA_EXCEPTION,
+            f"the query failed while reading private data; its charge of epsilon "
+            f"{calibration.epsilon:g} is kept",
+        ) from None
+
+    async def _released(self, plan: PrivateAggregate, calibration: Calibration, shape: Shape,
+                        shift: float, true_rows: list[list[bytes | None]],
+                        parameters: Parameters | None, request: ChargeRequest
+                        ) -> tuple[list[list[str | None]], Release]:
         """The noisy answer as the client will see it (post-processing included)."""
         arguments = (plan, calibration, shape.key_types, true_rows, shift,
                      self.config.privacy, self.rng,
@@ -323,12 +341,12 @@ class PrivateAnswers:
         rows = answer.rows
         if plan.post_sql is not None:
             sql = with_rows(plan.post_sql, rows, [name for name, _ in shape.released])
-            rows = await self._post_processed(backend, sql, parameters, request)
+            rows = await self._post_processed(sql, parameters, request)
         if plan.outer_sql is not None:
             sql = with_answer(plan.outer_sql, plan.outer_alias, rows, [
                 (name, type_name) for (name, _), type_name in
                 zip(shape.answer, shape.answer_types, strict=True)])
-            rows = await self._post_processed(backend, sql, parameters, request)
+            rows = await self._post_processed(sql, parameters, request)
         return rows, answer
 
     async def _charge_failure(self, request: ChargeRequest) -> None:
@@ -341,21 +359,24 @@ class PrivateAnswers:
             raise _exhausted(exceeded) from None
         self.report_charge(request.fingerprint, request.epsilon, request.delta, False)
 
-    async def _post_processed(self, backend: BackendConnection, sql: str,
-                              parameters: Parameters | None, request: ChargeRequest
-                              ) -> list[list[str | None]]:
-        """The statement's expressions over the released values only (post-processing).
+    async def _post_processed(self, sql: str, parameters: Parameters | None,
+                              request: ChargeRequest) -> list[list[str | None]]:
+        """The statement's expressions over the released values only (post-processing),
+        on a connection borrowed for this statement alone.
 
         Its failure (a noisy count of 0 as a divisor) depends on released values only, so
         PostgreSQL's own error is reported, once the question is charged: the values
-        were drawn.
+        were drawn. The connection is back in the pool before that charge commits.
         """
         try:
-            result = await backend.fetch(sql, parameters)
+            async with self.pool.connection() as backend:
+                result = await backend.fetch(sql, parameters)
         except BackendError as error:
-            await self._charge_failure(request)
-            raise client_error(error, 0) from None
-        return [[None if v is None else v.decode() for v in row] for row in result.rows]
+            failure = error
+        else:
+            return [[None if v is None else v.decode() for v in row] for row in result.rows]
+        await self._charge_failure(request)
+        raise client_error(failure, 0) from None
 
 
 def _exhausted(exceeded: BudgetExceeded) -> StatementError:

@@ -308,6 +308,13 @@ class BackendPool:
                         "statement_timeout": f"{round(statement_timeout * 1000)}"}
         self._idle: asyncio.LifoQueue[BackendConnection] = asyncio.LifoQueue()
         self._slots = asyncio.Semaphore(size)
+        self._lent = 0
+
+    @property
+    def lent(self) -> int:
+        """How many connections are out on loan now (tests check that none is held while
+        the ledger commits)."""
+        return self._lent
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[BackendConnection]:
@@ -321,12 +328,14 @@ class BackendPool:
                     connection = None
             if connection is None:
                 connection = await BackendConnection.connect(self.endpoint, **self.options)
+            self._lent += 1
             try:
                 yield connection
             except (OSError, EOFError, wire.ProtocolError, asyncio.CancelledError):
                 connection.close()
                 raise
             finally:
+                self._lent -= 1
                 idle = connection.status == TransactionStatus.IDLE
                 if idle and not connection.writer.is_closing():
                     self._idle.put_nowait(connection)

@@ -1,0 +1,16 @@
+-- a column with key_selection: τ-thresholding, δ charged
+SELECT customer_id, count(*) FROM orders GROUP BY customer_id;
+-- expect:
+SELECT customer_id AS "k0", COUNT(*) AS "c0" FROM "public"."orders" GROUP BY customer_id;
+-- part: count ES(k)=2 S*=2 k*=0 scale=20 flex_scale=40
+-- privacy: global sensitivity (ES/ε), delta 1e-08
+-- groups: key selection, threshold 369.413615
+-- ----
+-- key selection with a sum beside the count
+SELECT customer_id, count(*), sum(quantity) FROM orders GROUP BY customer_id;
+-- expect:
+SELECT customer_id AS "k0", COUNT(*) AS "c0", SUM(CASE WHEN quantity IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(quantity AS DECIMAL), 1.0), 10.0) END) AS "c1" FROM "public"."orders" GROUP BY customer_id;
+-- part: count ES(k)=2 S*=2 k*=0 scale=40 flex_scale=80
+-- part: sum ES(k)=2 × 10 S*=20 k*=0 scale=400 flex_scale=800
+-- privacy: global sensitivity (ES/ε), delta 1e-08
+-- groups: key selection, threshold 737.827230

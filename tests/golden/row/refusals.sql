@@ -1,0 +1,68 @@
+-- raw rows
+SELECT customer_id FROM orders;
+-- expect:
+-- refused: 42501 only aggregates of private tables are answered: output column 1 (customer_id) would reveal rows
+-- ----
+-- a cross join
+SELECT count(*) FROM orders o CROSS JOIN customers c;
+-- expect:
+-- refused: 0A000 cross join of c: no equality of columns links it to the tables before it (cross, non-equi and OR joins are refused)
+-- ----
+-- a non-equality join
+SELECT count(*) FROM orders o JOIN customers c ON o.customer_id < c.customer_id;
+-- expect:
+-- refused: 0A000 cross join of c: no equality of columns links it to the tables before it (cross, non-equi and OR joins are refused)
+-- ----
+-- an outer join
+SELECT count(*) FROM orders o LEFT JOIN customers c ON o.customer_id = c.customer_id;
+-- expect:
+-- refused: 0A000 LEFT OUTER JOIN is not supported over private tables
+-- ----
+-- a sum without bounds
+SELECT sum(customer_id) FROM orders;
+-- expect:
+-- refused: 42501 SUM(customer_id) needs declared bounds for the column
+-- ----
+-- a key with neither domain nor key selection
+SELECT address, count(*) FROM customers GROUP BY address;
+-- expect:
+-- refused: 42501 GROUP BY address would reveal which groups exist: public.customers.address has no declared public domain (policy setting domain, or key_selection)
+-- ----
+-- a computed key without a domain image
+SELECT count(*) FROM orders GROUP BY quantity + 1;
+-- expect:
+-- refused: 0A000 ADD is not allowed on private rows or on values computed when a row is read: it could fail for some rows only
+-- ----
+-- too many cells
+SELECT order_date, quantity, count(*) FROM orders GROUP BY 1, 2;
+-- expect:
+-- refused: 42501 the histogram would have 3660 cells, more than the 1000 the policy allows
+-- ----
+-- a correlated subquery
+SELECT count(*) FROM orders o WHERE EXISTS (SELECT 1 FROM customers c WHERE c.customer_id = o.customer_id);
+-- expect:
+-- refused: 0A000 correlated subqueries are not supported
+-- ----
+-- a division in WHERE is made total (NULLIF), not refused: it cannot fail on some rows only
+SELECT count(*) FROM orders WHERE 1 / quantity > 0;
+-- expect:
+SELECT COUNT(*) AS "c0" FROM "public"."orders" WHERE DIV(CAST(1 AS DECIMAL), NULLIF(CAST(quantity AS DECIMAL), 0)) > 0;
+-- part: count ES(k)=1 S*=1 k*=0 scale=10 flex_scale=20
+-- privacy: global sensitivity (ES/ε), delta 0
+-- ----
+-- a window function
+SELECT count(*) OVER () FROM orders;
+-- expect:
+-- refused: 0A000 window functions are not supported over private tables
+-- ----
+-- a function that sleeps
+SELECT count(*) FROM orders WHERE pg_sleep(1) IS NULL;
+-- expect:
+SELECT COUNT(*) AS "c0" FROM "public"."orders" WHERE %(__dpgate_constant_0)s;
+-- part: count ES(k)=1 S*=1 k*=0 scale=10 flex_scale=20
+-- privacy: global sensitivity (ES/ε), delta 0
+-- ----
+-- key selection over a join of private tables
+SELECT customer_id, count(*) FROM orders o JOIN recommendations r USING (customer_id) GROUP BY 1;
+-- expect:
+-- refused: 0A000 key selection over joins of private tables is not supported

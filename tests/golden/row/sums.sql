@@ -1,0 +1,39 @@
+-- sum of a bounded column: clamped in the database, summed as NUMERIC
+SELECT sum(order_cost) FROM orders;
+-- expect:
+SELECT SUM(CASE WHEN order_cost IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(order_cost AS DECIMAL), 0.0), 5000.0) END) AS "c0" FROM "public"."orders";
+-- part: sum ES(k)=1 × 5000 S*=5000 k*=0 scale=50000 flex_scale=100000
+-- privacy: global sensitivity (ES/ε), delta 0
+-- ----
+-- avg is a noisy sum over a noisy count, ε split between them
+SELECT avg(quantity) FROM orders WHERE order_date < DATE '2024-07-01';
+-- expect:
+SELECT SUM(CASE WHEN quantity IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(quantity AS DECIMAL), 1.0), 10.0) END) AS "c0", COUNT(quantity) AS "c1" FROM "public"."orders" WHERE order_date < CAST('2024-07-01' AS DATE);
+-- part: sum ES(k)=1 × 10 S*=10 k*=0 scale=200 flex_scale=400
+-- part: count ES(k)=1 S*=1 k*=0 scale=20 flex_scale=40
+-- privacy: global sensitivity (ES/ε), delta 0
+-- ----
+-- stddev from noisy count, sum and sum of squares
+SELECT stddev(quantity) FROM orders;
+-- expect:
+SELECT COUNT(quantity) AS "c0", SUM(CASE WHEN CAST(quantity AS DECIMAL) * CAST(quantity AS DECIMAL) IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(CAST(quantity AS DECIMAL) * CAST(quantity AS DECIMAL) AS DECIMAL), 1.0), 100.0) END) AS "c1", SUM(CASE WHEN quantity IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(quantity AS DECIMAL), 1.0), 10.0) END) AS "c2" FROM "public"."orders";
+-- part: count ES(k)=1 S*=1 k*=0 scale=30 flex_scale=60
+-- part: sum ES(k)=1 × 100 S*=100 k*=0 scale=3000 flex_scale=6000
+-- part: sum ES(k)=1 × 10 S*=10 k*=0 scale=300 flex_scale=600
+-- privacy: global sensitivity (ES/ε), delta 0
+-- hidden outputs (for HAVING / ORDER BY only): [1, 2, 3, 4, 5, 6]
+-- post: SELECT SQRT(CASE WHEN "r"."o1" > 1 THEN GREATEST("r"."o2" - CAST("r"."o3" AS DECIMAL) * CAST("r"."o4" AS DECIMAL) / "r"."o5", 0) / ("r"."o6" - 1) END) AS "stddev" FROM __dpgate_released__ AS r
+-- ----
+-- sum of a CASE: bounded by its branches
+SELECT sum(CASE WHEN quantity > 5 THEN 1 ELSE 0 END) FROM orders;
+-- expect:
+SELECT SUM(CASE WHEN CASE WHEN quantity > 5 THEN 1 ELSE 0 END IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(CASE WHEN quantity > 5 THEN 1 ELSE 0 END AS DECIMAL), 0.0), 1.0) END) AS "c0" FROM "public"."orders";
+-- part: sum ES(k)=1 S*=1 k*=0 scale=10 flex_scale=20
+-- privacy: global sensitivity (ES/ε), delta 0
+-- ----
+-- sum over a join of private tables: ES(k) times the bound
+SELECT sum(o.quantity) FROM orders o JOIN recommendations r ON o.customer_id = r.customer_id;
+-- expect:
+SELECT SUM(CASE WHEN o.quantity IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(o.quantity AS DECIMAL), 1.0), 10.0) END) AS "c0" FROM "public"."orders" AS o JOIN "public"."recommendations" AS r ON o.customer_id = r.customer_id;
+-- part: sum ES(k)=(250 + 1k) × 10 S*=2704.590928 k*=132 scale=54091.81856 flex_scale=54091.81856
+-- privacy: smooth sensitivity (2S*/ε), delta 1e-08
