@@ -44,6 +44,7 @@ from .plan import (
     PrivateAggregate,
     UnitBounds,
 )
+from .plan_joins import JoinKeys
 from .policy import ColumnDomain, Domain, Policy, RangeDomain, ValuesDomain
 from .positions import position_of
 from .relations import Analyzer, Relation, Resolved, refuse_missing
@@ -103,7 +104,9 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     plan = planner.plan()
     # The last net, after the analysis's own messages, over what runs on private rows.
     refuse_unsafe_nodes(planner.probe or tree, offset)
-    return replace(plan, constants=constants, scans=tuple(sorted(analyzer.scans.elements())))
+    join_keys = JoinKeys(frozenset(analyzer.join_columns), tuple(analyzer.renamed))
+    return replace(plan, constants=constants, scans=tuple(sorted(analyzer.scans.elements())),
+                   join_keys=join_keys)
 
 
 def _aggregates_groups(outer: exp.Select, grouping: Grouping) -> bool:

@@ -128,6 +128,11 @@ class Analyzer:
     scans: Counter[str] = field(default_factory=Counter)
     _counting: bool = True
     _counted_ctes: set[int] = field(default_factory=set)
+    # Base columns whose max frequency entered a join's sensitivity, and the column alias
+    # lists read on base tables: plan_joins.py checks PostgreSQL's join columns with them.
+    join_columns: set[ColumnKey] = field(default_factory=set)
+    renamed: list[tuple[str, str, tuple[tuple[str, str | None], ...]]] = field(
+        default_factory=list)
 
     # -- relations -------------------------------------------------------------------
 
@@ -247,6 +252,7 @@ class Analyzer:
         renamed: dict[str, str | None] = {}
         for visible, real in zip([*names, *known[len(names):]], known, strict=True):
             renamed[visible] = None if visible in renamed else real  # None: ambiguous
+        self.renamed.append((table, alias, tuple(renamed.items())))
         return renamed
 
     def derived_relation(self, query: exp.Expression, ctes: Ctes
@@ -476,6 +482,7 @@ class Analyzer:
                                   "not a computed value", hint=JOIN_HINT,
                                   position=position_of(condition, self.offset))
             self.missing |= a.max_freq.unmeasured_columns() | b.max_freq.unmeasured_columns()
+            self.join_columns |= {side.origin for side in (a, b) if side.origin is not None}
             if shared:  # self-join: one row can sit on both sides
                 stabilities.append(add(multiply(a.max_freq, s2), multiply(b.max_freq, s1),
                                        multiply(s1, s2)))

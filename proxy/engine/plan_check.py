@@ -68,7 +68,8 @@ class PlanChecker:
             return sql
         scans = Counter(plan.scans)
         await self._check(backend, sql, parameters,
-                          lambda e: plan_failure(e, scans, self.policy, plan.windows))
+                          lambda e: plan_failure(e, scans, self.policy, plan.windows,
+                                                       plan.join_keys))
         return sql
 
     async def _check(self, backend: BackendConnection, sql: str,
