@@ -63,6 +63,23 @@ class JoinKeys:
 
     columns: frozenset[ColumnKey]
     renamed: tuple[tuple[str, str, tuple[tuple[str, str | None], ...]], ...] = ()
+    domains: frozenset[tuple[ColumnKey, ColumnKey]] = frozenset()
+
+    def allows(self, left: set[ColumnKey], right: set[ColumnKey]) -> bool:
+        """Whether an equality of these base columns is a join the analysis counted."""
+        for a in left:
+            for b in right:
+                if (a, b) in self.domains or (b, a) in self.domains:
+                    continue  # dpgate's own join of a key to its DISTINCT domain
+                # A join column, or a domain column PostgreSQL matched with one through
+                # an equivalence class (o.k = r.k and o.k = domain.k give r.k = domain.k).
+                if not (self.known(a) and self.known(b)):
+                    return False
+        return True
+
+    def known(self, column: ColumnKey) -> bool:
+        """A join column of the analysis, or a public domain column of dpgate's own."""
+        return column in self.columns or any(column == domain for _, domain in self.domains)
 
 
 def join_failure(explain: list[Mapping[str, Any]], keys: JoinKeys, policy: Policy
@@ -79,13 +96,14 @@ def join_failure(explain: list[Mapping[str, Any]], keys: JoinKeys, policy: Polic
                 if not any(policy.is_private(*table.split(".", 1))
                            for side in sides if side for table, _ in side):
                     continue  # public tables only
-                for side in sides:
-                    for column in side or ():
-                        if column not in keys.columns:
-                            table, name = column
-                            return (f"PostgreSQL's plan joins {table} on column {name}, which "
-                                    "dpgate's analysis did not take as a join key: the plan "
-                                    "and the analysis disagree on the statement's columns")
+                left_columns, right_columns = sides[0] or set(), sides[1] or set()
+                if keys.allows(left_columns, right_columns):
+                    continue
+                table, name = min(column for column in left_columns | right_columns
+                                  if not keys.known(column))
+                return (f"PostgreSQL's plan joins {table} on column {name}, which dpgate's "
+                        "analysis did not take as a join key: the plan and the analysis "
+                        "disagree on the statement's columns")
     return None
 
 

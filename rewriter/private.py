@@ -104,7 +104,8 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     plan = planner.plan()
     # The last net, after the analysis's own messages, over what runs on private rows.
     refuse_unsafe_nodes(planner.probe or tree, offset)
-    join_keys = JoinKeys(frozenset(analyzer.join_columns), tuple(analyzer.renamed))
+    join_keys = JoinKeys(frozenset(analyzer.join_columns), tuple(analyzer.renamed),
+                         frozenset(analyzer.domain_joins))
     return replace(plan, constants=constants, scans=tuple(sorted(analyzer.scans.elements())),
                    join_keys=join_keys)
 
@@ -762,8 +763,14 @@ class _Planner:
             return None
         table, column = resolved.origin
         if not self.policy.is_private(*table.split(".", 1)):
-            return ColumnDomain(table, column)  # a public column's values are public
-        return self.policy.column(table, column).domain
+            domain: Domain | None = ColumnDomain(table, column)  # public values are public
+        else:
+            domain = self.policy.column(table, column).domain
+        if isinstance(domain, ColumnDomain):
+            # The rewritten SQL joins the key to the DISTINCT domain (at most one match per
+            # row): PostgreSQL's plan may show it as a join of these two columns.
+            self.analyzer.domain_joins.add((resolved.origin, (domain.table, domain.column)))
+        return domain
 
     def _selection_part(self) -> int:
         """The noisy COUNT(*) that decides which groups pass the threshold."""

@@ -133,6 +133,8 @@ class Analyzer:
     join_columns: set[ColumnKey] = field(default_factory=set)
     renamed: list[tuple[str, str, tuple[tuple[str, str | None], ...]]] = field(
         default_factory=list)
+    # (key column, public domain column): dpgate's own histogram joins (rewrite.py).
+    domain_joins: set[tuple[ColumnKey, ColumnKey]] = field(default_factory=set)
 
     # -- relations -------------------------------------------------------------------
 

@@ -1,0 +1,141 @@
+"""PostgreSQL's join columns against dpgate's analysis, with a real PostgreSQL (issue 12).
+
+dpgate's engine runs in-process on the demo database, with its own ledger: a join read as
+the analysis read it is answered and charged; the same statement with an analysis that took
+a join key's frequency from another column is refused before the charge (plan_joins.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from accounting import Analyst, ScramVerifier, SqliteLedger
+from mechanisms.random_source import SecureRandomSource
+from proxy.config import Config
+from proxy.engine.dispatch import Engine
+from proxy.engine.errors import StatementError
+from proxy.engine.knowledge import Knowledge
+from proxy.engine.outcome import Answer
+from proxy.engine.plan_cache import PlanCache
+from proxy.engine.plan_check import PlanChecker
+from proxy.engine.planning import Planner
+from proxy.engine.workers import Workers
+from proxy.pgwire import wire
+from proxy.pgwire.backend import BackendConnection, BackendPool, Endpoint
+from proxy.pgwire.running import Running
+from rewriter.classify import classify
+from rewriter.errors import Refusal
+from rewriter.plan import PrivateAggregate
+from rewriter.plan_joins import JoinKeys
+from tests.conftest import DemoDatabase
+from tests.test_flex import POLICY
+
+JOIN = ("SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
+        "WHERE c.address <> 'nowhere'")
+
+
+def plan_of(sql: str) -> PrivateAggregate:
+    (statement,) = classify(sql, POLICY)
+    assert isinstance(statement.plan, PrivateAggregate), statement.plan
+    return statement.plan
+
+
+def checked(database: DemoDatabase, plan: PrivateAggregate) -> str | None:
+    """The plan check's refusal of `plan` on the real PostgreSQL, or None."""
+    async def check() -> str | None:
+        backend = await BackendConnection.connect(Endpoint.from_dsn(database.reader_dsn))
+        try:
+            await PlanChecker(POLICY).prepare(backend, plan, None)
+            return None
+        except Refusal as refusal:
+            return f"{refusal.sqlstate}: {refusal.message}"
+        finally:
+            backend.close()
+    return asyncio.run(check())
+
+
+@pytest.mark.parametrize("sql", [
+    JOIN,
+    "SELECT count(*) FROM orders JOIN customers USING (customer_id)",
+    "SELECT count(*) FROM orders o, customers c WHERE o.customer_id = c.customer_id",
+    "SELECT p.category, count(*) FROM orders o JOIN products p "
+    "ON o.product_id = p.product_id GROUP BY p.category",
+    "SELECT count(*) FROM orders o JOIN recommendations r ON o.customer_id = r.customer_id "
+    "AND o.product_id = r.product_id",
+    "WITH c AS (SELECT customer_id FROM customers WHERE address <> 'x') "
+    "SELECT count(*) FROM orders o JOIN c ON c.customer_id = o.customer_id",
+    "SELECT count(*) FROM orders o JOIN (SELECT customer_id, count(*) AS n FROM "
+    "recommendations GROUP BY customer_id) s ON s.customer_id = o.customer_id",
+    "SELECT count(*) FROM orders AS o(a, b) JOIN customers c ON o.b = c.customer_id",
+    "SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
+    "JOIN recommendations r ON r.customer_id = c.customer_id",
+])
+def test_joins_read_as_postgresql_reads_them_pass(demo_database: DemoDatabase, sql: str):
+    plan = plan_of(sql)
+    assert plan.join_keys is not None and plan.join_keys.columns
+    assert checked(demo_database, plan) is None
+
+
+def test_the_analysis_exports_the_columns_it_joined_on():
+    keys = plan_of("SELECT count(*) FROM orders AS o(a, b) JOIN customers c "
+                   "ON o.b = c.customer_id").join_keys
+    assert keys is not None
+    assert keys.columns == {("public.orders", "customer_id"),
+                            ("public.customers", "customer_id")}
+    assert ("public.orders", "o", (("a", "order_id"), ("b", "customer_id"),
+                                   ("product_id", "product_id"), ("quantity", "quantity"),
+                                   ("order_cost", "order_cost"),
+                                   ("order_date", "order_date"))) in keys.renamed
+
+
+def test_an_analysis_that_took_another_join_column_is_refused(demo_database: DemoDatabase):
+    """As if dpgate had resolved o.customer_id to orders.order_id (maxFreq 1, not 100)."""
+    plan = plan_of(JOIN)
+    wrong = dataclasses.replace(plan, join_keys=JoinKeys(frozenset({
+        ("public.orders", "order_id"), ("public.customers", "customer_id")})))
+    refusal = checked(demo_database, wrong)
+    assert refusal is not None and refusal.startswith("0A000: ")
+    assert "joins public.orders on column customer_id" in refusal
+    # As if an alias list had been misread: o.b taken for orders.product_id.
+    aliased = plan_of("SELECT count(*) FROM orders AS o(a, b) JOIN customers c "
+                      "ON o.b = c.customer_id")
+    assert aliased.join_keys is not None
+    misread = dataclasses.replace(aliased, join_keys=JoinKeys(
+        frozenset({("public.orders", "product_id"), ("public.customers", "customer_id")}),
+        (("public.orders", "o", (("a", "order_id"), ("b", "product_id"))),)))
+    assert "joins public.orders on column product_id" not in (checked(demo_database,
+                                                                      aliased) or "")
+    assert checked(demo_database, misread) is not None
+
+
+@pytest.fixture
+def engine(demo_database: DemoDatabase, tmp_path: Path):
+    config = dataclasses.replace(Config(), policy=POLICY)
+    ledger = SqliteLedger(tmp_path / "ledger.sqlite3")
+    analyst = Analyst("ada", ScramVerifier(b"s", b"k", b"k", 4096), 2.0, 1e-6, 1.0)
+    ledger.add_analyst(analyst)
+    pool = BackendPool(Endpoint.from_dsn(demo_database.reader_dsn), size=1)
+    workers = Workers()
+    planner = Planner(config, Knowledge(ledger), PlanCache(), pool, workers)
+    yield Engine(analyst, config, ledger, pool, SecureRandomSource(), planner,
+                 PlanChecker(POLICY), workers, Running()), ledger
+    workers.close()
+
+
+def test_a_refused_join_charges_nothing_and_a_good_one_is_charged(engine):
+    running, ledger = engine
+    plan = plan_of(JOIN)
+    wrong = dataclasses.replace(plan, join_keys=JoinKeys(frozenset({
+        ("public.orders", "order_id"), ("public.customers", "customer_id")})))
+    with pytest.raises(StatementError) as refused:
+        asyncio.run(running.execute(JOIN, wrong))
+    fields = wire.parse_error_fields(refused.value.response[5:])
+    assert fields["C"] == "0A000" and "disagree" in fields["M"]
+    assert ledger.charges("ada") == [] and ledger.budget("ada").epsilon_spent == 0
+    answer = asyncio.run(running.execute(JOIN, plan))
+    assert isinstance(answer, Answer) and len(answer.rows) == 1
+    assert len(ledger.charges("ada")) == 1 and ledger.budget("ada").epsilon_spent > 0
