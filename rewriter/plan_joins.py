@@ -21,8 +21,9 @@ What is compared, and why it is conservative:
   names it by the subquery's alias, and the base column under it is not checked here.
 - An equality between two public tables is not a private join: it is skipped.
 - PostgreSQL prints the columns of a base table with a column alias list under the alias
-  names; the analysis's own reading of those lists (`renamed`, by position over the
-  catalog's column order) maps them back to the table's columns.
+  names; the analysis's own reading of those lists (`renamed`, by position over its
+  metrics' column order) maps them back to the table's columns, and that order is
+  compared with PostgreSQL's catalog first (`renaming_failure`).
 
 PostgreSQL may derive join equalities the statement did not write (from `a.x = b.y AND
 b.y = c.z` it can join a and c on `a.x = c.z`); every column of such an equality is one of
@@ -32,7 +33,7 @@ the written join columns, so it passes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from .metrics import ColumnKey
+from .metrics import ColumnKey, quote_identifier
 from .policy import Policy
 
 # The plan properties that hold conditions evaluated on pairs of rows (or, for a scan,
@@ -58,11 +59,12 @@ class JoinKeys:
     `columns` are (schema.table, column) pairs whose max frequency entered the
     sensitivity as join keys (dpgate's own privacy-unit hops included). `renamed` lists,
     for each base table read under a column alias list, (schema.table, alias, ((visible
-    name, table column or None when ambiguous), ...)).
+    name, table column), ...)) for every column of the table in the catalog's order.
+    `domains` pairs a group key's column with the public column of its domain.
     """
 
     columns: frozenset[ColumnKey]
-    renamed: tuple[tuple[str, str, tuple[tuple[str, str | None], ...]], ...] = ()
+    renamed: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = ()
     domains: frozenset[tuple[ColumnKey, ColumnKey]] = frozenset()
 
     def allows(self, left: set[ColumnKey], right: set[ColumnKey]) -> bool:
@@ -181,9 +183,32 @@ def _base_column(column: exp.Column, scans: Mapping[str, str | None], keys: Join
     if not renamings:
         return {(table, name)}
     # An alias list: the printed name is the visible one. Every reading is checked.
-    real = {dict(mapping).get(name, name) for mapping in renamings}
-    return {(table, column_name if column_name is not None else name)
-            for column_name in real}
+    real = {column_name for mapping in renamings for visible, column_name in mapping
+            if visible == name}
+    return {(table, column_name) for column_name in real or {name}}
+
+
+def catalog_sql(table: str) -> str:
+    """The statement listing a table's columns in PostgreSQL's order (attnum)."""
+    name = ".".join(quote_identifier(part) for part in table.split(".", 1))
+    literal = "'" + name.replace("'", "''") + "'"
+    return ("SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = "
+            f"{literal}::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum")
+
+
+def renaming_failure(keys: JoinKeys, catalog: Mapping[str, Sequence[str]]) -> str | None:
+    """Why the analysis's reading of an alias list is not PostgreSQL's, or None.
+
+    A column alias list renames a table's columns by position; the analysis read the
+    positions from its own metrics. `catalog` holds the columns PostgreSQL lists now.
+    """
+    for table, alias, mapping in keys.renamed:
+        read = [column for _, column in mapping]
+        if list(catalog.get(table, ())) != read:
+            return (f"dpgate read the column alias list of {alias} with the columns of "
+                    f"{table} in another order than PostgreSQL's: the plan and the analysis "
+                    "disagree on the statement's columns")
+    return None
 
 
 def _written_aliases(printed: str) -> set[str]:

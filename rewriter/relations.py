@@ -131,7 +131,7 @@ class Analyzer:
     # Base columns whose max frequency entered a join's sensitivity, and the column alias
     # lists read on base tables: plan_joins.py checks PostgreSQL's join columns with them.
     join_columns: set[ColumnKey] = field(default_factory=set)
-    renamed: list[tuple[str, str, tuple[tuple[str, str | None], ...]]] = field(
+    renamed: list[tuple[str, str, tuple[tuple[str, str], ...]]] = field(
         default_factory=list)
     # (key column, public domain column): dpgate's own histogram joins (rewrite.py).
     domain_joins: set[tuple[ColumnKey, ColumnKey]] = field(default_factory=set)
@@ -252,9 +252,10 @@ class Analyzer:
                               "dpgate does not know", position=position_of(node, self.offset))
         _check_alias_count(alias, len(known), len(names), position_of(node, self.offset))
         renamed: dict[str, str | None] = {}
-        for visible, real in zip([*names, *known[len(names):]], known, strict=True):
+        positional = tuple(zip([*names, *known[len(names):]], known, strict=True))
+        for visible, real in positional:
             renamed[visible] = None if visible in renamed else real  # None: ambiguous
-        self.renamed.append((table, alias, tuple(renamed.items())))
+        self.renamed.append((table, alias, positional))
         return renamed
 
     def derived_relation(self, query: exp.Expression, ctes: Ctes

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from rewriter.plan_check import plan_failure, public_plan_failure
-from rewriter.plan_joins import JoinKeys, join_failure
+from rewriter.plan_joins import JoinKeys, catalog_sql, join_failure, renaming_failure
 from tests.test_flex import POLICY
 
 
@@ -193,3 +193,12 @@ def test_dpgates_own_domain_join_passes_and_only_with_its_key():
     other = explain(hash_join("(orders.customer_id = products.product_id)",
                               aliased("orders", "orders"), aliased("products", "products")))
     assert "public.orders on column customer_id" in join_verdict(other, keys)
+
+
+def test_an_alias_list_read_in_another_order_than_the_catalogs_is_refused():
+    read = (("public.orders", "o", (("a", "order_id"), ("b", "customer_id"))),)
+    keys = JoinKeys(frozenset(), read)
+    assert renaming_failure(keys, {"public.orders": ["order_id", "customer_id"]}) is None
+    failure = renaming_failure(keys, {"public.orders": ["customer_id", "order_id"]})
+    assert failure is not None and "alias list of o" in failure
+    assert "'\"public\".\"orders\"'::regclass" in catalog_sql("public.orders")
