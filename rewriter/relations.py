@@ -50,6 +50,13 @@ class DerivedColumn:
 
     max_freq: Elastic | None  # None: computed, frequency unbounded (∞)
     origin: ColumnKey | None
+    # A UNION ALL column whose branches read different base columns: all of them (its
+    # origin is then None). plan_joins.py sees a join on it as a join on each.
+    branches: frozenset[ColumnKey] = frozenset()
+
+    @property
+    def bases(self) -> frozenset[ColumnKey]:
+        return frozenset({self.origin}) if self.origin is not None else self.branches
 
 
 # A derived relation's output columns in order: PostgreSQL renames them by position.
@@ -108,6 +115,11 @@ class Resolved:
     max_freq: Elastic | None
     origin: ColumnKey | None
     source: Source
+    branches: frozenset[ColumnKey] = frozenset()  # as DerivedColumn.branches
+
+    @property
+    def bases(self) -> frozenset[ColumnKey]:
+        return frozenset({self.origin}) if self.origin is not None else self.branches
 
 
 @dataclass
@@ -320,11 +332,12 @@ class Analyzer:
             return DerivedColumn(None, None)
         resolved = self.resolve(inner, relation)
         if not aggregated:
-            return DerivedColumn(resolved.max_freq, resolved.origin)
+            return DerivedColumn(resolved.max_freq, resolved.origin, resolved.branches)
         # A group key: one output row per group, so a lone key is unique; with several
         # keys, a value recurs at most as often as it did among the input rows.
         unique = len(group_keys) == 1
-        return DerivedColumn(Elastic.ONE if unique else resolved.max_freq, resolved.origin)
+        return DerivedColumn(Elastic.ONE if unique else resolved.max_freq, resolved.origin,
+                             resolved.branches)
 
     def _union(self, union: exp.Union, ctes: Ctes) -> tuple[Relation, Columns, bool]:
         if union.args.get("distinct") or not isinstance(union, exp.Union) or \
@@ -343,8 +356,9 @@ class Analyzer:
         for (name, a), (_, b) in zip(left_columns, right_columns, strict=True):
             frequency = None if a.max_freq is None or b.max_freq is None else \
                 add(a.max_freq, b.max_freq)
-            columns.append((name, DerivedColumn(frequency,
-                                                a.origin if a.origin == b.origin else None)))
+            same = a.origin == b.origin
+            columns.append((name, DerivedColumn(frequency, a.origin if same else None,
+                                                frozenset() if same else a.bases | b.bases)))
         # A changed row may sit on both sides (FLEX's max is unsound here).
         relation = Relation(add(left.stability, right.stability), (),
                             left.base_tables | right.base_tables,
@@ -485,7 +499,7 @@ class Analyzer:
                                   "not a computed value", hint=JOIN_HINT,
                                   position=position_of(condition, self.offset))
             self.missing |= a.max_freq.unmeasured_columns() | b.max_freq.unmeasured_columns()
-            self.join_columns |= {side.origin for side in (a, b) if side.origin is not None}
+            self.join_columns |= a.bases | b.bases
             if shared:  # self-join: one row can sit on both sides
                 stabilities.append(add(multiply(a.max_freq, s2), multiply(b.max_freq, s1),
                                        multiply(s1, s2)))
@@ -540,22 +554,22 @@ class Analyzer:
                 raise unsupported(f'column reference "{name}" cannot be resolved here: '
                                   "qualify it with its table", position=position)
         source = candidates[0]
-        frequency, origin = self._source_column(source, name, column)
+        frequency, origin, branches = self._source_column(source, name, column)
         return Resolved(None if frequency is None else multiply(frequency, source.factor),
-                        origin, source)
+                        origin, source, branches)
 
     def _source_column(self, source: Source, name: str, column: exp.Column
-                       ) -> tuple[Elastic | None, ColumnKey | None]:
+                       ) -> tuple[Elastic | None, ColumnKey | None, frozenset[ColumnKey]]:
         if source.derived is not None:
             if source.columns and name in source.columns:
                 derived = source.columns[name]
                 if derived is _AMBIGUOUS:
                     raise Refusal(AMBIGUOUS_COLUMN, f'column reference "{name}" is ambiguous',
                                   position=position_of(column, self.offset))
-                return derived.max_freq, derived.origin
+                return derived.max_freq, derived.origin, derived.branches
             if source.star:
                 inner = self.resolve(exp.column(name), source.derived)
-                return inner.max_freq, inner.origin
+                return inner.max_freq, inner.origin, inner.branches
             raise unsupported(f'column {source.alias}.{name} does not exist',
                               position=position_of(column, self.offset))
         table = source.table or ""
@@ -568,7 +582,7 @@ class Analyzer:
                 raise Refusal(AMBIGUOUS_COLUMN, f'column reference "{name}" is ambiguous',
                               position=position_of(column, self.offset))
             name = real
-        return self._base_frequency(table, name, source.private), (table, name)
+        return self._base_frequency(table, name, source.private), (table, name), frozenset()
 
     def _check_operand_types(self, node: exp.Expression, relation: Relation) -> None:
         """Nodes total for some argument types only: extract and date_trunc on dates and

@@ -82,6 +82,16 @@ def checked(database: DemoDatabase, plan: PrivateAggregate) -> str | None:
     "SELECT count(*) FROM orders AS o(a, b) JOIN customers c ON o.b = c.customer_id",
     "SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
     "JOIN recommendations r ON r.customer_id = c.customer_id",
+    # PostgreSQL pushes the join into the branches of a UNION ALL: r.customer_id = ….
+    "SELECT count(*) FROM orders o JOIN (SELECT r.customer_id, r.product_id FROM "
+    "recommendations r UNION ALL SELECT c.customer_id, 1 FROM customers c) s "
+    "ON s.customer_id = o.customer_id",
+    "SELECT count(*) FROM orders o, customers c, recommendations r WHERE o.customer_id = "
+    "c.customer_id AND r.customer_id = c.customer_id AND o.product_id = r.product_id",
+    "WITH r AS (SELECT customer_id FROM recommendations) SELECT count(*) FROM orders o "
+    "JOIN r r1 ON r1.customer_id = o.customer_id JOIN r r2 ON r2.customer_id = o.customer_id",
+    "SELECT sum(o.quantity) FROM orders o JOIN products p ON o.product_id = p.product_id "
+    "WHERE p.category = 'x'",
 ])
 def test_joins_read_as_postgresql_reads_them_pass(demo_database: DemoDatabase,
                                                   metrics: Metrics, sql: str):
@@ -100,6 +110,15 @@ def test_the_analysis_exports_the_columns_it_joined_on(metrics: Metrics):
                                    ("product_id", "product_id"), ("quantity", "quantity"),
                                    ("order_cost", "order_cost"),
                                    ("order_date", "order_date"))) in keys.renamed
+
+
+def test_a_union_all_column_joins_on_every_branchs_column(metrics: Metrics):
+    keys = plan_of("SELECT count(*) FROM orders o JOIN (SELECT r.customer_id FROM "
+                   "recommendations r UNION ALL SELECT c.customer_id FROM customers c) s "
+                   "ON s.customer_id = o.customer_id", metrics).join_keys
+    assert keys is not None and keys.columns == {("public.orders", "customer_id"),
+                                                 ("public.recommendations", "customer_id"),
+                                                 ("public.customers", "customer_id")}
 
 
 def test_an_analysis_that_took_another_join_column_is_refused(demo_database: DemoDatabase,
