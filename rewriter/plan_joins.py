@@ -60,12 +60,14 @@ class JoinKeys:
     sensitivity as join keys (dpgate's own privacy-unit hops included). `renamed` lists,
     for each base table read under a column alias list, (schema.table, alias, ((visible
     name, table column), ...)) for every column of the table in the catalog's order.
-    `domains` pairs a group key's column with the public column of its domain.
+    `domains` pairs a group key's column with the public column of its domain; `groups`
+    are the base columns the statement and its derived tables group on.
     """
 
     columns: frozenset[ColumnKey]
     renamed: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = ()
     domains: frozenset[tuple[ColumnKey, ColumnKey]] = frozenset()
+    groups: frozenset[ColumnKey] | None = None  # None: group keys not checked
 
     def allows(self, left: set[ColumnKey], right: set[ColumnKey]) -> bool:
         """Whether an equality of these base columns is a join the analysis counted."""
@@ -106,6 +108,30 @@ def join_failure(explain: list[Mapping[str, Any]], keys: JoinKeys, policy: Polic
                 return (f"PostgreSQL's plan joins {table} on column {name}, which dpgate's "
                         "analysis did not take as a join key: the plan and the analysis "
                         "disagree on the statement's columns")
+    return group_failure(root, scans, keys, policy)
+
+
+def group_failure(root: Mapping[str, Any], scans: Mapping[str, str | None], keys: JoinKeys,
+                  policy: Policy) -> str | None:
+    """Why PostgreSQL groups private rows on a column the analysis did not group on."""
+    if keys.groups is None:
+        return None
+    for node in _nodes(root):
+        for text in node.get("Group Key") or ():
+            try:
+                tree = sqlglot.parse_one(text, read="postgres")
+            except SqlglotError:
+                continue
+            column = _plain_column(tree) if isinstance(tree, exp.Expression) else None
+            if column is None:
+                continue  # an expression (a time bucket): the analysis checked its column
+            for table, name in _base_column(column, scans, keys) or ():
+                if not policy.is_private(*table.split(".", 1)):
+                    continue  # a public column's values are public (a domain's keys)
+                if (table, name) not in keys.groups:
+                    return (f"PostgreSQL's plan groups on {table}.{name}, which dpgate's "
+                            "analysis did not take as a group key: the plan and the "
+                            "analysis disagree on the statement's columns")
     return None
 
 

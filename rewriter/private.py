@@ -105,7 +105,7 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     # The last net, after the analysis's own messages, over what runs on private rows.
     refuse_unsafe_nodes(planner.probe or tree, offset)
     join_keys = JoinKeys(frozenset(analyzer.join_columns), tuple(analyzer.renamed),
-                         frozenset(analyzer.domain_joins))
+                         frozenset(analyzer.domain_joins), frozenset(analyzer.group_columns))
     return replace(plan, constants=constants, scans=tuple(sorted(analyzer.scans.elements())),
                    join_keys=join_keys)
 
@@ -324,6 +324,7 @@ class _Planner:
             target = self._key_column(item)
             column = target if isinstance(target, exp.Column) else self._bucketed(target, item)
             resolved = self.analyzer.resolve(column, self.relation)
+            self.analyzer.group_columns |= resolved.bases  # plan_joins.py
             self.keys.append((resolved, column))
             self.key_expressions.append(None if target is column else target)
             if target is not column and self._domain(resolved) is None:
@@ -457,7 +458,9 @@ class _Planner:
             return self._aggregate(inner, name, hidden, position)
         spec = choice_spec(inner, self.offset)
         if spec is not None:
-            self.choices.append((spec, self.analyzer.resolve(spec.column, self.relation)))
+            resolved = self.analyzer.resolve(spec.column, self.relation)
+            self.analyzer.group_columns |= resolved.bases  # its candidates are grouped
+            self.choices.append((spec, resolved))
             return OutputColumn(name, OutputKind.CHOICE, spec.aggregate, (len(self.choices) - 1,),
                                 hidden)
         if isinstance(inner, _VARIANCES) and not hidden:

@@ -147,6 +147,9 @@ class Analyzer:
         default_factory=list)
     # (key column, public domain column): dpgate's own histogram joins (rewrite.py).
     domain_joins: set[tuple[ColumnKey, ColumnKey]] = field(default_factory=set)
+    # Base columns grouped on: the statement's keys and choices, derived tables' GROUP BY
+    # and DISTINCT columns (PostgreSQL's Group Keys may name these only).
+    group_columns: set[ColumnKey] = field(default_factory=set)
 
     # -- relations -------------------------------------------------------------------
 
@@ -301,6 +304,14 @@ class Analyzer:
                                   "columns", position=position_of(projection, self.offset))
             columns.append((projection.alias_or_name, self._derived_column(
                 inner, relation, aggregated, group_keys)))
+            if grouped:
+                self.group_columns |= columns[-1][1].bases
+        for group_key in group_keys:
+            if isinstance(group_key, exp.Column) and not isinstance(group_key.this, exp.Star):
+                try:
+                    self.group_columns |= self.resolve(group_key, relation).bases
+                except Refusal:
+                    pass  # an output column's alias: its projection is counted above
         if query.args.get("having") is not None:
             self.check_row_expression(query.args["having"].this, relation,
                                       allow_aggregates=True)

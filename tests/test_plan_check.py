@@ -202,3 +202,20 @@ def test_an_alias_list_read_in_another_order_than_the_catalogs_is_refused():
     failure = renaming_failure(keys, {"public.orders": ["customer_id", "order_id"]})
     assert failure is not None and "alias list of o" in failure
     assert "'\"public\".\"orders\"'::regclass" in catalog_sql("public.orders")
+
+
+def test_a_private_group_key_the_analysis_did_not_group_on_is_refused():
+    grouped = JoinKeys(frozenset(), groups=frozenset({("public.orders", "customer_id")}))
+    plan = explain(aliased("orders", "orders"), kind="Aggregate")
+    plan[0]["Plan"]["Group Key"] = ["orders.customer_id"]
+    assert join_verdict(plan, grouped) is None
+    plan[0]["Plan"]["Group Key"] = ["orders.customer_id", "orders.order_id"]
+    failure = join_verdict(plan, grouped)
+    assert failure is not None and "groups on public.orders.order_id" in failure
+    # A public column (a domain's keys) and an expression over a column are not checked.
+    plan[0]["Plan"]["Group Key"] = ["products.category", "date_trunc('MONTH'::text, g.v)"]
+    plan[0]["Plan"]["Plans"].append(aliased("products", "products"))
+    assert join_verdict(plan, grouped) is None
+    # Without the analysis's group columns (None) group keys are not checked.
+    plan[0]["Plan"]["Group Key"] = ["orders.order_id"]
+    assert join_verdict(plan, JoinKeys(frozenset())) is None

@@ -92,11 +92,20 @@ def checked(database: DemoDatabase, plan: PrivateAggregate) -> str | None:
     "JOIN r r1 ON r1.customer_id = o.customer_id JOIN r r2 ON r2.customer_id = o.customer_id",
     "SELECT sum(o.quantity) FROM orders o JOIN products p ON o.product_id = p.product_id "
     "WHERE p.category = 'x'",
+    # Group keys: key selection, a domain, derived GROUP BY and DISTINCT, a choice.
+    "SELECT customer_id, count(*) FROM orders GROUP BY customer_id",
+    "SELECT product_id, count(*) FROM orders GROUP BY product_id",
+    "SELECT count(*) FROM (SELECT customer_id, count(*) AS n FROM orders GROUP BY 1) s "
+    "WHERE n > 3",
+    "SELECT count(*) FROM orders o JOIN (SELECT DISTINCT customer_id FROM recommendations) s "
+    "ON s.customer_id = o.customer_id",
+    "SELECT mode() WITHIN GROUP (ORDER BY product_id) FROM orders",
 ])
 def test_joins_read_as_postgresql_reads_them_pass(demo_database: DemoDatabase,
                                                   metrics: Metrics, sql: str):
     plan = plan_of(sql, metrics)
-    assert plan.join_keys is not None and plan.join_keys.columns
+    assert plan.join_keys is not None
+    assert plan.join_keys.columns or plan.join_keys.groups
     assert checked(demo_database, plan) is None
 
 
@@ -141,6 +150,20 @@ def test_an_analysis_that_took_another_join_column_is_refused(demo_database: Dem
         (("public.orders", "o", tuple(zip(("a", "b", *stale[2:]), stale, strict=True))),)))
     refusal = checked(demo_database, misread)
     assert refusal is not None and "column alias list of o" in refusal
+
+
+def test_an_analysis_that_grouped_on_another_column_is_refused(demo_database: DemoDatabase):
+    """As if dpgate had read the group key customer_id as order_id."""
+    plan = plan_of("SELECT customer_id, count(*) FROM orders GROUP BY customer_id")
+    assert plan.join_keys is not None
+    assert plan.join_keys.groups == {("public.orders", "customer_id")}
+    assert checked(demo_database, plan) is None
+    wrong = dataclasses.replace(plan, join_keys=dataclasses.replace(
+        plan.join_keys, groups=frozenset({("public.orders", "order_id")})))
+    refusal = checked(demo_database, wrong)
+    assert refusal == ("0A000: PostgreSQL's plan groups on public.orders.customer_id, which "
+                       "dpgate's analysis did not take as a group key: the plan and the "
+                       "analysis disagree on the statement's columns")
 
 
 @pytest.fixture
