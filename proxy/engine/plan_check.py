@@ -70,9 +70,12 @@ class PlanChecker:
         if plan.join_keys is not None and plan.join_keys.renamed:
             await self._check_renamings(backend, plan.join_keys)
         scans = Counter(plan.scans)
+        # The verdict depends on the analysis too (its scans and columns), not only on
+        # the SQL: a plan analysed with other metrics is checked again.
+        analysis = repr((sorted(scans.items()), plan.windows, plan.join_keys))
         await self._check(backend, sql, parameters,
                           lambda e: plan_failure(e, scans, self.policy, plan.windows,
-                                                       plan.join_keys))
+                                                 plan.join_keys), analysis)
         return sql
 
     async def _check_renamings(self, backend: BackendConnection, keys: JoinKeys) -> None:
@@ -88,8 +91,8 @@ class PlanChecker:
                           "drop the column alias list.")
 
     async def _check(self, backend: BackendConnection, sql: str,
-                     parameters: Parameters | None, failure) -> None:
-        key = (sql, _parameters_key(parameters))
+                     parameters: Parameters | None, failure, analysis: str = "") -> None:
+        key = (sql, _parameters_key(parameters) + analysis.encode())
         if key in self._checked:
             self._checked.move_to_end(key)
             return
