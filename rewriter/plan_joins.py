@@ -1,4 +1,4 @@
-"""Check the join columns of PostgreSQL's plan against the ones dpgate's analysis used.
+"""Check the join and group-key columns of PostgreSQL's plan against dpgate's analysis.
 
 FLEX takes the sensitivity of a join from the max frequencies of its join columns
 (relations.py). If dpgate resolved a join column to the wrong base column (an alias list,
@@ -28,6 +28,10 @@ What is compared, and why it is conservative:
 PostgreSQL may derive join equalities the statement did not write (from `a.x = b.y AND
 b.y = c.z` it can join a and c on `a.x = c.z`); every column of such an equality is one of
 the written join columns, so it passes.
+
+Group keys the same way (`group_failure`): a `Group Key` of the plan that is a plain column
+of a private base table must be a column the analysis grouped on, or key selection would
+release the values of a column dpgate did not check.
 """
 
 from __future__ import annotations
@@ -88,7 +92,8 @@ class JoinKeys:
 
 def join_failure(explain: list[Mapping[str, Any]], keys: JoinKeys, policy: Policy
                  ) -> str | None:
-    """Why PostgreSQL's plan joins private rows on a column the analysis did not use."""
+    """Why PostgreSQL's plan joins (or groups) private rows on a column the analysis
+    did not use, or None."""
     root = explain[0]["Plan"]
     scans = _base_scans(root)
     for node in _nodes(root):
