@@ -1,5 +1,7 @@
-"""matplotlib is the optional `plot` extra: without it `--plot` says how to install it,
-before any simulation, and the rest of dpgate does not need it."""
+"""matplotlib draws the dashboard and the collusion experiment's `--plot`, and is loaded
+only there: without it `--plot` says how to install it, before any simulation, and the
+server, the engine and the command line still import (the dashboard's drawing process
+is the only part of the server that loads it)."""
 
 from __future__ import annotations
 

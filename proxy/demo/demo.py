@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import secrets
+import warnings
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pgserver
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -17,6 +18,9 @@ from ..config import BackendSettings, Config, LedgerSettings, load_policy_file
 from .analysts import create_analyst
 from .demo_data import load_demo_dataset
 from .roles import READER, RELAY, prepare_roles
+
+if TYPE_CHECKING:
+    import pgserver
 
 DEMO_DATABASE = "demo"
 DEMO_ANALYSTS = {"alice": "alice", "bob": "bob"}
@@ -32,6 +36,12 @@ DEMO_POLICY_FILE = Path(__file__).with_name("demo_policy.toml")
 def start_embedded_postgres(pgdata: Path) -> tuple[pgserver.PostgresServer, str]:
     """Start (or reuse) the embedded server; return it and its superuser conninfo."""
     pgdata.mkdir(parents=True, exist_ok=True)
+    # pgserver asks platformdirs for a runtime folder as it is imported, which warns on
+    # every command where XDG_RUNTIME_DIR is unset (root, containers); dpgate never uses
+    # that folder. Imported here, so that only the demo pays for loading it.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
+        import pgserver
     server = pgserver.get_server(pgdata, cleanup_mode="stop")
     return server, server.get_uri()
 

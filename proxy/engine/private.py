@@ -367,8 +367,8 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
                   budget: Budget, confidence: float) -> str:
     """What the analyst is told after a fresh answer: cost, budget left, accuracy."""
     if not plan.parts:
-        return ("dpgate: nothing charged: every key of the declared domain is listed, "
-                "whatever the data holds")
+        return ("dpgate: nothing charged: every key of the declared domain that the WHERE "
+                "admits is listed, whatever the data holds")
     spent = f"charged epsilon {calibration.epsilon:g}"
     if calibration.delta:
         spent += f" and delta {calibration.delta:g}"
@@ -384,7 +384,8 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
         lines.append("groups are released only when their noisy count passes a threshold "
                      "(key selection)")
     elif plan.grouping is not None:
-        lines.append("every key of the declared domain is listed, empty ones with noise")
+        lines.append("every key of the declared domain that the WHERE admits is listed, "
+                     "empty ones with noise")
     if (mode := mode_notice(plan)) is not None:
         lines.append(mode)
     if plan.post_sql is not None or plan.outer_sql is not None:

@@ -27,7 +27,6 @@ from aiohttp import BasicAuth, web
 from accounting import AnalystBudget, ChargeRecord, GlobalLoss, Ledger
 
 from ..engine.workers import Workers
-from . import plots
 from .decision import ANSWERED, FAILED, REFUSED, REPEATED, Decision, now
 from .hub import Operations
 from .views import number
@@ -103,7 +102,10 @@ def _per_minute(decisions: list[Decision], at: datetime) -> tuple[list[str], lis
 
 def render(snapshot: Snapshot) -> str:
     """The page's HTML (plots inline). matplotlib takes a good part of a second here, so
-    this runs in a process of its own, not on a thread holding the proxy's GIL."""
+    this runs in a process of its own, not on a thread holding the proxy's GIL; imported
+    here, so that only the drawing process loads it."""
+    from . import plots
+
     admins = snapshot.admins
     active = [entry for entry in snapshot.budgets if entry.active]
     analysts = [entry for entry in active if entry.name not in admins]
