@@ -10,6 +10,7 @@ from mechanisms.exponential import QuantileGrid
 
 from .constants import Constant
 from .elastic import Elastic
+from .plan_joins import JoinKeys
 
 # Aggregates answered by the exponential mechanism rather than by noise.
 CHOICES = ("mode", "quantile")
@@ -211,6 +212,9 @@ class PrivateAggregate:
     # Window functions of dpgate's own contribution bounding in `sql`: PostgreSQL's plan
     # may show that many WindowAgg nodes and no more (plan_check.py).
     windows: int = 0
+    # The base columns the analysis joined on and the alias lists it read: PostgreSQL's
+    # plan may join private rows on these columns only (plan_joins.py). None: unchecked.
+    join_keys: JoinKeys | None = None
 
     @property
     def visible(self) -> tuple[OutputColumn, ...]:

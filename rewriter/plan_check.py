@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .plan_joins import JoinKeys, join_failure
 from .policy import Policy
 
 _ROW_MULTIPLIERS = {
@@ -38,11 +39,12 @@ _DOMAIN_FUNCTIONS = frozenset({"generate_series"})
 
 
 def plan_failure(explain: list[Mapping[str, Any]], scans: Counter[str], policy: Policy,
-                 own_windows: int = 0) -> str | None:
+                 own_windows: int = 0, join_keys: JoinKeys | None = None) -> str | None:
     """Why PostgreSQL's plan of a private statement does not match the analysis, or None.
 
     `own_windows` is the number of window functions dpgate's contribution bounding wrote
     (bounding.py): that many WindowAgg nodes are dpgate's own; one more is not.
+    `join_keys`, when given, are the join columns the analysis used (plan_joins.py).
     """
     read: Counter[str] = Counter()
     windows = 0
@@ -64,6 +66,8 @@ def plan_failure(explain: list[Mapping[str, Any]], scans: Counter[str], policy: 
         if times > scans[table]:
             return (f"PostgreSQL reads {table} {times} time(s) where dpgate's analysis saw "
                     f"{scans[table]}")
+    if join_keys is not None:
+        return join_failure(explain, join_keys, policy)
     return None
 
 

@@ -44,6 +44,7 @@ from .plan import (
     PrivateAggregate,
     UnitBounds,
 )
+from .plan_joins import JoinKeys
 from .policy import ColumnDomain, Domain, Policy, RangeDomain, ValuesDomain
 from .positions import position_of
 from .relations import Analyzer, Relation, Resolved, refuse_missing
@@ -103,7 +104,10 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     plan = planner.plan()
     # The last net, after the analysis's own messages, over what runs on private rows.
     refuse_unsafe_nodes(planner.probe or tree, offset)
-    return replace(plan, constants=constants, scans=tuple(sorted(analyzer.scans.elements())))
+    join_keys = JoinKeys(frozenset(analyzer.join_columns), tuple(analyzer.renamed),
+                         frozenset(analyzer.domain_joins), frozenset(analyzer.group_columns))
+    return replace(plan, constants=constants, scans=tuple(sorted(analyzer.scans.elements())),
+                   join_keys=join_keys)
 
 
 def _aggregates_groups(outer: exp.Select, grouping: Grouping) -> bool:
@@ -320,6 +324,7 @@ class _Planner:
             target = self._key_column(item)
             column = target if isinstance(target, exp.Column) else self._bucketed(target, item)
             resolved = self.analyzer.resolve(column, self.relation)
+            self.analyzer.group_columns |= resolved.bases  # plan_joins.py
             self.keys.append((resolved, column))
             self.key_expressions.append(None if target is column else target)
             if target is not column and self._domain(resolved) is None:
@@ -453,7 +458,9 @@ class _Planner:
             return self._aggregate(inner, name, hidden, position)
         spec = choice_spec(inner, self.offset)
         if spec is not None:
-            self.choices.append((spec, self.analyzer.resolve(spec.column, self.relation)))
+            resolved = self.analyzer.resolve(spec.column, self.relation)
+            self.analyzer.group_columns |= resolved.bases  # its candidates are grouped
+            self.choices.append((spec, resolved))
             return OutputColumn(name, OutputKind.CHOICE, spec.aggregate, (len(self.choices) - 1,),
                                 hidden)
         if isinstance(inner, _VARIANCES) and not hidden:
@@ -759,8 +766,14 @@ class _Planner:
             return None
         table, column = resolved.origin
         if not self.policy.is_private(*table.split(".", 1)):
-            return ColumnDomain(table, column)  # a public column's values are public
-        return self.policy.column(table, column).domain
+            domain: Domain | None = ColumnDomain(table, column)  # public values are public
+        else:
+            domain = self.policy.column(table, column).domain
+        if isinstance(domain, ColumnDomain):
+            # The rewritten SQL joins the key to the DISTINCT domain (at most one match per
+            # row): PostgreSQL's plan may show it as a join of these two columns.
+            self.analyzer.domain_joins.add((resolved.origin, (domain.table, domain.column)))
+        return domain
 
     def _selection_part(self) -> int:
         """The noisy COUNT(*) that decides which groups pass the threshold."""

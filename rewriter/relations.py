@@ -50,6 +50,13 @@ class DerivedColumn:
 
     max_freq: Elastic | None  # None: computed, frequency unbounded (∞)
     origin: ColumnKey | None
+    # A UNION ALL column whose branches read different base columns: all of them (its
+    # origin is then None). plan_joins.py sees a join on it as a join on each.
+    branches: frozenset[ColumnKey] = frozenset()
+
+    @property
+    def bases(self) -> frozenset[ColumnKey]:
+        return frozenset({self.origin}) if self.origin is not None else self.branches
 
 
 # A derived relation's output columns in order: PostgreSQL renames them by position.
@@ -108,6 +115,11 @@ class Resolved:
     max_freq: Elastic | None
     origin: ColumnKey | None
     source: Source
+    branches: frozenset[ColumnKey] = frozenset()  # as DerivedColumn.branches
+
+    @property
+    def bases(self) -> frozenset[ColumnKey]:
+        return frozenset({self.origin}) if self.origin is not None else self.branches
 
 
 @dataclass
@@ -128,6 +140,16 @@ class Analyzer:
     scans: Counter[str] = field(default_factory=Counter)
     _counting: bool = True
     _counted_ctes: set[int] = field(default_factory=set)
+    # Base columns whose max frequency entered a join's sensitivity, and the column alias
+    # lists read on base tables: plan_joins.py checks PostgreSQL's join columns with them.
+    join_columns: set[ColumnKey] = field(default_factory=set)
+    renamed: list[tuple[str, str, tuple[tuple[str, str], ...]]] = field(
+        default_factory=list)
+    # (key column, public domain column): dpgate's own histogram joins (rewrite.py).
+    domain_joins: set[tuple[ColumnKey, ColumnKey]] = field(default_factory=set)
+    # Base columns grouped on: the statement's keys and choices, derived tables' GROUP BY
+    # and DISTINCT columns (PostgreSQL's Group Keys may name these only).
+    group_columns: set[ColumnKey] = field(default_factory=set)
 
     # -- relations -------------------------------------------------------------------
 
@@ -245,8 +267,10 @@ class Analyzer:
                               "dpgate does not know", position=position_of(node, self.offset))
         _check_alias_count(alias, len(known), len(names), position_of(node, self.offset))
         renamed: dict[str, str | None] = {}
-        for visible, real in zip([*names, *known[len(names):]], known, strict=True):
+        positional = tuple(zip([*names, *known[len(names):]], known, strict=True))
+        for visible, real in positional:
             renamed[visible] = None if visible in renamed else real  # None: ambiguous
+        self.renamed.append((table, alias, positional))
         return renamed
 
     def derived_relation(self, query: exp.Expression, ctes: Ctes
@@ -280,6 +304,14 @@ class Analyzer:
                                   "columns", position=position_of(projection, self.offset))
             columns.append((projection.alias_or_name, self._derived_column(
                 inner, relation, aggregated, group_keys)))
+            if grouped:
+                self.group_columns |= columns[-1][1].bases
+        for group_key in group_keys:
+            if isinstance(group_key, exp.Column) and not isinstance(group_key.this, exp.Star):
+                try:
+                    self.group_columns |= self.resolve(group_key, relation).bases
+                except Refusal:
+                    pass  # an output column's alias: its projection is counted above
         if query.args.get("having") is not None:
             self.check_row_expression(query.args["having"].this, relation,
                                       allow_aggregates=True)
@@ -311,11 +343,12 @@ class Analyzer:
             return DerivedColumn(None, None)
         resolved = self.resolve(inner, relation)
         if not aggregated:
-            return DerivedColumn(resolved.max_freq, resolved.origin)
+            return DerivedColumn(resolved.max_freq, resolved.origin, resolved.branches)
         # A group key: one output row per group, so a lone key is unique; with several
         # keys, a value recurs at most as often as it did among the input rows.
         unique = len(group_keys) == 1
-        return DerivedColumn(Elastic.ONE if unique else resolved.max_freq, resolved.origin)
+        return DerivedColumn(Elastic.ONE if unique else resolved.max_freq, resolved.origin,
+                             resolved.branches)
 
     def _union(self, union: exp.Union, ctes: Ctes) -> tuple[Relation, Columns, bool]:
         if union.args.get("distinct") or not isinstance(union, exp.Union) or \
@@ -334,8 +367,9 @@ class Analyzer:
         for (name, a), (_, b) in zip(left_columns, right_columns, strict=True):
             frequency = None if a.max_freq is None or b.max_freq is None else \
                 add(a.max_freq, b.max_freq)
-            columns.append((name, DerivedColumn(frequency,
-                                                a.origin if a.origin == b.origin else None)))
+            same = a.origin == b.origin
+            columns.append((name, DerivedColumn(frequency, a.origin if same else None,
+                                                frozenset() if same else a.bases | b.bases)))
         # A changed row may sit on both sides (FLEX's max is unsound here).
         relation = Relation(add(left.stability, right.stability), (),
                             left.base_tables | right.base_tables,
@@ -476,6 +510,7 @@ class Analyzer:
                                   "not a computed value", hint=JOIN_HINT,
                                   position=position_of(condition, self.offset))
             self.missing |= a.max_freq.unmeasured_columns() | b.max_freq.unmeasured_columns()
+            self.join_columns |= a.bases | b.bases
             if shared:  # self-join: one row can sit on both sides
                 stabilities.append(add(multiply(a.max_freq, s2), multiply(b.max_freq, s1),
                                        multiply(s1, s2)))
@@ -530,22 +565,22 @@ class Analyzer:
                 raise unsupported(f'column reference "{name}" cannot be resolved here: '
                                   "qualify it with its table", position=position)
         source = candidates[0]
-        frequency, origin = self._source_column(source, name, column)
+        frequency, origin, branches = self._source_column(source, name, column)
         return Resolved(None if frequency is None else multiply(frequency, source.factor),
-                        origin, source)
+                        origin, source, branches)
 
     def _source_column(self, source: Source, name: str, column: exp.Column
-                       ) -> tuple[Elastic | None, ColumnKey | None]:
+                       ) -> tuple[Elastic | None, ColumnKey | None, frozenset[ColumnKey]]:
         if source.derived is not None:
             if source.columns and name in source.columns:
                 derived = source.columns[name]
                 if derived is _AMBIGUOUS:
                     raise Refusal(AMBIGUOUS_COLUMN, f'column reference "{name}" is ambiguous',
                                   position=position_of(column, self.offset))
-                return derived.max_freq, derived.origin
+                return derived.max_freq, derived.origin, derived.branches
             if source.star:
                 inner = self.resolve(exp.column(name), source.derived)
-                return inner.max_freq, inner.origin
+                return inner.max_freq, inner.origin, inner.branches
             raise unsupported(f'column {source.alias}.{name} does not exist',
                               position=position_of(column, self.offset))
         table = source.table or ""
@@ -558,7 +593,7 @@ class Analyzer:
                 raise Refusal(AMBIGUOUS_COLUMN, f'column reference "{name}" is ambiguous',
                               position=position_of(column, self.offset))
             name = real
-        return self._base_frequency(table, name, source.private), (table, name)
+        return self._base_frequency(table, name, source.private), (table, name), frozenset()
 
     def _check_operand_types(self, node: exp.Expression, relation: Relation) -> None:
         """Nodes total for some argument types only: extract and date_trunc on dates and

@@ -107,8 +107,12 @@ def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: 
             f"Declare one: [policy.tables.{name}] unit = \"<column>\" or "
             "\"<column> -> <table>.<key> -> <table>.<unit column>\".")
     node: Node = (source.alias, path.column)
+    node_table = table
     for hop in path.hops:
         _check_unique_key(hop.table, hop.key, analyzer)
+        # The hop joins on these columns (plan_joins.py expects them in PostgreSQL's plan).
+        analyzer.join_columns |= {(node_table, node[1]), (hop.table, hop.key)}
+        node_table = hop.table
         match = next((other for other in relation.sources if other.table == hop.table and
                       classes.same(node, (other.alias, hop.key))), None)
         if match is not None:

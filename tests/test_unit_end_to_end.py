@@ -250,7 +250,12 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
                                       measured_metrics(small_database))
         (explained,) = connection.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + plan.sql
                                           ).fetchone()
-        assert plan_failure(explained, Counter(plan.scans), policy, plan.windows) is None
+        # dpgate's own hop join (order_notes.order_id = orders.order_id) is a join key.
+        assert plan.join_keys is not None and {("public.order_notes", "order_id"),
+                                               ("public.orders", "order_id")
+                                               } <= plan.join_keys.columns
+        assert plan_failure(explained, Counter(plan.scans), policy, plan.windows,
+                            plan.join_keys) is None
         (count,) = connection.execute(plan.sql).fetchone()
         (expected,) = connection.execute(
             "SELECT sum(least(n, 2)) FROM (SELECT o.customer_id, count(*) AS n FROM "

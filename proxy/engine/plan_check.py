@@ -16,6 +16,7 @@ from rewriter.constants import evaluation_sql, substitute
 from rewriter.errors import Refusal
 from rewriter.plan import PrivateAggregate
 from rewriter.plan_check import plan_failure, public_plan_failure
+from rewriter.plan_joins import JoinKeys, catalog_sql, renaming_failure
 from rewriter.policy import Policy
 from rewriter.private import CELLS_HINT
 from rewriter.sqlstate import SqlState
@@ -66,14 +67,32 @@ class PlanChecker:
             sql = substitute(sql, plan.constants, literals)
         if not check:
             return sql
+        if plan.join_keys is not None and plan.join_keys.renamed:
+            await self._check_renamings(backend, plan.join_keys)
         scans = Counter(plan.scans)
+        # The verdict depends on the analysis too (its scans and columns), not only on
+        # the SQL: a plan analysed with other metrics is checked again.
+        analysis = repr((sorted(scans.items()), plan.windows, plan.join_keys))
         await self._check(backend, sql, parameters,
-                          lambda e: plan_failure(e, scans, self.policy, plan.windows))
+                          lambda e: plan_failure(e, scans, self.policy, plan.windows,
+                                                 plan.join_keys), analysis)
         return sql
 
+    async def _check_renamings(self, backend: BackendConnection, keys: JoinKeys) -> None:
+        """A column alias list read as PostgreSQL reads it: by the catalog's order."""
+        catalog: dict[str, list[str]] = {}
+        for table in {table for table, _, _ in keys.renamed}:
+            rows = (await backend.fetch(catalog_sql(table))).rows
+            catalog[table] = [bytes(name or b"").decode() for (name,) in rows]
+        reason = renaming_failure(keys, catalog)
+        if reason is not None:
+            raise Refusal(SqlState.FEATURE_NOT_SUPPORTED, reason,
+                          hint="dpgate checks every private query against PostgreSQL's plan; "
+                          "drop the column alias list.")
+
     async def _check(self, backend: BackendConnection, sql: str,
-                     parameters: Parameters | None, failure) -> None:
-        key = (sql, _parameters_key(parameters))
+                     parameters: Parameters | None, failure, analysis: str = "") -> None:
+        key = (sql, _parameters_key(parameters) + analysis.encode())
         if key in self._checked:
             self._checked.move_to_end(key)
             return
