@@ -1,0 +1,96 @@
+"""Computed group keys (`quantity % 3`, `to_char(order_date, 'YYYY-MM')`, casts of
+date_trunc…) are evaluated on the public domain only, never on a private row.
+
+The rewritten SQL reads the raw column from the private rows and its bucket from a mapping
+(raw → bucket) over the declared domain; the same mapping is a computed constant, so
+PostgreSQL evaluates it before the private query and before any charge. Zero-noise
+answers are compared with PostgreSQL's in tests/test_differential.py; error oracles are in
+tests/test_attack_variants.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from rewriter.classify import parse_query
+from rewriter.errors import Refusal
+from rewriter.plan import PrivateAggregate
+from rewriter.private import plan_private_aggregate
+from tests.test_unit_golden import METRICS
+from tests.unit_support import demo_policy
+
+pytestmark = pytest.mark.unit
+
+
+def _plan(statement: str, unit: bool = False) -> PrivateAggregate:
+    return plan_private_aggregate(parse_query(statement), demo_policy(unit=unit), 0, METRICS)
+
+
+def _private_part(sql: str) -> str:
+    """The rewritten SQL without the mapping subqueries (what reads private rows)."""
+    return re.sub(r"\(SELECT r\._dp_raw, .*? AS r\)", "(mapping)", sql)
+
+
+@pytest.mark.parametrize("key", [
+    "quantity % 3", "CAST(date_trunc('month', order_date) AS date)",
+    "to_char(order_date, 'YYYY-MM')", "floor(extract(epoch FROM order_date) / 86400) * 86400",
+    "quantity::text", "100 / (quantity - 1)",
+])
+def test_the_key_is_computed_on_the_domain_only(key: str) -> None:
+    plan = _plan(f"SELECT {key} AS k, count(*) FROM orders GROUP BY 1 ORDER BY 1")
+    private = _private_part(plan.sql)
+    assert '"_dp_map0"."_dp_raw" = quantity' in private or \
+        '"_dp_map0"."_dp_raw" = order_date' in private
+    assert "(mapping)" in private
+    # Outside the mapping, no function or operator is applied to the private column.
+    assert re.search(r"\((quantity|order_date)\b", private) is None, private
+    (check,) = plan.constants
+    assert plan.sql.count(check.token) == 1
+    assert check.sql.startswith("(SELECT count(m._dp_bucket) FROM (SELECT r._dp_raw, ")
+
+
+def test_the_domain_value_is_read_as_the_columns_type() -> None:
+    (check,) = _plan("SELECT quantity::text, count(*) FROM orders GROUP BY 1").constants
+    assert 'CAST("dom"."v" AS INT) AS _dp_raw' in check.sql
+
+
+@pytest.mark.parametrize("key, words", [
+    ("my_bucket(quantity)", "not allowed in a computed GROUP BY key"),
+    ("quantity + random()", "not allowed in a computed GROUP BY key"),
+    ("quantity % $1", "not parameters"),
+    ("quantity % (SELECT 3)", "computed"),
+    ("quantity + (SELECT max(product_id) FROM products)", "computed"),
+    ("pg_read_file('x') || quantity", "not allowed"),
+])
+def test_keys_that_could_read_or_vary_are_refused(key: str, words: str) -> None:
+    with pytest.raises(Refusal) as refused:
+        _plan(f"SELECT {key} AS k, count(*) FROM orders GROUP BY 1")
+    assert words in refused.value.message, refused.value.message
+
+
+def test_an_aggregate_of_the_key_expression_is_still_checked_on_rows() -> None:
+    """Only the key itself is read from the mapping: the same expression inside an
+    aggregate is evaluated on every row, so totality applies to it as before."""
+    with pytest.raises(Refusal) as refused:
+        _plan("SELECT 100 / (quantity - 1) AS k, count(DISTINCT 100 / (quantity - 1)) "
+              "FROM orders GROUP BY 1")
+    assert refused.value.sqlstate == "0A000"
+
+
+def test_unit_mode_bounds_groups_by_bucket() -> None:
+    """κ counts the buckets a customer contributes to, not the raw values: the rows
+    carry the bucket (from the mapping) before the bounding partitions by it."""
+    plan = _plan("SELECT quantity % 3 AS r, count(*) FROM orders GROUP BY 1", unit=True)
+    assert plan.unit is not None
+    assert '"_dp_map0"."_dp_bucket" AS "k0"' in plan.sql
+    assert 'PARTITION BY b."_dp_unit", b."k0"' in plan.sql or \
+        "PARTITION BY b.\"_dp_unit\" ORDER BY" in plan.sql
+
+
+def test_the_most_frequent_bucket_is_chosen_among_buckets() -> None:
+    plan = _plan("SELECT to_char(order_date, 'YYYY-MM') AS m FROM orders GROUP BY 1 "
+                 "ORDER BY count(*) DESC LIMIT 1")
+    assert "TO_CHAR(r._dp_raw, 'YYYY-MM')" in plan.sql
+    assert len(plan.constants) == 1
