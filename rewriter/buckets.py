@@ -28,7 +28,7 @@ DOMAIN_ONLY = "dpgate_domain_only"
 # within a statement, or random draws; no user-defined function (exp.Anonymous).
 _BUCKET_FUNCTIONS: tuple[type[exp.Expression], ...] = (
     exp.TimeToStr, exp.Floor, exp.Ceil, exp.Round, exp.Trunc, exp.Abs, exp.Sign,
-    exp.WidthBucket, exp.Substring, exp.Left, exp.Right, exp.Mod,
+    exp.WidthBucket, exp.Substring, exp.Left, exp.Right, exp.Mod, exp.DataTypeParam,
 )
 _ALLOWED = ROW_SAFE_NODES + FOLDED_NODES + _BUCKET_FUNCTIONS
 # Placeholders and parameters have no value when the mapping is computed first.

@@ -220,7 +220,7 @@ ORACLES = [
     # domain only, before the charge (rewriter/buckets.py), so they fail for every data
     "SELECT quantity * 1e131071 AS k, count(*) FROM orders WHERE order_id = {id} "
     "AND order_cost > {{x}} GROUP BY 1",
-    "SELECT (quantity - 3)::text::numeric(1, 0) AS k, count(*) FROM orders "
+    "SELECT (quantity * 3)::text::numeric(1, 0) AS k, count(*) FROM orders "
     "WHERE order_id = {id} AND order_cost > {{x}} GROUP BY 1",
     "SELECT CASE WHEN quantity = 7 THEN 1 / (quantity - 7) ELSE 0 END AS k, count(*) "
     "FROM orders WHERE order_id = {id} AND order_cost > {{x}} GROUP BY 1",

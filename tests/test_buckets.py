@@ -18,10 +18,11 @@ from rewriter.classify import parse_query
 from rewriter.errors import Refusal
 from rewriter.plan import PrivateAggregate
 from rewriter.private import plan_private_aggregate
+from tests.conftest import RunningProxy
+from tests.test_end_to_end import admin_scalar
+from tests.test_exact_answer_attacks import oracle_outcomes
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
-
-pytestmark = pytest.mark.unit
 
 
 def _plan(statement: str, unit: bool = False) -> PrivateAggregate:
@@ -33,6 +34,7 @@ def _private_part(sql: str) -> str:
     return re.sub(r"\(SELECT r\._dp_raw, .*? AS r\)", "(mapping)", sql)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("key", [
     "quantity % 3", "CAST(date_trunc('month', order_date) AS date)",
     "to_char(order_date, 'YYYY-MM')", "floor(extract(epoch FROM order_date) / 86400) * 86400",
@@ -51,11 +53,13 @@ def test_the_key_is_computed_on_the_domain_only(key: str) -> None:
     assert check.sql.startswith("(SELECT count(m._dp_bucket) FROM (SELECT r._dp_raw, ")
 
 
+@pytest.mark.unit
 def test_the_domain_value_is_read_as_the_columns_type() -> None:
     (check,) = _plan("SELECT quantity::text, count(*) FROM orders GROUP BY 1").constants
     assert 'CAST("dom"."v" AS INT) AS _dp_raw' in check.sql
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("key, words", [
     ("my_bucket(quantity)", "not allowed in a computed GROUP BY key"),
     ("quantity + random()", "not allowed in a computed GROUP BY key"),
@@ -70,6 +74,7 @@ def test_keys_that_could_read_or_vary_are_refused(key: str, words: str) -> None:
     assert words in refused.value.message, refused.value.message
 
 
+@pytest.mark.unit
 def test_an_aggregate_of_the_key_expression_is_still_checked_on_rows() -> None:
     """Only the key itself is read from the mapping: the same expression inside an
     aggregate is evaluated on every row, so totality applies to it as before."""
@@ -79,6 +84,7 @@ def test_an_aggregate_of_the_key_expression_is_still_checked_on_rows() -> None:
     assert refused.value.sqlstate == "0A000"
 
 
+@pytest.mark.unit
 def test_unit_mode_bounds_groups_by_bucket() -> None:
     """κ counts the buckets a customer contributes to, not the raw values: the rows
     carry the bucket (from the mapping) before the bounding partitions by it."""
@@ -89,8 +95,24 @@ def test_unit_mode_bounds_groups_by_bucket() -> None:
         "PARTITION BY b.\"_dp_unit\" ORDER BY" in plan.sql
 
 
+@pytest.mark.unit
 def test_the_most_frequent_bucket_is_chosen_among_buckets() -> None:
     plan = _plan("SELECT to_char(order_date, 'YYYY-MM') AS m FROM orders GROUP BY 1 "
                  "ORDER BY count(*) DESC LIMIT 1")
     assert "TO_CHAR(r._dp_raw, 'YYYY-MM')" in plan.sql
     assert len(plan.constants) == 1
+
+
+@pytest.mark.parametrize("key, state", [
+    ("CASE WHEN quantity = 7 THEN 1 / (quantity - 7) ELSE 0 END", "22012"),
+    ("(quantity * 3)::text::numeric(1, 0)", "22003"),
+])
+def test_a_key_failing_on_some_domain_value_fails_before_the_query(
+        proxy: RunningProxy, key: str, state: str) -> None:
+    """Whether or not a row holds the failing value (order 4242's quantity is what it
+    is), the mapping over the whole domain fails first: PostgreSQL's own error, whatever
+    the rows hold, and never the generic 22000 of a failed private query."""
+    template = (f"SELECT {key} AS k, count(*) FROM orders WHERE order_id = 4242 "
+                "AND order_cost > {x} GROUP BY 1")
+    cost = float(admin_scalar(proxy, "SELECT order_cost FROM orders WHERE order_id = 4242"))
+    assert oracle_outcomes(proxy, template, cost) == {("error", state)}
