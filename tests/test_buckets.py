@@ -88,11 +88,12 @@ def test_an_aggregate_of_the_key_expression_is_still_checked_on_rows() -> None:
 def test_unit_mode_bounds_groups_by_bucket() -> None:
     """κ counts the buckets a customer contributes to, not the raw values: the rows
     carry the bucket (from the mapping) before the bounding partitions by it."""
-    plan = _plan("SELECT quantity % 3 AS r, count(*) FROM orders GROUP BY 1", unit=True)
-    assert plan.unit is not None
+    plan = _plan("SELECT quantity % 3 AS r, customer_id, count(*) FROM orders GROUP BY 1, 2",
+                 unit=True)
+    assert plan.unit is not None and plan.unit.max_groups == 5
     assert '"_dp_map0"."_dp_bucket" AS "k0"' in plan.sql
-    assert 'PARTITION BY b."_dp_unit", b."k0"' in plan.sql or \
-        "PARTITION BY b.\"_dp_unit\" ORDER BY" in plan.sql
+    assert 'PARTITION BY b."_dp_unit", b."k0", b."k1"' in plan.sql
+    assert 'WHERE b."_dp_group" <= 5' in plan.sql
 
 
 @pytest.mark.unit
