@@ -18,9 +18,10 @@ from rewriter.classify import parse_query
 from rewriter.errors import Refusal
 from rewriter.plan import PrivateAggregate
 from rewriter.private import plan_private_aggregate
-from tests.conftest import RunningProxy
+from tests.conftest import DemoDatabase, RunningProxy
 from tests.test_end_to_end import admin_scalar
 from tests.test_exact_answer_attacks import oracle_outcomes
+from tests.test_unit_end_to_end import on_postgres, through_proxy, unit_proxy  # noqa: F401
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
@@ -117,3 +118,26 @@ def test_a_key_failing_on_some_domain_value_fails_before_the_query(
                 "AND order_cost > {x} GROUP BY 1")
     cost = float(admin_scalar(proxy, "SELECT order_cost FROM orders WHERE order_id = 4242"))
     assert oracle_outcomes(proxy, template, cost) == {("error", state)}
+
+
+METABASE_MONTHS = (
+    "SELECT CAST(date_trunc('month', \"public\".\"orders\".\"order_date\") AS date) AS "
+    "\"order_date\", count(*) AS \"count\" FROM \"public\".\"orders\" WHERE product_id = 7 "
+    "GROUP BY CAST(date_trunc('month', \"public\".\"orders\".\"order_date\") AS date) "
+    "ORDER BY CAST(date_trunc('month', \"public\".\"orders\".\"order_date\") AS date) ASC")
+
+
+def test_unit_mode_answers_metabases_months_as_postgresql_does(
+        unit_proxy: tuple[str, str], demo_database: DemoDatabase) -> None:  # noqa: F811
+    """With zero noise and no customer above τ rows of product 7, the bounded histogram
+    is PostgreSQL's, plus the domain's empty months."""
+    dsn, _ = unit_proxy
+    (most,) = on_postgres(demo_database, "SELECT max(n) FROM (SELECT count(*) AS n FROM "
+                          "orders WHERE product_id = 7 GROUP BY customer_id) AS s")[0]
+    assert most <= 10
+    rows, _ = through_proxy(dsn, METABASE_MONTHS)
+    truth = on_postgres(demo_database, METABASE_MONTHS)
+    assert len(rows) == 24 and truth
+    released = dict(rows)
+    assert all(released[month] == count for month, count in truth)
+    assert sum(released.values()) == sum(count for _, count in truth)
