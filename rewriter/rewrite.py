@@ -62,7 +62,7 @@ class KeySpec:
                       f"WHERE {kept.sql(dialect='postgres')}")
         return values
 
-    def mapping_sql(self) -> str:
+    def mapping_sql(self, restricted: bool = True) -> str:
         """raw, bucket: each value of the domain (read as the column's type) and its
         bucket, one row per value. Only this SQL ever evaluates the expression."""
         assert self.expression is not None
@@ -72,14 +72,17 @@ class KeySpec:
         bucket = self.expression.transform(
             lambda n: exp.column("_dp_raw", table="r")
             if isinstance(n, exp.Column) else n).sql(dialect="postgres")
-        values = self._values_sql('"v"')
+        values = self._values_sql('"v"') if restricted else _domain_sql(self.domain, '"v"')
         return (f"SELECT r._dp_raw, {bucket} AS _dp_bucket FROM (SELECT DISTINCT "
                 f"{raw.sql(dialect='postgres')} AS _dp_raw FROM ({values}) AS dom) AS r")
 
     def check_sql(self) -> str:
         """A scalar that evaluates the bucket of every domain value: computed before the
-        private query, it fails (free, whatever the rows hold) where the mapping would."""
-        return f"(SELECT count(m._dp_bucket) FROM ({self.mapping_sql()}) AS m)"
+        private query, it fails (free, whatever the rows hold) where the mapping would.
+        Over the whole domain: the restriction may hold parameters ($1), which have no
+        value when constants are computed, and a superset checks every value the
+        restricted mapping evaluates."""
+        return f"(SELECT count(m._dp_bucket) FROM ({self.mapping_sql(restricted=False)}) AS m)"
 
     def _on_domain(self, condition: exp.Expr, alias: str, name: str) -> exp.Expr:
         """The condition with the key column read from the domain's `alias`.`name`."""

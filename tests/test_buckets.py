@@ -10,8 +10,10 @@ tests/test_attack_variants.py.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
+import psycopg
 import pytest
 
 from rewriter.classify import parse_query
@@ -19,6 +21,7 @@ from rewriter.errors import Refusal
 from rewriter.plan import PrivateAggregate
 from rewriter.private import plan_private_aggregate
 from tests.conftest import DemoDatabase, RunningProxy
+from tests.test_differential import exact_dsn  # noqa: F401 (a fixture)
 from tests.test_end_to_end import admin_scalar
 from tests.test_exact_answer_attacks import oracle_outcomes
 from tests.test_unit_end_to_end import on_postgres, through_proxy, unit_proxy  # noqa: F401
@@ -52,6 +55,16 @@ def test_the_key_is_computed_on_the_domain_only(key: str) -> None:
     (check,) = plan.constants
     assert plan.sql.count(check.token) == 1
     assert check.sql.startswith("(SELECT count(m._dp_bucket) FROM (SELECT r._dp_raw, ")
+
+
+@pytest.mark.unit
+def test_the_check_covers_the_whole_domain_without_parameters() -> None:
+    """A restriction with $1 narrows the listed buckets; the check computed before the
+    query has no parameter values, so it evaluates the whole domain (a superset)."""
+    plan = _plan("SELECT quantity % 3 AS r, count(*) FROM orders "
+                 "WHERE quantity BETWEEN $1 AND $2 GROUP BY 1")
+    (check,) = plan.constants
+    assert "$1" not in check.sql and "$1" in plan.sql.split("LEFT JOIN")[0]
 
 
 @pytest.mark.unit
@@ -141,3 +154,20 @@ def test_unit_mode_answers_metabases_months_as_postgresql_does(
     released = dict(rows)
     assert all(released[month] == count for month, count in truth)
     assert sum(released.values()) == sum(count for _, count in truth)
+
+
+@pytest.mark.end_to_end
+def test_with_parameters_the_bucket_histogram_is_postgresqls(exact_dsn: str,  # noqa: F811
+                                                             demo_database: DemoDatabase
+                                                             ) -> None:
+    """Parameters in WHERE restrict the listed buckets; the mapping's check is computed
+    first without them."""
+    sql = ("SELECT to_char(order_date, 'YYYY-MM') AS month, count(*) FROM orders "
+           "WHERE order_date >= %s AND order_date < %s GROUP BY 1 ORDER BY 1")
+    values = (dt.date(2025, 3, 1), dt.date(2025, 6, 1))
+    rows = {}
+    for name, dsn in (("direct", demo_database.admin_dsn), ("dpgate", exact_dsn)):
+        with psycopg.connect(dsn, autocommit=True) as connection:  # server-side binding
+            rows[name] = connection.execute(sql, values).fetchall()
+    assert rows["dpgate"] == rows["direct"]
+    assert [month for month, _ in rows["dpgate"]] == ["2025-03", "2025-04", "2025-05"]
