@@ -157,6 +157,11 @@ class _Extractor:
         return node.sql(dialect="postgres")
 
 
+def placeholder_token(name: str) -> str:
+    """How a placeholder named `name` appears in the rewritten SQL."""
+    return _TOKEN.format(name=name)
+
+
 def extract_constants(tree: exp.Select, policy: Policy, offset: int) -> tuple[Constant, ...]:
     """Replace, in place, every row-independent expression PostgreSQL would evaluate on
     private rows by a placeholder, and return what each placeholder stands for."""

@@ -20,9 +20,10 @@ from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 
 from .arithmetic import TOTAL
 from .bounding import Bounding, window_count
+from .buckets import bucket_failure, mark_domain_only
 from .choice import ChoiceSpec, choice_spec
 from .computed import placeholder, post_sql, probe, substitute
-from .constants import extract_constants
+from .constants import Constant, extract_constants, placeholder_token
 from .elastic import Elastic, constant, multiply
 from .errors import (
     INVALID_COLUMN_REFERENCE,
@@ -31,6 +32,7 @@ from .errors import (
     policy_refusal,
     unsupported,
 )
+from .functions import RESERVED_PREFIX
 from .metrics import Metrics, quote_identifier
 from .outer import split_outer
 from .plan import (
@@ -102,12 +104,15 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     analyzer = Analyzer(policy, metrics or Metrics(), offset)
     planner = _Planner(analyzer, tree, offset)
     plan = planner.plan()
-    # The last net, after the analysis's own messages, over what runs on private rows.
-    refuse_unsafe_nodes(planner.probe or tree, offset)
+    # The last net, after the analysis's own messages, over what runs on private rows;
+    # computed group keys run on the public domain only (buckets.py).
+    checked = planner.probe or tree
+    planner.mark_buckets(checked)
+    refuse_unsafe_nodes(checked, offset)
     join_keys = JoinKeys(frozenset(analyzer.join_columns), tuple(analyzer.renamed),
                          frozenset(analyzer.domain_joins), frozenset(analyzer.group_columns))
-    return replace(plan, constants=constants, scans=tuple(sorted(analyzer.scans.elements())),
-                   join_keys=join_keys)
+    return replace(plan, constants=constants + tuple(planner.bucket_checks.values()),
+                   scans=tuple(sorted(analyzer.scans.elements())), join_keys=join_keys)
 
 
 def _aggregates_groups(outer: exp.Select, grouping: Grouping) -> bool:
@@ -138,6 +143,8 @@ class _Planner:
     probe: exp.Select | None = None  # with expressions over released values
     # Per key: the GROUP BY expression of its column (a bucket), or None for the column.
     key_expressions: list[exp.Expression | None] = field(default_factory=list)
+    # Per computed key: the constant that evaluates its mapping before the query.
+    bucket_checks: dict[int, Constant] = field(default_factory=dict)
     # Counts a histogram's cells when a public table supplies a domain (_check_cells).
     cells_sql: str | None = None
     # Unit mode: the unit of every row; or why a unit policy fell back to rows.
@@ -172,9 +179,7 @@ class _Planner:
         grouping, domains = self._grouping()
         self._settle_groups(grouping is not None and grouping.key_selection)
         noisy_parts = tuple(self._noisy_part(part) for part in self.parts)
-        key_specs = [KeySpec(column, domain, expression, *self._restriction(resolved, column))
-                     for (resolved, column), domain, expression
-                     in zip(self.keys, domains, self.key_expressions, strict=True)]
+        key_specs = [self._key_spec(index, domain) for index, domain in enumerate(domains)]
         plan = self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping,
                                      self._bounding()),
                              len(self.keys), noisy_parts, post, grouping,
@@ -327,11 +332,56 @@ class _Planner:
             self.analyzer.group_columns |= resolved.bases  # plan_joins.py
             self.keys.append((resolved, column))
             self.key_expressions.append(None if target is column else target)
+            if target is not column:
+                failure = bucket_failure(target)
+                if failure is not None:
+                    raise unsupported(failure, hint="Group by a column with a declared domain, "
+                                      "or by arithmetic, casts, date_trunc, extract, to_char, "
+                                      "floor or CASE of one.",
+                                      position=position_of(item, self.offset))
             if target is not column and self._domain(resolved) is None:
                 raise policy_refusal(
                     f"GROUP BY {target.sql(dialect='postgres')} needs a declared domain for "
                     f"{column.sql(dialect='postgres')}: its groups are the image of the domain",
                     hint=self._domain_hint(resolved), position=position_of(item, self.offset))
+
+    def _key_spec(self, index: int, domain: Domain | None) -> KeySpec:
+        """Key `index` as the rewriter takes it; a computed key gets the column's type and
+        the constant that computes its mapping first (buckets.py)."""
+        resolved, column = self.keys[index]
+        expression = self.key_expressions[index]
+        restriction, restriction_type = self._restriction(resolved, column)
+        if expression is None:
+            return KeySpec(column, domain, None, restriction, restriction_type)
+        kind = self.analyzer.metrics.column_types.get(resolved.origin) \
+            if resolved.origin else None
+        name = f"{RESERVED_PREFIX}bucket_{index}"
+        spec = KeySpec(column, domain or self._domain(resolved), expression, restriction,
+                       restriction_type, kind if kind in _CASTABLE_TYPES else None, name)
+        self.bucket_checks[index] = Constant(placeholder_token(name), spec.check_sql())
+        return spec
+
+    def mark_buckets(self, tree: exp.Expression) -> None:
+        """Mark every occurrence of a computed key in `tree` as evaluated on the domain
+        only: the rewritten SQL reads its value from the mapping, never from a row."""
+        texts = {e.sql(dialect="postgres", normalize=True)
+                 for e in self.key_expressions if e is not None}
+        def mark(node: exp.Expression) -> None:
+            # Never inside an aggregate (its argument is read on every row) or a subquery.
+            if isinstance(node, (exp.AggFunc, exp.Window, exp.Subquery, exp.Select)):
+                return
+            if node.sql(dialect="postgres", normalize=True) in texts:
+                mark_domain_only(node)
+                return
+            for child in node.iter_expressions():
+                mark(child)
+        if not texts:
+            return
+        for clause in ("expressions", "group", "having", "order"):
+            value = tree.args.get(clause)
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, exp.Expression):
+                    mark(item)
 
     def _restriction(self, key: Resolved, column: exp.Column
                      ) -> tuple[tuple[exp.Expr, ...], str | None]:
@@ -655,7 +705,7 @@ class _Planner:
         domain = self._domain(resolved)
         self._check_cells([domain] if domain else [], column)
         key = next(o for o in self.outputs if not o.hidden)
-        return self._plan_of(mode_sql(self.tree, self.policy, KeySpec(column, domain),
+        return self._plan_of(mode_sql(self.tree, self.policy, self._key_spec(0, domain),
                                       self._bounding()), 1,
                              (NoisyPart("mode", self._choice_sensitivity("mode"),
                                         row_elastic=self._row_elastic()),), PostProcess(),

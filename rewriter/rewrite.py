@@ -27,33 +27,62 @@ from .scopes import cte_reference_ids
 class KeySpec:
     column: exp.Column
     domain: Domain | None  # None: plain GROUP BY, groups chosen by key selection
-    # A function of `column` grouped on (a time or CASE bucket); its groups are the image
-    # of the column's domain.
+    # A function of `column` grouped on (a time, CASE or arithmetic bucket); its groups
+    # are the image of the column's domain, and it is evaluated on the domain only
+    # (buckets.py): the private rows give the raw column, joined with `mapping_sql`.
     expression: exp.Expression | None = None
     # WHERE conjuncts that read `column` alone: a key they reject cannot hold a row, so it
     # is not listed (the statement's text decides, never the data).
     restriction: tuple[exp.Expr, ...] = ()
     # The column's type, which the domain's value is read as by the restriction.
     restriction_type: str | None = None
+    # The column's type, which the domain's value is read as by `expression` (None: the
+    # domain's own type).
+    column_type: str | None = None
+    # The placeholder name of the computed constant that evaluates the mapping before the
+    # private query (`check_sql`); it is written into the join with the mapping.
+    check_name: str | None = None
 
     def value(self) -> exp.Expression:
         return (self.expression or self.column).copy()
 
     def domain_sql(self, name: str) -> str:
         """The keys released: the domain, or its image under the expression."""
+        if self.expression is None:
+            return self._values_sql(name)
+        return (f"SELECT DISTINCT m._dp_bucket AS {name} FROM ({self.mapping_sql()}) AS m "
+                "WHERE m._dp_bucket IS NOT NULL")
+
+    def _values_sql(self, name: str) -> str:
+        """The domain's values, restricted by the WHERE conjuncts on the key alone."""
         values = _domain_sql(self.domain, name)
         if self.restriction:
             kept = exp.and_(*(self._on_domain(c, "kept", name) for c in self.restriction))
             values = (f"SELECT kept.{name} FROM ({values}) AS kept "
                       f"WHERE {kept.sql(dialect='postgres')}")
-        if self.expression is None:
-            return values
-        image = self.expression.transform(
-            lambda n: exp.column(name.strip('"'), table="dom", quoted=True)
-            if isinstance(n, exp.Column) else n).sql(dialect="postgres")
-        return (f"SELECT DISTINCT {image} AS {name} FROM ({values}) AS dom "
-                f"WHERE {image} IS NOT NULL")
+        return values
 
+    def mapping_sql(self, restricted: bool = True) -> str:
+        """raw, bucket: each value of the domain (read as the column's type) and its
+        bucket, one row per value. Only this SQL ever evaluates the expression."""
+        assert self.expression is not None
+        raw: exp.Expr = exp.column("v", table="dom", quoted=True)
+        if self.column_type is not None:
+            raw = exp.cast(raw, exp.DataType.build(self.column_type, dialect="postgres"))
+        bucket = self.expression.transform(
+            lambda n: exp.column("_dp_raw", table="r")
+            if isinstance(n, exp.Column) else n).sql(dialect="postgres")
+        values = self._values_sql('"v"') if restricted else _domain_sql(self.domain, '"v"')
+        return (f"SELECT r._dp_raw, {bucket} AS _dp_bucket FROM (SELECT DISTINCT "
+                f"{raw.sql(dialect='postgres')} AS _dp_raw FROM ({values}) AS dom) AS r")
+
+    def check_sql(self) -> str:
+        """A scalar that evaluates the bucket of every domain value: computed before the
+        private query, it fails (free, whatever the rows hold) where the mapping would.
+        Over the whole domain: the restriction may hold parameters ($1), which have no
+        value when constants are computed, and a superset checks every value the
+        restricted mapping evaluates."""
+        return f"(SELECT count(m._dp_bucket) FROM ({self.mapping_sql(restricted=False)}) AS m)"
 
     def _on_domain(self, condition: exp.Expr, alias: str, name: str) -> exp.Expr:
         """The condition with the key column read from the domain's `alias`.`name`."""
@@ -62,6 +91,27 @@ class KeySpec:
             value = exp.cast(value, exp.DataType.build(self.restriction_type, dialect="postgres"))
         return condition.copy().transform(
             lambda n: value.copy() if isinstance(n, exp.Column) else n)
+
+
+def keyed_rows(base: exp.Select, keys: list[KeySpec]) -> tuple[exp.Select, list[exp.Expression]]:
+    """`base` joined with the mapping of every computed key, and each key's value: the
+    column itself, or its bucket read from the mapping (never computed on a row)."""
+    values: list[exp.Expression] = []
+    for index, key in enumerate(keys):
+        if key.expression is None:
+            values.append(key.column.copy())
+            continue
+        alias = f"_dp_map{index}"
+        condition: exp.Expr = exp.EQ(this=exp.column("_dp_raw", table=alias, quoted=True),
+                                     expression=key.column.copy())
+        if key.check_name is not None:  # constants.py writes the checked count here
+            condition = exp.and_(condition, exp.Not(this=exp.Is(
+                this=exp.Placeholder(this=key.check_name), expression=exp.Null())))
+        mapping: exp.Expression = exp.maybe_parse(key.mapping_sql(), dialect="postgres")
+        base = base.join(exp.Subquery(this=mapping, alias=exp.TableAlias(
+            this=exp.to_identifier(alias, quoted=True))), on=condition, join_type="inner")
+        values.append(exp.column("_dp_bucket", table=alias, quoted=True))
+    return base, values
 
 
 @dataclass(frozen=True)
@@ -85,10 +135,11 @@ def rewrite(tree: exp.Select, policy: Policy, keys: list[KeySpec], parts: list[P
         return base.select(*(_alias(_aggregate(p), f"c{i}") for i, p in enumerate(parts)),
                            append=False).sql(dialect="postgres")
     if grouping is not None and grouping.key_selection:
-        query = base.select(
-            *(_alias(k.value(), f"k{i}") for i, k in enumerate(keys)),
+        keyed, values = keyed_rows(base, keys)
+        query = keyed.select(
+            *(_alias(v, f"k{i}") for i, v in enumerate(values)),
             *(_alias(_aggregate(p), f"c{i}") for i, p in enumerate(parts)), append=False,
-        ).group_by(*(k.value() for k in keys))
+        ).group_by(*(v.copy() for v in values))
         return query.sql(dialect="postgres")
     return _filled_histogram(base, keys, parts)
 
@@ -163,8 +214,9 @@ def _aggregate(part: PartSpec) -> exp.Expression:
 def _inner_rows(base: exp.Select, keys: list[KeySpec], parts: list[PartSpec],
                 bounding: Bounding | None) -> str:
     """k0…, a0…: the keys and aggregated values of every row (every kept row, bounded)."""
-    inner = base.select(
-        *(_alias(k.value(), f"k{i}") for i, k in enumerate(keys)),
+    keyed, values = keyed_rows(base, keys)
+    inner = keyed.select(
+        *(_alias(v, f"k{i}") for i, v in enumerate(values)),
         *(_alias(_argument(p), f"a{i}") for i, p in enumerate(parts)), append=False,
     )
     if bounding is None:

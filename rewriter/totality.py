@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from sqlglot import exp
 
 from .arithmetic import TOTAL
+from .buckets import DOMAIN_ONLY
 from .errors import unsupported
 from .functions import AGGREGATE_NODES, STRUCTURE_NODES, node_failure
 from .positions import position_of
@@ -65,8 +66,9 @@ def _evaluated_nodes(tree: exp.Select) -> Iterator[exp.Expression]:
 
 
 def _walk(node: exp.Expression) -> Iterator[exp.Expression]:
-    """Every node below `node`, but not inside the total forms arithmetic.py built."""
-    if node.meta.get(TOTAL):
+    """Every node below `node`, but not inside the total forms arithmetic.py built nor in
+    group keys evaluated on the public domain only (buckets.py)."""
+    if node.meta.get(TOTAL) or node.meta.get(DOMAIN_ONLY):
         return
     yield node
     for child in node.iter_expressions():

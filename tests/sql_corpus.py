@@ -239,8 +239,10 @@ _HANDWRITTEN = [
                 "WHERE order_date >= '2025-12-01' GROUP BY 1 ORDER BY 1"),
     ("grafana", "SELECT floor(extract(epoch from order_date)/86400)*86400 AS \"time\", "
                 "count(*) FROM orders GROUP BY 1 ORDER BY 1"),
+    # Grafana writes ORDER BY 1; rows tied on the time come back in PostgreSQL's arbitrary
+    # order, which no ordered comparison can match, so the metric orders the ties here.
     ("grafana", "SELECT order_date AS \"time\", quantity::text AS metric, count(*) "
-                "FROM orders GROUP BY 1, 2 ORDER BY 1"),
+                "FROM orders GROUP BY 1, 2 ORDER BY 1, 2"),
     ("grafana", "SELECT order_date AS \"time\", avg(quantity) AS \"avg\" FROM orders "
                 "WHERE order_date BETWEEN '2025-01-01' AND '2025-01-31' GROUP BY 1 ORDER BY 1"),
     # -- TPC-H style ------------------------------------------------------------------------
@@ -275,6 +277,18 @@ _HANDWRITTEN = [
     ("buckets", "SELECT date_trunc('quarter', order_date)::date AS q, count(*) FROM orders "
                 "GROUP BY 1 ORDER BY 1"),
     ("buckets", "SELECT to_char(order_date, 'YYYY-MM') AS month, count(*) FROM orders "
+                "GROUP BY 1 ORDER BY 1"),
+    # computed keys evaluated on the declared domain only (rewriter/buckets.py)
+    ("buckets", "SELECT quantity::text AS q, count(*) FROM orders GROUP BY 1 ORDER BY 1"),
+    ("buckets", "SELECT (quantity - 1) / 3 AS b, count(*), sum(order_cost) FROM orders "
+                "GROUP BY 1 ORDER BY 1"),
+    ("buckets", "SELECT width_bucket(quantity, 1, 11, 5) AS b, count(*) FROM orders "
+                "GROUP BY 1 ORDER BY 1"),
+    ("buckets", "SELECT to_char(order_date, 'YYYY-\"Q\"Q') AS quarter, count(*) FROM orders "
+                "WHERE order_date >= '2025-01-01' GROUP BY 1 ORDER BY 1"),
+    ("buckets", "SELECT extract(isodow FROM order_date) AS dow, quantity % 2 AS odd, count(*) "
+                "FROM orders GROUP BY 1, 2 ORDER BY 1, 2"),
+    ("buckets", "SELECT round(quantity / 4.0) AS b, avg(order_cost) FROM orders "
                 "GROUP BY 1 ORDER BY 1"),
     # -- queries over an aggregate subquery or CTE (post-processing of its answer) -------
     ("outer", "SELECT sum(n) AS total FROM (SELECT quantity, count(*) AS n FROM orders "

@@ -216,6 +216,16 @@ ORACLES = [
     "SELECT count(DISTINCT 1 / (order_cost - {{x}})) FROM orders WHERE order_id = {id}",
     "SELECT 100 / (quantity - 1) AS k, count(*) FROM orders WHERE order_id = {id} "
     "AND order_cost > {{x}} GROUP BY 1",
+    # computed group keys that fail for some values only: evaluated on the declared
+    # domain only, before the charge (rewriter/buckets.py), so they fail for every data
+    "SELECT quantity * 1e131071 AS k, count(*) FROM orders WHERE order_id = {id} "
+    "AND order_cost > {{x}} GROUP BY 1",
+    "SELECT (quantity * 3)::text::numeric(1, 0) AS k, count(*) FROM orders "
+    "WHERE order_id = {id} AND order_cost > {{x}} GROUP BY 1",
+    "SELECT CASE WHEN quantity = 7 THEN 1 / (quantity - 7) ELSE 0 END AS k, count(*) "
+    "FROM orders WHERE order_id = {id} AND order_cost > {{x}} GROUP BY 1",
+    "SELECT to_char(order_date, 'YYYY') AS y, quantity / (quantity - 10) AS k, count(*) "
+    "FROM orders WHERE order_id = {id} AND order_cost > {{x}} GROUP BY 1, 2",
     "SELECT count(*) FROM (SELECT DISTINCT ON (order_id / (order_cost - {{x}})) order_id "
     "FROM orders WHERE order_id = {id}) s",
 ]

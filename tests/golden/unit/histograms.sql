@@ -41,3 +41,11 @@ SELECT q."k0" AS "k0", count(q."a0") AS "c0" FROM (SELECT b."k0", b."a0" FROM (S
 -- mode: unit
 -- part: count L1=10 L2=10 scale=10 flex_scale=1000
 -- threshold: 164.249485 (delta 1e-06)
+-- ----
+-- a computed key under key selection: κ counts a customer's buckets, read from the domain's mapping
+SELECT quantity % 3 AS r, customer_id, count(*) FROM orders GROUP BY 1, 2;
+-- expect:
+SELECT q."k0" AS "k0", q."k1" AS "k1", count(q."a0") AS "c0" FROM (SELECT b."k0", b."k1", b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT b.* FROM (SELECT b.*, dense_rank() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_group_draw", b."k0", b."k1") AS "_dp_group" FROM (SELECT b.*, min(b."_dp_draw") OVER (PARTITION BY b."_dp_unit", b."k0", b."k1") AS "_dp_group_draw" FROM (SELECT "_dp_map0"."_dp_bucket" AS "k0", customer_id AS "k1", 1 AS "a0", "orders"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders" INNER JOIN (SELECT r._dp_raw, r._dp_raw % 3 AS _dp_bucket FROM (SELECT DISTINCT CAST("dom"."v" AS INT) AS _dp_raw FROM (SELECT g.v AS "v" FROM GENERATE_SERIES(1, 10, 1) AS g(v)) AS dom) AS r) AS "_dp_map0" ON "_dp_map0"."_dp_raw" = quantity AND NOT %(__dpgate_bucket_0)s IS NULL) AS b) AS b) AS b WHERE b."_dp_group" <= 5) AS b) AS b WHERE b."_dp_row" <= 10) AS q GROUP BY q."k0", q."k1";
+-- mode: unit
+-- part: count L1=10 L2=10 scale=10 flex_scale=4
+-- threshold: 164.249485 (delta 1e-06)
