@@ -99,8 +99,10 @@ file = "{DEMO_POLICY_FILE}"
 
 
 def start_pgbouncer(directory: Path, admin: dict[str, str], run_as: str | None,
-                    stack: ExitStack) -> int:
-    """PgBouncer on loopback in front of the same PostgreSQL (its unix socket)."""
+                    stack: ExitStack, session_database: str | None = None
+                    ) -> tuple[int, subprocess.Popen]:
+    """PgBouncer on loopback in front of the same PostgreSQL (its unix socket): DATABASE
+    in transaction pooling and, when named, `session_database` in session pooling."""
     port = free_port()
     home = directory / "pgbouncer"
     home.mkdir()
@@ -108,10 +110,12 @@ def start_pgbouncer(directory: Path, admin: dict[str, str], run_as: str | None,
     (home / "userlist.txt").write_text(f'"{admin["user"]}" ""\n')
     ini = home / "pgbouncer.ini"
     backend = f'host={admin["host"]} port={admin.get("port", 5432)} user={admin["user"]}'
+    session = (f"{session_database} = {backend} dbname={DATABASE} pool_mode=session\n"
+               if session_database else "")
     ini.write_text(f"""
 [databases]
 {DATABASE} = {backend} dbname={DATABASE}
-
+{session}
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = {port}
@@ -134,7 +138,7 @@ pidfile = {home / "pgbouncer.pid"}
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     stack.callback(stop, process)
     wait_for_port(port, process, "pgbouncer")
-    return port
+    return port, process
 
 
 def pgbench_tps(target: dict[str, str], mode: str, args: argparse.Namespace,
@@ -192,7 +196,7 @@ def main() -> None:
             connection.execute("VACUUM ANALYZE")
         print("starting dpgate and PgBouncer…", flush=True)
         dpgate_port = start_dpgate(directory, dsns, stack)
-        bouncer_port = start_pgbouncer(directory, admin, server.system_user, stack)
+        bouncer_port, _ = start_pgbouncer(directory, admin, server.system_user, stack)
         script = directory / "select.sql"
         script.write_text(SCRIPT)
 

@@ -51,7 +51,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from accounting import SqliteLedger
-from bench.clients import DATABASE, SCRIPT, free_port, stop, wait_for_port
+from bench.clients import DATABASE, SCRIPT, free_port, start_pgbouncer, stop, wait_for_port
 from proxy.config import PrivacySettings
 from proxy.demo.analysts import create_analyst
 from proxy.demo.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
@@ -98,45 +98,6 @@ file = "{DEMO_POLICY_FILE}"
                                cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     stack.callback(stop, process)
     wait_for_port(port, process, "dpgate")
-    return port, process
-
-
-def start_pgbouncer(directory: Path, admin: dict[str, str], run_as: str | None,
-                    stack: ExitStack) -> tuple[int, subprocess.Popen]:
-    """PgBouncer with DATABASE in transaction pooling and SESSION_DATABASE in session
-    pooling, both in front of the same PostgreSQL."""
-    port = free_port()
-    home = directory / "pgbouncer"
-    home.mkdir()
-    home.chmod(0o777)  # written by run_as
-    (home / "userlist.txt").write_text(f'"{admin["user"]}" ""\n')
-    backend = f'host={admin["host"]} port={admin.get("port", 5432)} user={admin["user"]}'
-    ini = home / "pgbouncer.ini"
-    ini.write_text(f"""
-[databases]
-{DATABASE} = {backend} dbname={DATABASE}
-{SESSION_DATABASE} = {backend} dbname={DATABASE} pool_mode=session
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = {port}
-unix_socket_dir =
-auth_type = trust
-auth_file = {home / "userlist.txt"}
-pool_mode = transaction
-default_pool_size = 8
-max_client_conn = 100
-ignore_startup_parameters = extra_float_digits
-logfile = {home / "pgbouncer.log"}
-pidfile = {home / "pgbouncer.pid"}
-""")
-    for path in home.iterdir():
-        path.chmod(0o644)
-    switch = ["-u", run_as] if run_as and os.geteuid() == 0 else []  # it refuses root
-    process = subprocess.Popen(["pgbouncer", *switch, str(ini)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    stack.callback(stop, process)
-    wait_for_port(port, process, "pgbouncer")
     return port, process
 
 
@@ -406,7 +367,8 @@ def measure_passthrough(run: Run) -> None:
     CPU time the proxy process spent per transaction, which other work on a shared
     machine disturbs far less than throughput."""
     bouncer, bouncer_process = start_pgbouncer(run.directory, run.admin,
-                                               run.server.system_user, run.stack)
+                                               run.server.system_user, run.stack,
+                                               SESSION_DATABASE)
     script = run.directory / "select.sql"
     script.write_text(SCRIPT)
     host, user, seconds = run.admin["host"], run.admin["user"], run.args.seconds
