@@ -33,7 +33,7 @@ SELECT d0."k0", count(q."a0") AS "c0" FROM (SELECT DISTINCT "category" AS "k0" F
 -- date_trunc of a declared date range: released over the domain's image
 SELECT date_trunc('month', order_date) AS month, count(*) FROM orders GROUP BY 1 ORDER BY 1;
 -- expect:
-SELECT d0."k0", count(q."a0") AS "c0" FROM (SELECT DISTINCT DATE_TRUNC('MONTH', "dom"."k0") AS "k0" FROM (SELECT g.v::date AS "k0" FROM generate_series(DATE '2024-01-01', DATE '2024-12-31', INTERVAL '1 day') AS g(v)) AS dom WHERE DATE_TRUNC('MONTH', "dom"."k0") IS NOT NULL) AS d0 LEFT JOIN (SELECT DATE_TRUNC('MONTH', order_date) AS "k0", 1 AS "a0" FROM "public"."orders") AS q ON q."k0" = d0."k0" GROUP BY d0."k0" ORDER BY d0."k0";
+SELECT d0."k0", count(q."a0") AS "c0" FROM (SELECT DISTINCT m._dp_bucket AS "k0" FROM (SELECT r._dp_raw, DATE_TRUNC('MONTH', r._dp_raw) AS _dp_bucket FROM (SELECT DISTINCT CAST("dom"."v" AS DATE) AS _dp_raw FROM (SELECT g.v::date AS "v" FROM generate_series(DATE '2024-01-01', DATE '2024-12-31', INTERVAL '1 day') AS g(v)) AS dom) AS r) AS m WHERE m._dp_bucket IS NOT NULL) AS d0 LEFT JOIN (SELECT "_dp_map0"."_dp_bucket" AS "k0", 1 AS "a0" FROM "public"."orders" INNER JOIN (SELECT r._dp_raw, DATE_TRUNC('MONTH', r._dp_raw) AS _dp_bucket FROM (SELECT DISTINCT CAST("dom"."v" AS DATE) AS _dp_raw FROM (SELECT CAST(g.v AS DATE) AS "v" FROM GENERATE_SERIES(CAST('2024-01-01' AS DATE), CAST('2024-12-31' AS DATE), INTERVAL '1 DAY') AS g(v)) AS dom) AS r) AS "_dp_map0" ON "_dp_map0"."_dp_raw" = order_date AND NOT %(__dpgate_bucket_0)s IS NULL) AS q ON q."k0" = d0."k0" GROUP BY d0."k0" ORDER BY d0."k0";
 -- part: count ES(k)=2 S*=2 k*=0 scale=20 flex_scale=40
 -- privacy: global sensitivity (ES/ε), delta 0
 -- groups: the whole declared domain (366 keys)
