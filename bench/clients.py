@@ -33,6 +33,9 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from accounting import SqliteLedger
+from proxy.config import PrivacySettings
+from proxy.demo.analysts import create_analyst
 from proxy.demo.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
 from proxy.demo.roles import READER, RELAY
 
@@ -68,34 +71,39 @@ def stop(process: subprocess.Popen) -> None:
         process.kill()
 
 
-def start_dpgate(directory: Path, dsns: dict[str, str], stack: ExitStack) -> int:
+def start_dpgate(directory: Path, dsns: dict[str, str], stack: ExitStack,
+                 analysts: dict[str, str] | None = None, server: str = "",
+                 root: Path | None = None) -> tuple[int, subprocess.Popen]:
+    """`dpgate serve` on loopback over the demo policy, with a SQLite ledger holding
+    `analysts` (name: password; default the benchmark's analyst), created in-process (faster
+    than one `dpgate user add` each). `server` adds lines to [server]; `root` runs another
+    checkout's dpgate. Returns the port and the process (stopped with `stack`)."""
     port = free_port()
+    ledger_path = directory / "ledger" / "ledger.sqlite3"
     config = directory / "dpgate.toml"
     config.write_text(f"""
 [server]
 listen_host = "127.0.0.1"
 listen_port = {port}
-
+{server}
 [backend]
 dsn = "{dsns[READER]}"
 relay_dsn = "{dsns[RELAY]}"
-pool_size = 4
 
 [ledger]
-path = "{directory / 'ledger.sqlite3'}"
+path = "{ledger_path}"
 
 [policy]
 file = "{DEMO_POLICY_FILE}"
 """)
-    cli = [sys.executable, "-m", "proxy"]
-    subprocess.run([*cli, "user", "add", ANALYST, "--epsilon", "1000000", "--password-stdin",
-                    "--config", str(config)], input=PASSWORD + "\n", text=True, check=True,
-                   capture_output=True)
-    process = subprocess.Popen([*cli, "serve", "--config", str(config)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ledger = SqliteLedger(ledger_path)
+    for name, password in (analysts or {ANALYST: PASSWORD}).items():
+        create_analyst(ledger, name, password, 1e9, 1e-3, PrivacySettings())
+    process = subprocess.Popen([sys.executable, "-m", "proxy", "serve", "--config", str(config)],
+                               cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     stack.callback(stop, process)
     wait_for_port(port, process, "dpgate")
-    return port
+    return port, process
 
 
 def start_pgbouncer(directory: Path, admin: dict[str, str], run_as: str | None,
@@ -195,7 +203,7 @@ def main() -> None:
         with psycopg.connect(admin_dsn, autocommit=True) as connection:
             connection.execute("VACUUM ANALYZE")
         print("starting dpgate and PgBouncer…", flush=True)
-        dpgate_port = start_dpgate(directory, dsns, stack)
+        dpgate_port, _ = start_dpgate(directory, dsns, stack)
         bouncer_port, _ = start_pgbouncer(directory, admin, server.system_user, stack)
         script = directory / "select.sql"
         script.write_text(SCRIPT)

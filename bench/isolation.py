@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -28,39 +27,15 @@ from pathlib import Path
 
 import psycopg
 
-from bench.clients import DATABASE, free_port, stop, wait_for_port
-from proxy.demo.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
-from proxy.demo.roles import READER, RELAY
+from bench.clients import DATABASE, start_dpgate
+from proxy.demo.demo import prepare_database, start_embedded_postgres
 
 ATTACKER, VICTIM = ("mallory", "mallory-pw"), ("victim", "victim-pw")
 
 
 def start(directory: Path, dsns: dict[str, str], stack: ExitStack) -> int:
-    import subprocess
-
-    port = free_port()
-    config = directory / "dpgate.toml"
-    config.write_text(f"""
-[server]
-listen_port = {port}
-max_message_size = 1048576
-[backend]
-dsn = "{dsns[READER]}"
-relay_dsn = "{dsns[RELAY]}"
-[ledger]
-path = "{directory / 'ledger.sqlite3'}"
-[policy]
-file = "{DEMO_POLICY_FILE}"
-""")
-    cli = [sys.executable, "-m", "proxy"]
-    for name, password in (ATTACKER, VICTIM):
-        subprocess.run([*cli, "user", "add", name, "--epsilon", "1000000", "--password-stdin",
-                        "--config", str(config)], input=password + "\n", text=True,
-                       check=True, capture_output=True)
-    process = subprocess.Popen([*cli, "serve", "--config", str(config)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    stack.callback(stop, process)
-    wait_for_port(port, process, "dpgate")
+    port, _ = start_dpgate(directory, dsns, stack, dict((ATTACKER, VICTIM)),
+                           "max_message_size = 1048576\n")
     return port
 
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import base64
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -29,9 +27,8 @@ from pathlib import Path
 
 import psycopg
 
-from bench.clients import DATABASE, free_port, stop, wait_for_port
-from proxy.demo.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
-from proxy.demo.roles import READER, RELAY
+from bench.clients import DATABASE, free_port, start_dpgate
+from proxy.demo.demo import prepare_database, start_embedded_postgres
 
 ANALYST, OPERATOR = ("ann", "ann-pw"), ("ops", "ops-pw")
 
@@ -41,32 +38,11 @@ def start(directory: Path, dsns: dict[str, str], stack: ExitStack, operations: b
     """A dpgate process; returns its port and (if `operations`) the metrics and
     dashboard ports, else zeros."""
     directory.mkdir()
-    port, metrics, dashboard = free_port(), free_port(), free_port()
+    metrics, dashboard = free_port(), free_port()
     extra = (f'metrics_port = {metrics}\ndashboard_port = {dashboard}\n'
              f'audit_log = "audit.jsonl"\nadmin_users = "{OPERATOR[0]}"\n'
              if operations else "")
-    config = directory / "dpgate.toml"
-    config.write_text(f"""
-[server]
-listen_port = {port}
-{extra}
-[backend]
-dsn = "{dsns[READER]}"
-relay_dsn = "{dsns[RELAY]}"
-[ledger]
-path = "{directory / 'ledger.sqlite3'}"
-[policy]
-file = "{DEMO_POLICY_FILE}"
-""")
-    cli = [sys.executable, "-m", "proxy"]
-    for name, password in (ANALYST, OPERATOR):
-        subprocess.run([*cli, "user", "add", name, "--epsilon", "1000000", "--password-stdin",
-                        "--config", str(config)], input=password + "\n", text=True,
-                       check=True, capture_output=True)
-    process = subprocess.Popen([*cli, "serve", "--config", str(config)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    stack.callback(stop, process)
-    wait_for_port(port, process, "dpgate")
+    port, _ = start_dpgate(directory, dsns, stack, dict((ANALYST, OPERATOR)), extra)
     return (port, metrics, dashboard) if operations else (port, 0, 0)
 
 

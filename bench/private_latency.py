@@ -51,11 +51,13 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from accounting import SqliteLedger
-from bench.clients import DATABASE, SCRIPT, free_port, start_pgbouncer, stop, wait_for_port
-from proxy.config import PrivacySettings
-from proxy.demo.analysts import create_analyst
-from proxy.demo.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
-from proxy.demo.roles import READER, RELAY
+from bench.clients import (
+    DATABASE,
+    SCRIPT,
+    start_dpgate,
+    start_pgbouncer,
+)
+from proxy.demo.demo import prepare_database, start_embedded_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "bench-pw"
@@ -67,38 +69,6 @@ PARAMETERS = "SELECT count(*) FROM orders WHERE product_id = %s AND quantity >= 
 def question(number: int) -> tuple[int, int]:
     """The number-th distinct (product, quantity) pair: 10,000 of them."""
     return number % 1000 + 1, number // 1000 % 10 + 1
-
-
-def start_dpgate(directory: Path, dsns: dict[str, str], analysts: list[str],
-                 stack: ExitStack, root: Path = ROOT) -> tuple[int, subprocess.Popen]:
-    """dpgate serve with a ledger holding `analysts` (created in-process: faster than one
-    `dpgate user add` each)."""
-    port = free_port()
-    ledger_path = directory / "ledger" / "ledger.sqlite3"
-    config = directory / "dpgate.toml"
-    config.write_text(f"""
-[server]
-listen_host = "127.0.0.1"
-listen_port = {port}
-
-[backend]
-dsn = "{dsns[READER]}"
-relay_dsn = "{dsns[RELAY]}"
-
-[ledger]
-path = "{ledger_path}"
-
-[policy]
-file = "{DEMO_POLICY_FILE}"
-""")
-    ledger = SqliteLedger(ledger_path)
-    for name in analysts:
-        create_analyst(ledger, name, PASSWORD, 1e9, 1e-3, PrivacySettings())
-    process = subprocess.Popen([sys.executable, "-m", "proxy", "serve", "--config", str(config)],
-                               cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    stack.callback(stop, process)
-    wait_for_port(port, process, "dpgate")
-    return port, process
 
 
 class Asker:
@@ -434,7 +404,9 @@ def main() -> None:
             connection.execute("VACUUM ANALYZE")
         loop = os.environ.get("DPGATE_EVENT_LOOP", "uvloop if installed")
         print(f"starting dpgate (event loop: {loop})…", flush=True)
-        port, dpgate = start_dpgate(directory, dsns, analysts, stack, args.dpgate_root)
+        port, dpgate = start_dpgate(directory, dsns, stack,
+                                    {name: PASSWORD for name in analysts},
+                                    root=args.dpgate_root)
         run = Run(args, directory, admin_dsn, conninfo_to_dict(admin_uri), server, port,
                   dpgate, analysts, stack)
         profiler = None if args.profile is None else subprocess.Popen(
