@@ -23,13 +23,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from .postgres_schema import MIGRATIONS
+from .rows import ANALYST_COLUMNS, CHARGE_COLUMNS, analyst_from_row, now
 from .store import (
     TOLERANCE,
     Analyst,
@@ -43,7 +43,6 @@ from .store import (
     LedgerUnavailable,
     Metric,
     Repeated,
-    ScramVerifier,
     UnknownAnalyst,
 )
 
@@ -61,18 +60,6 @@ IDLE_PROBE = 1.0
 CONNECTION_DEFAULTS = {"connect_timeout": "5", "tcp_user_timeout": str(15_000),
                        "application_name": "dpgate-ledger"}
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-
-_ANALYST_COLUMNS = (
-    "name, scram_salt, scram_stored_key, scram_server_key, scram_iterations,"
-    " epsilon_total, delta_total, shift"
-)
-_CHARGE_COLUMNS = (
-    "id, at, analyst, statement, fingerprint, epsilon, delta, mechanism, sensitivity, outcome"
-)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def upgrade_command() -> str:
@@ -292,7 +279,7 @@ class PostgresLedger:
                     f" coalesce(sum(delta), 0), count(*) FROM {s}.charges WHERE analyst = %s",
                     (analyst.name, verifier.salt, verifier.stored_key, verifier.server_key,
                      verifier.iterations, analyst.epsilon_total, analyst.delta_total,
-                     analyst.shift, _now(), analyst.name),
+                     analyst.shift, now(), analyst.name),
                 )
         except psycopg.errors.UniqueViolation:
             raise ValueError(f"analyst {analyst.name!r} already exists") from None
@@ -309,16 +296,16 @@ class PostgresLedger:
     def analyst(self, name: str) -> Analyst | None:
         with self._transaction() as connection:
             row = connection.execute(
-                f"SELECT {_ANALYST_COLUMNS} FROM {self.schema}.analysts WHERE name = %s",
+                f"SELECT {ANALYST_COLUMNS} FROM {self.schema}.analysts WHERE name = %s",
                 (name,)).fetchone()
-        return None if row is None else _analyst(row)
+        return None if row is None else analyst_from_row(row)
 
     def analysts(self) -> list[Analyst]:
         with self._transaction() as connection:
             rows = connection.execute(
-                f"SELECT {_ANALYST_COLUMNS} FROM {self.schema}.analysts ORDER BY name"
+                f"SELECT {ANALYST_COLUMNS} FROM {self.schema}.analysts ORDER BY name"
             ).fetchall()
-        return [_analyst(row) for row in rows]
+        return [analyst_from_row(row) for row in rows]
 
     def rotate_shift(self, name: str, shift: float) -> None:
         """A new secret shift, and the analyst's stored answers forgotten (they carry the
@@ -373,7 +360,7 @@ class PostgresLedger:
         where, parameters = ("WHERE analyst = %s", (name,)) if name is not None else ("", ())
         with self._transaction() as connection:
             rows = connection.execute(
-                f"SELECT {_CHARGE_COLUMNS} FROM {self.schema}.charges {where} ORDER BY id",
+                f"SELECT {CHARGE_COLUMNS} FROM {self.schema}.charges {where} ORDER BY id",
                 parameters).fetchall()
         return [ChargeRecord(*row) for row in rows]
 
@@ -387,7 +374,7 @@ class PostgresLedger:
         """
         kind, charge_id, *figures, shift, stored = self._call(
             f"SELECT * FROM {self.schema}.charge(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (request.analyst, _now(), request.statement, request.fingerprint,
+            (request.analyst, now(), request.statement, request.fingerprint,
              request.epsilon, request.delta, request.mechanism, request.sensitivity,
              self.proxy, TOLERANCE))
         if kind == "unknown":
@@ -466,12 +453,6 @@ class PostgresLedger:
                 " ON CONFLICT (table_name, column_name) DO UPDATE SET"
                 " max_freq = excluded.max_freq, measured_at = excluded.measured_at",
                 [(m.table, m.column, m.max_freq, m.measured_at) for m in metrics])
-
-
-def _analyst(row: tuple) -> Analyst:
-    name, salt, stored_key, server_key, iterations, epsilon, delta, shift = row
-    return Analyst(name, ScramVerifier(bytes(salt), bytes(stored_key), bytes(server_key),
-                                       iterations), epsilon, delta, shift)
 
 
 def _first_line(error: BaseException) -> str:

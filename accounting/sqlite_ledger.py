@@ -13,11 +13,11 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 
 from .group_commit import GroupCommit
 from .one_commit import ShiftChanged, Standing
+from .rows import ANALYST_COLUMNS, CHARGE_COLUMNS, analyst_from_row, now
 from .store import (
     Analyst,
     AnalystBudget,
@@ -28,7 +28,6 @@ from .store import (
     ChargeRequest,
     Metric,
     Repeated,
-    ScramVerifier,
     UnknownAnalyst,
 )
 
@@ -96,23 +95,11 @@ MIGRATIONS = (
     """,
 )
 
-_ANALYST_COLUMNS = (
-    "name, scram_salt, scram_stored_key, scram_server_key, scram_iterations,"
-    " epsilon_total, delta_total, shift"
-)
-_CHARGE_COLUMNS = (
-    "id, at, analyst, statement, fingerprint, epsilon, delta, mechanism, sensitivity, outcome"
-)
-
 
 # The WAL is checkpointed on a thread of its own every this many commits (a fresh answer
 # writes a few pages, so about SQLite's default of 1,000 pages), instead of by the commit
 # that crosses the threshold: then that answer would pay the checkpoint's two fsyncs too.
 CHECKPOINT_EVERY = 256
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class SqliteLedger:
@@ -204,7 +191,7 @@ class SqliteLedger:
                     " coalesce(sum(delta), 0), count(*) FROM charges WHERE analyst = ?",
                     (analyst.name, verifier.salt, verifier.stored_key, verifier.server_key,
                      verifier.iterations, analyst.epsilon_total, analyst.delta_total,
-                     analyst.shift, _now(), analyst.name),
+                     analyst.shift, now(), analyst.name),
                 )
             except sqlite3.IntegrityError:
                 raise ValueError(f"analyst {analyst.name!r} already exists") from None
@@ -219,16 +206,16 @@ class SqliteLedger:
     def analyst(self, name: str) -> Analyst | None:
         with self._opened() as connection:
             row = connection.execute(
-                f"SELECT {_ANALYST_COLUMNS} FROM analysts WHERE name = ?", (name,)
+                f"SELECT {ANALYST_COLUMNS} FROM analysts WHERE name = ?", (name,)
             ).fetchone()
-        return None if row is None else _analyst(row)
+        return None if row is None else analyst_from_row(row)
 
     def analysts(self) -> list[Analyst]:
         with self._opened() as connection:
             rows = connection.execute(
-                f"SELECT {_ANALYST_COLUMNS} FROM analysts ORDER BY name"
+                f"SELECT {ANALYST_COLUMNS} FROM analysts ORDER BY name"
             ).fetchall()
-        return [_analyst(row) for row in rows]
+        return [analyst_from_row(row) for row in rows]
 
     def rotate_shift(self, name: str, shift: float) -> None:
         """Give the analyst a new secret shift and forget their stored answers.
@@ -285,7 +272,7 @@ class SqliteLedger:
         where, parameters = ("WHERE analyst = ?", (name,)) if name is not None else ("", ())
         with self._opened() as connection:
             rows = connection.execute(
-                f"SELECT {_CHARGE_COLUMNS} FROM charges {where} ORDER BY id", parameters
+                f"SELECT {CHARGE_COLUMNS} FROM charges {where} ORDER BY id", parameters
             ).fetchall()
         return [ChargeRecord(*row) for row in rows]
 
@@ -439,12 +426,6 @@ def _name_this_thread(name: bytes) -> None:
         pass
 
 
-def _analyst(row: tuple) -> Analyst:
-    name, salt, stored_key, server_key, iterations, epsilon, delta, shift = row
-    return Analyst(name, ScramVerifier(salt, stored_key, server_key, iterations),
-                   epsilon, delta, shift)
-
-
 def _stored(connection: sqlite3.Connection, request: ChargeRequest) -> Repeated | None:
     """The stored answer to this analyst's question, with their budget, if there is one."""
     stored = connection.execute(
@@ -466,7 +447,7 @@ def _charge(connection: sqlite3.Connection, request: ChargeRequest, outcome: str
     cursor = connection.execute(
         "INSERT INTO charges (analyst, at, statement, fingerprint, epsilon, delta,"
         " mechanism, sensitivity, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (request.analyst, _now(), request.statement, request.fingerprint,
+        (request.analyst, now(), request.statement, request.fingerprint,
          request.epsilon, request.delta, request.mechanism, request.sensitivity, outcome),
     )
     connection.execute(

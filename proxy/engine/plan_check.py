@@ -9,7 +9,7 @@ parameter values, or parameter types for literals lifted out of the text (litera
 from __future__ import annotations
 
 import json
-from collections import Counter, OrderedDict
+from collections import Counter
 from typing import Any
 
 from rewriter.constants import evaluation_sql, substitute
@@ -31,8 +31,7 @@ class PlanChecker:
 
     def __init__(self, policy: Policy, size: int = 4096):
         self.policy = policy
-        self.size = size
-        self._checked: OrderedDict[tuple[str, bytes], None] = OrderedDict()
+        self._checked: Remembered[tuple[str, bytes], bool] = Remembered(size)
         # The answers' shapes of lifted statements (session.py), and type names by OID.
         self.shapes: Remembered[tuple, Any] = Remembered(size)
         self.type_names: Remembered[tuple[int, ...], list[str]] = Remembered(size)
@@ -93,8 +92,7 @@ class PlanChecker:
     async def _check(self, backend: BackendConnection, sql: str,
                      parameters: Parameters | None, failure, analysis: str = "") -> None:
         key = (sql, _parameters_key(parameters) + analysis.encode())
-        if key in self._checked:
-            self._checked.move_to_end(key)
+        if self._checked.get(key):
             return
         rows = await backend.fetch("EXPLAIN (VERBOSE, FORMAT JSON) " + sql, parameters)
         (plan_json,) = rows.rows[0]
@@ -104,9 +102,7 @@ class PlanChecker:
             raise Refusal(SqlState.FEATURE_NOT_SUPPORTED, reason,
                           hint="dpgate checks every private query against PostgreSQL's plan; "
                           "ask a simpler query.")
-        self._checked[key] = None
-        while len(self._checked) > self.size:
-            self._checked.popitem(last=False)
+        self._checked.put(key, True)
 
 
 def _parameters_key(parameters: Parameters | None) -> bytes:
