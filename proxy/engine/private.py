@@ -366,17 +366,22 @@ class PrivateAnswers:
 
         Its failure (a noisy count of 0 as a divisor) depends on released values only, so
         PostgreSQL's own error is reported, once the question is charged: the values
-        were drawn. The connection is back in the pool before that charge commits.
+        were drawn. The connection is back in the pool before that charge commits. A
+        connection lost meanwhile is charged the same way and is this statement's error,
+        not the session's end.
         """
         try:
             async with self.pool.connection() as backend:
                 result = await backend.fetch(sql, parameters)
         except BackendError as error:
-            failure = error
-        else:
-            return [[None if v is None else v.decode() for v in row] for row in result.rows]
-        await self._charge_failure(request)
-        raise client_error(failure, 0) from None
+            await self._charge_failure(request)
+            raise client_error(error, 0) from None
+        except (OSError, asyncio.IncompleteReadError):
+            await self._charge_failure(request)
+            raise StatementError(SqlState.CONNECTION_FAILURE, "the connection to the database "
+                                 "was lost while computing over the released values; the "
+                                 "charge is kept", hint="Ask again.") from None
+        return [[None if v is None else v.decode() for v in row] for row in result.rows]
 
 
 def _exhausted(exceeded: BudgetExceeded) -> StatementError:
