@@ -175,10 +175,15 @@ def _operand(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
         return _numeric(node), integer
     if isinstance(node, (exp.Parameter, exp.Placeholder)):
         # Its type is checked when PostgreSQL plans it; its magnitude is clamped so that
-        # _digits can bound what it computes.
+        # _digits can bound what it computes. A CASE, not LEAST(GREATEST(…)): those skip
+        # NULL, and a NULL parameter must stay NULL as in PostgreSQL.
+        value = _numeric(node)
         bound = exp.Literal.number(_RUNTIME_BOUND)
-        clamped = exp.Least(this=exp.Greatest(this=_numeric(node), expressions=[exp.Neg(
-            this=bound.copy())]), expressions=[bound])
+        low = exp.Neg(this=bound.copy())
+        clamped = exp.Case(ifs=[
+            exp.If(this=exp.LT(this=value.copy(), expression=low.copy()), true=low),
+            exp.If(this=exp.GT(this=value.copy(), expression=bound.copy()), true=bound),
+        ], default=value)
         return clamped, False
     kind = _type_of_operand(node, type_of)
     if kind is None or kind not in NUMBER_TYPES:

@@ -194,7 +194,8 @@ def key_selection_threshold(stability: float, scale: float, delta: float) -> flo
 
     One changed row alters at most S rows, so at most S groups exist on one side only, each
     with a true count ≤ S. Discrete Laplace noise of scale b has P(X ≥ x) ≤ e^(−x/b), so
-    with τ = S + b·ln(S/δ) the union bound gives S·e^(−(τ−S)/b) = δ.
+    with τ = S + b·ln(S/δ) the union bound gives S·e^(−(τ−S)/b) = δ: the unit-level
+    threshold of mechanisms/key_selection.py with κ = τ_g = S.
     """
     stability = max(stability, 1.0)
-    return stability + scale * math.log(stability / delta)
+    return unit_threshold(stability, stability, scale, delta)

@@ -42,11 +42,11 @@ def annotate_columns(tree: exp.Expression, policy: Policy) -> bool:
     rows = _note_rows(policy)
     if not rows:
         return False
-    template = _TEMPLATE.format(rows=", ".join(rows))
+    template: exp.Expr = sqlglot.parse_one(f"SELECT {_TEMPLATE.format(rows=', '.join(rows))}",
+                                           dialect="postgres").expressions[0]
     for call in calls:
         relation, number = call.expressions
-        replacement: exp.Expr = sqlglot.parse_one(f"SELECT {template}",
-                                                  dialect="postgres").expressions[0]
+        replacement = template.copy()  # parsed once: a catalog query may call it per column
         for placeholder in list(replacement.find_all(exp.Column)):
             if placeholder.name == "__rel":
                 placeholder.replace(exp.Paren(this=relation.copy()))

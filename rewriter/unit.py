@@ -113,8 +113,11 @@ def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: 
         # The hop joins on these columns (plan_joins.py expects them in PostgreSQL's plan).
         analyzer.join_columns |= {(node_table, node[1]), (hop.table, hop.key)}
         node_table = hop.table
+        # Not through a column alias list (only a public table may have one here): the
+        # unit is written as `alias.value`, which PostgreSQL reads by the visible names.
         match = next((other for other in relation.sources if other.table == hop.table and
-                      classes.same(node, (other.alias, hop.key))), None)
+                      other.renamed is None and classes.same(node, (other.alias, hop.key))),
+                     None)
         if match is not None:
             node = (match.alias, hop.value)
             continue

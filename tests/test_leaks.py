@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from tests.conftest import RunningProxy
+from tests.conftest import Postgres, RunningProxy
 from tests.test_end_to_end import admin_scalar, connect, psql
 from tests.test_ledger_proxy import fresh_analyst
 
@@ -354,6 +354,28 @@ def test_arithmetic_on_private_rows_is_answered_in_a_total_form(
                                       ).fetchone()
         assert isinstance(count, int)
         assert connection.execute("SHOW dp.budget").fetchone()[1] == pytest.approx(0.1)
+
+
+@pytest.mark.end_to_end
+@pytest.mark.parametrize("value", [None, "-7", "2.5", "1e1001"])
+def test_a_clamped_parameter_keeps_postgresqls_value_and_its_null(postgres: Postgres,
+                                                                   value: str | None):
+    """A parameter in arithmetic is clamped to ±1e1000 (its digits bounded); a NULL stays
+    NULL, as in PostgreSQL (LEAST and GREATEST would have made it -1e1000)."""
+    import sqlglot
+
+    from rewriter.arithmetic import total_form
+
+    node = sqlglot.parse_one("SELECT 3 * $1", read="postgres").expressions[0]
+    total = total_form(node, lambda column: None).sql(dialect="postgres")
+    with psycopg.connect(postgres.admin_dsn, autocommit=True,
+                         cursor_factory=psycopg.RawCursor) as connection:
+        (answer,) = connection.execute(f"SELECT ({total})::text", [value]).fetchone()
+        # PostgreSQL's own 3 * $1, with the clamp only where it binds (1e1001).
+        (expected,) = connection.execute(
+            "SELECT (3 * CASE WHEN $1::numeric > 1e1000 THEN 1e1000 ELSE $1::numeric END)"
+            "::text", [value]).fetchone()
+    assert answer == expected and (answer is None) == (value is None)
 
 
 def test_what_postgresql_itself_rejects_gets_postgresqls_error_before_any_charge(

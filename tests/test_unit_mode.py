@@ -157,6 +157,20 @@ def test_a_foreign_key_chain_reaches_the_unit_through_a_joined_table():
     assert alone.scans.count("public.orders") == 1
 
 
+def test_a_chain_never_reads_the_unit_through_a_column_alias_list():
+    """`orders AS o(order_id, product_id, customer_id)` names the base product_id
+    customer_id: the unit `o.customer_id` would be the product, and a customer's rows
+    spread over many partitions. dpgate joins the hop table itself instead."""
+    policy = Policy.from_dict({**UNIT, "tables": {
+        "customers": {"private": True}, "orders": {"private": False},
+        "recommendations": {"private": True,
+                            "unit": "product_id -> orders.order_id -> orders.customer_id"}}})
+    plan = plan_of("SELECT count(*) FROM recommendations r JOIN orders AS "
+                   "o(order_id, product_id, customer_id) ON r.product_id = o.order_id", policy)
+    assert '"_dp_hop1"."customer_id" AS "_dp_unit"' in plan.sql
+    assert '"o"."customer_id" AS "_dp_unit"' not in plan.sql
+
+
 def test_a_chain_through_a_key_that_is_not_unique_is_refused():
     policy = Policy.from_dict({**UNIT, "tables": {
         "customers": {"private": True}, "orders": {"private": True, "unit": "customer_id"},
