@@ -70,13 +70,16 @@ class Planner:
 
     async def lifted(self, sql: str, session: Mapping[str, str] | None = None
                      ) -> list[Statement] | None:
-        """The plans of a simple-query string through its lifted shape (literals.py): a
-        private aggregate to answer with the shape's plan and the literals as parameters,
-        or the string relayed as written when its shape is relayed unchanged. None when
-        the string is to be planned as written (already planned so, nothing to lift, or a
-        shape that is refused or needs its values before the query)."""
-        if self.plans.get(self._key(sql, session or {})) is not None:
-            return None  # planned as written already (a relayed statement, say)
+        """The plans of a simple-query string if it was planned before, else through its
+        lifted shape (literals.py): a private aggregate to answer with the shape's plan
+        and the literals as parameters, or the string relayed as written when its shape is
+        relayed unchanged (remembered for the string too, so it comes back from the cache
+        next time). None when the string is to be planned as written (nothing to lift, or
+        a shape that is refused or needs its values before the query)."""
+        session = session or {}
+        cached = self.plans.get(self._key(sql, session))
+        if cached is not None:
+            return cached
         lifted = lift(sql) if len(sql) <= INLINE_ANALYSIS_SIZE else None
         if lifted is None:
             return None
@@ -87,7 +90,9 @@ class Planner:
         if relayed_as_written(statements, lifted):
             # Which tables and functions a statement reads does not depend on its WHERE
             # literals: the original text is relayed, unchanged, as its shape would be.
-            return [Statement(sql, 0, Relay(sql))]
+            relayed = [Statement(sql, 0, Relay(sql))]
+            self.plans.put(self._key(sql, session), relayed)
+            return relayed
         if not usable(statements):
             return None
         return [LiftedStatement(lifted.text, 0, statements[0].plan, lifted.parameters)]

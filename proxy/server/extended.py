@@ -113,11 +113,13 @@ class ExtendedProtocol:
         with session.running.on(relay):
             await relay.flush()
             while until or self.pending:
-                kind, payload = await relay.read()
+                raw = await relay.read_raw()
+                kind = raw[:1]
                 if kind == Backend.READY_FOR_QUERY:
                     return
-                session.send(wire.message(kind, payload))
-                await session.relieve()
+                relief = session.forward(raw)
+                if relief is not None:
+                    await relief
                 if kind == Backend.ERROR_RESPONSE:
                     for _, undo in self.pending:
                         undo()
