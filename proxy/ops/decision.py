@@ -52,7 +52,7 @@ def statement_fingerprint(text: str) -> str:
     return hashlib.sha256(normal.encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: one is made per statement, and frozen ones are slow
 class Decision:
     """One statement's fate. `fingerprint` is the ledger's for charged statements (so the
     audit log joins `dpgate ledger export`), the text's hash otherwise."""

@@ -163,10 +163,13 @@ class BackendConnection:
         self._outgoing.append(data)
 
     async def flush(self) -> None:
+        """Write the queue; wait only while the socket has not taken all of it (a lost
+        connection shows on the next read)."""
         if self._outgoing:
             self.writer.write(b"".join(self._outgoing))
             self._outgoing.clear()
-        await self.writer.drain()
+        if self.writer.transport.get_write_buffer_size():
+            await self.writer.drain()
 
     async def read(self) -> tuple[bytes, bytes]:
         """One message: (type byte, payload)."""
@@ -177,8 +180,16 @@ class BackendConnection:
         """One message as it came, header included. The transaction status
         (ReadyForQuery) and the server's settings (ParameterStatus) are kept up to date
         whoever reads."""
-        raw = wire.buffered_message(self.reader, MAX_BACKEND_MESSAGE) or \
-            await wire.read_raw_message(self.reader, MAX_BACKEND_MESSAGE)
+        return self.take() or self._track(
+            await wire.read_raw_message(self.reader, MAX_BACKEND_MESSAGE))
+
+    def take(self) -> bytes | None:
+        """The next message as read_raw gives it if it has arrived whole, else None:
+        loops over an answer's messages call this first and await only when it is None."""
+        raw = wire.buffered_message(self.reader, MAX_BACKEND_MESSAGE)
+        return None if raw is None else self._track(raw)
+
+    def _track(self, raw: bytes) -> bytes:
         kind = raw[:1]
         if kind == Backend.READY_FOR_QUERY:
             self.status = raw[5:6]
@@ -196,7 +207,7 @@ class BackendConnection:
         await self.flush()
         error: dict[str, str] | None = None
         while True:
-            raw = await self.read_raw()
+            raw = self.take() or await self.read_raw()
             kind = raw[:1]
             if kind == Backend.READY_FOR_QUERY:
                 return error

@@ -32,6 +32,12 @@ class Outbox:
         self.wrote_piece = False
         return self.writer.drain()
 
+    async def flush(self) -> None:
+        """Write what is queued; wait only if the socket did not take all of it."""
+        self.write()
+        if self.writer.transport.get_write_buffer_size():
+            await self.writer.drain()
+
     def write(self) -> None:
         """Hand what is queued to the transport (before a drain, or before closing)."""
         if self.parts:

@@ -113,7 +113,7 @@ class ExtendedProtocol:
         with session.running.on(relay):
             await relay.flush()
             while until or self.pending:
-                raw = await relay.read_raw()
+                raw = relay.take() or await relay.read_raw()
                 kind = raw[:1]
                 if kind == Backend.READY_FOR_QUERY:
                     return

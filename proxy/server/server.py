@@ -343,8 +343,7 @@ class Proxy:
             else:
                 raise wire.ProtocolError(f"unexpected message type {kind!r}")
             if outbox.parts:  # a message forwarded to the backend has nothing to send yet
-                outbox.write()
-                await writer.drain()
+                await outbox.flush()
 
     async def _cancel(self, payload: bytes) -> None:
         if len(payload) != 8:
