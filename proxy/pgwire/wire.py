@@ -315,6 +315,13 @@ def read_bind(payload: bytes) -> BindMessage:
     return BindMessage(portal, statement, formats, values, result_formats)
 
 
+def bind_names(payload: bytes) -> tuple[str, str]:
+    """Bind's (portal, statement) alone: all the proxy reads of a Bind it forwards
+    (PostgreSQL checks the rest)."""
+    portal, offset = cstring(payload)
+    return portal, cstring(payload, offset)[0]
+
+
 def read_target(payload: bytes) -> tuple[bytes, str]:
     """Describe and Close: (b"S" statement or b"P" portal, name)."""
     fields = _Payload(payload)
