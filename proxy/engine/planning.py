@@ -69,6 +69,11 @@ class Planner:
         bounds = "".join(f"\0{session.get(name, '')}" for name in SESSION_BOUNDS)
         return (sql + bounds if bounds.strip("\0") else sql, self.knowledge.metrics.version)
 
+    def cached(self, sql: str, session: Mapping[str, str] | None = None
+               ) -> list[Statement] | None:
+        """The plans of a query string planned before, without waiting for anything."""
+        return self.plans.get(self._key(sql, session or {}))
+
     async def lifted(self, sql: str, session: Mapping[str, str] | None = None
                      ) -> list[Statement] | None:
         """The plans of a simple-query string if it was planned before, else through its
@@ -78,7 +83,7 @@ class Planner:
         next time). None when the string is to be planned as written (nothing to lift, or
         a shape that is refused or needs its values before the query)."""
         session = session or {}
-        cached = self.plans.get(self._key(sql, session))
+        cached = self.cached(sql, session)
         if cached is not None:
             return cached
         lifted = lift(sql) if len(sql) <= INLINE_ANALYSIS_SIZE else None

@@ -333,7 +333,8 @@ class Proxy:
                 pass  # skipped until Sync, or left over from a COPY that never started
             elif kind == Frontend.QUERY:
                 sql, _ = wire.cstring(payload)
-                await extended.settle()
+                if extended.pending:
+                    await extended.settle()
                 await session.simple_query(sql)
             elif kind == Frontend.FUNCTION_CALL:
                 session.send(wire.error_response(

@@ -53,7 +53,8 @@ class Session:
     async def simple_query(self, sql: str) -> None:
         """Answer one Query message, ending with ReadyForQuery."""
         try:
-            statements = await self.engine.lifted(sql) or await self.engine.statements(sql)
+            statements = self.engine.cached(sql) or await self.engine.lifted(sql) or \
+                await self.engine.statements(sql)
         except Refusal as refusal:
             statements = [Statement(sql, 0, refusal)]
         except StatementError as error:
@@ -121,7 +122,8 @@ class Session:
             )
 
     async def _relay(self, plan: Relay) -> None:
-        await self.ensure_relay()
+        if not self.relay.alive:
+            await self.ensure_relay()
         try:
             with self.running.on(self.relay):
                 error = await self.relay.relay(
