@@ -72,6 +72,9 @@ class Tracker:
             self.epsilon, self.delta = epsilon, delta
 
 
+_UNCHARGED = Tracker()  # what a relayed statement reports (read, never changed)
+
+
 class Operations:
     def __init__(self, audit_log: str = "", admin_users: str = ""):
         self.metrics = Metrics()
@@ -104,12 +107,17 @@ class Operations:
         if self.audit is not None:
             self.audit.write(decision)
         self.recent.append(decision)
-        self.counts.setdefault(decision.analyst, Counter())[decision.outcome] += 1
-        totals = self.charged.setdefault(decision.analyst, [0.0, 0.0])
-        totals[0] += decision.epsilon
-        totals[1] += decision.delta
-        self.seconds[decision.analyst] = self.seconds.get(decision.analyst, 0.0) + \
-            decision.seconds
+        analyst = decision.analyst
+        counts = self.counts.get(analyst)
+        if counts is None:
+            counts = self.counts[analyst] = Counter()
+            self.charged[analyst] = [0.0, 0.0]
+        counts[decision.outcome] += 1
+        if decision.epsilon or decision.delta:
+            totals = self.charged[analyst]
+            totals[0] += decision.epsilon
+            totals[1] += decision.delta
+        self.seconds[analyst] = self.seconds.get(analyst, 0.0) + decision.seconds
 
     def close(self) -> None:
         if self.audit is not None:
@@ -145,6 +153,11 @@ class SessionOps:
             if sqlstate:
                 self.refused(text, sqlstate)
             raise
+
+    def relayed(self, plan: Plan, text: str, sqlstate: str | None, seconds: float) -> None:
+        """A statement relayed outside `statement` (fast_relay), with PostgreSQL's
+        SQLSTATE if it failed."""
+        self._record(plan, text, _UNCHARGED, sqlstate, seconds)
 
     def refused(self, text: str, sqlstate: str) -> None:
         """A statement refused before it was planned (too long, unparsable…)."""

@@ -20,8 +20,10 @@ from rewriter.sqlstate import SqlState
 
 from . import wire
 from .codes import AuthRequest, Backend, Frontend, Target, TransactionStatus
+from .hooked import HookedStreamProtocol
 
 MAX_BACKEND_MESSAGE = 1 << 30
+_STREAM_LIMIT = 2 ** 16  # asyncio.open_connection's default
 
 
 class BackendError(Exception):
@@ -96,6 +98,9 @@ class BackendConnection:
         self.status: bytes = TransactionStatus.IDLE
         self.endpoint: Endpoint | None = None
         self._outgoing: list[bytes] = []
+        protocol = writer.transport.get_protocol()
+        # Where fast_relay hooks in (connections opened by _open have one).
+        self.protocol = protocol if isinstance(protocol, HookedStreamProtocol) else None
 
     @classmethod
     async def connect(cls, endpoint: Endpoint, **options: str) -> BackendConnection:
@@ -316,9 +321,17 @@ class BackendConnection:
 
 
 async def _open(endpoint: Endpoint) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """asyncio.open_connection (or its Unix socket form), with a HookedStreamProtocol."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_STREAM_LIMIT)
+    protocol = HookedStreamProtocol(reader)
     if endpoint.host.startswith("/"):
-        return await asyncio.open_unix_connection(f"{endpoint.host}/.s.PGSQL.{endpoint.port}")
-    return await asyncio.open_connection(endpoint.host, endpoint.port)
+        transport, _ = await loop.create_unix_connection(
+            lambda: protocol, f"{endpoint.host}/.s.PGSQL.{endpoint.port}")
+    else:
+        transport, _ = await loop.create_connection(lambda: protocol, endpoint.host,
+                                                    endpoint.port)
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
 
 class BackendPool:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from .hooked import HookedStreamProtocol
+
 
 class IdleTimeout(Exception):
     """The client stayed idle outside a transaction longer than server.idle_timeout."""
@@ -26,6 +28,10 @@ class ClientReader(asyncio.StreamReader):
         self.stopping = False
         self.idle_timeout = 0.0
         self.in_transaction: Callable[[], bool] = lambda: True
+        self.protocol: HookedStreamProtocol | None = None  # the server's, feeding this stream
+        # Statements relayed while the session waits (fast_relay): it is busy meanwhile.
+        self.relaying = 0
+        self._timer: asyncio.Timeout | None = None
 
     def pending(self) -> int:
         """Bytes received and not read yet."""
@@ -44,14 +50,22 @@ class ClientReader(asyncio.StreamReader):
         # here, between statements, rather than in the middle of one.
         if self.stopping:
             raise ShuttingDown
-        limit = None if self.in_transaction() or not self.idle_timeout else self.idle_timeout
         self.waiting = True
         try:
-            if limit is None:  # most waits: no timer to arm
+            if not self.idle_timeout:  # most proxies: no timer to arm
                 return await super().readexactly(n)
-            async with asyncio.timeout(limit):
+            async with asyncio.timeout(None) as self._timer:
+                self.touch(self.in_transaction())
                 return await super().readexactly(n)
         except TimeoutError:
             raise IdleTimeout from None
         finally:
             self.waiting = False
+            self._timer = None
+
+    def touch(self, in_transaction: bool) -> None:
+        """The client was active while the session waited (fast_relay answered it): the
+        idle timeout counts from now, and not at all inside a transaction."""
+        if self._timer is not None:
+            self._timer.reschedule(None if in_transaction else
+                                   asyncio.get_running_loop().time() + self.idle_timeout)

@@ -34,11 +34,13 @@ from ..pgwire.auth import AuthenticationFailed, authenticate
 from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Endpoint
 from ..pgwire.client_stream import ClientReader, IdleTimeout, ShuttingDown
 from ..pgwire.codes import Frontend, TransactionStatus
+from ..pgwire.hooked import HookedStreamProtocol
 from ..pgwire.outbox import Outbox
 from ..pgwire.running import Running
 from ..pgwire.startup import CancelRequest, FatalError, negotiate
 from ..pgwire.tls import ServerTls
 from .extended import ExtendedProtocol
+from .fast_relay import FastRelay
 from .prepared import PreparedStatements
 from .session import Session
 
@@ -97,12 +99,16 @@ class Proxy:
                 dashboard_app(self.ops, self.ledger, self.workers), server.dashboard_host,
                 server.dashboard_port))
         loop = asyncio.get_running_loop()
-        # asyncio.start_server, but with our reader, which knows when a client is idle.
-        return await loop.create_server(
-            # The callback gets the reader given here, a ClientReader.
-            lambda: asyncio.StreamReaderProtocol(
-                ClientReader(), self._accept),  # type: ignore[arg-type]
-            server.listen_host, server.listen_port)
+        # asyncio.start_server, but with our reader, which knows when a client is idle,
+        # and a protocol fast_relay can hook into.
+        return await loop.create_server(self._client_protocol, server.listen_host,
+                                        server.listen_port)
+
+    def _client_protocol(self) -> HookedStreamProtocol:
+        reader = ClientReader()
+        # The callback gets the reader given here, a ClientReader.
+        reader.protocol = HookedStreamProtocol(reader, self._accept)
+        return reader.protocol
 
     async def close(self) -> None:
         """Stop every client, then the backend pool. Call it after the listening server
@@ -111,7 +117,7 @@ class Proxy:
         self.stopping = True
         for task, reader in list(self.clients.items()):
             reader.stopping = True  # a busy session ends when it next waits for its client
-            if reader.waiting:
+            if reader.waiting and not reader.relaying:
                 task.cancel()  # nothing in flight: end it now
         if self.clients:
             await asyncio.wait(set(self.clients), timeout=self.config.server.shutdown_grace)
@@ -319,12 +325,24 @@ class Proxy:
             raise
         return session, key
 
-    async def _serve(self, session: Session, reader: asyncio.StreamReader,
+    async def _serve(self, session: Session, reader: ClientReader,
                      writer: asyncio.StreamWriter, outbox: Outbox) -> None:
         max_size = self.config.server.max_message_size
         extended = ExtendedProtocol(session)
+        fast = FastRelay(session, extended, reader, writer, outbox, max_size)
+        try:
+            await self._messages(session, reader, outbox, extended, fast)
+        finally:
+            fast.close()
+
+    async def _messages(self, session: Session, reader: ClientReader, outbox: Outbox,
+                        extended: ExtendedProtocol, fast: FastRelay) -> None:
+        """The session's message loop, for whatever fast_relay did not take."""
+        max_size = self.config.server.max_message_size
         while True:
             kind, payload = await wire.read_message(reader, max_size)
+            if fast.in_flight:  # answers to statements relayed before this one come first
+                await fast.drained()
             if kind == Frontend.TERMINATE:
                 return
             if kind in EXTENDED_PROTOCOL:
