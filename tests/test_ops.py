@@ -153,6 +153,25 @@ def test_the_audit_log_has_one_line_per_decision_and_no_value(ops: Ops):
         assert secret not in log and secret not in metrics
 
 
+def test_statements_relayed_the_fast_way_are_reported_like_the_others(ops: Ops):
+    """The second time a relayed text comes it is relayed from the transports' callbacks
+    (proxy/server/fast_relay.py): the same audit lines and metrics as the first time."""
+    seen = len(_audit_lines(ops)) if ops.audit.exists() else 0
+    before, _ = scrape(ops)
+    commands = ["SELECT 42 AS answer", "SELECT 42 AS answer", "SELECT 2 / 0", "SELECT 2 / 0"]
+    ran = subprocess.run(["psql", ops.proxy.dsn(), *(f"-c{c}" for c in commands)],
+                         capture_output=True, text=True, timeout=30, check=False)
+    assert ran.stdout.count(" 42") == 2 and "division by zero" in ran.stderr
+    lines = _audit_lines(ops)[seen:]
+    assert [(line["kind"], line["outcome"], line["sqlstate"]) for line in lines] == [
+        ("relay", "relayed", None)] * 2 + [("relay", "failed", "22012")] * 2
+    assert lines[0]["fingerprint"] == lines[1]["fingerprint"]
+    after, _ = scrape(ops)
+    assert statements(after, "failed", "22012") == statements(before, "failed", "22012") + 2
+    latency = ("dpgate_statement_duration_seconds_count", (("kind", "relay"),))
+    assert after[latency] >= before.get(latency, 0) + 4
+
+
 def _psql(dsn: str, command: str) -> subprocess.CompletedProcess:
     return subprocess.run(["psql", dsn, "--csv", "-c", command], capture_output=True,
                           text=True, timeout=30, check=False)

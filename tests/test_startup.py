@@ -3,6 +3,7 @@ the authentication and idle timeouts. Raw sockets where a driver would hide the 
 
 from __future__ import annotations
 
+import socket
 import struct
 import time
 from collections.abc import Iterator
@@ -141,6 +142,31 @@ def test_a_session_inside_a_transaction_is_not_closed_for_idleness(own: OwnProxy
         assert login(other)[-1] == (b"Z", b"I")
         other.sendall(wire.message(b"X"))
         assert other.recv(1) == b""
+
+
+def test_statements_relayed_the_fast_way_keep_the_idle_timeout_right(own: OwnProxy):
+    """Once its text is planned, a relayed statement is answered from the transports'
+    callbacks (proxy/server/fast_relay.py) while the session waits for its client: that
+    activity restarts the idle timeout, and a transaction opened that way suspends it."""
+
+    def ask(sock: socket.socket, sql: str) -> bytes:
+        sock.sendall(wire.message(b"Q", sql.encode() + b"\0"))
+        while (message := read_message(sock))[0] != b"Z":
+            assert message[0], "the proxy closed the connection"
+        return message[1]
+
+    with connect_raw(own.port, timeout=30) as sock:
+        assert login(sock)[-1] == (b"Z", b"I")
+        assert (ask(sock, "BEGIN"), ask(sock, "COMMIT")) == (b"T", b"I")  # planned now
+        busy_until = time.monotonic() + IDLE_TIMEOUT * 2.5
+        while time.monotonic() < busy_until:  # active for longer than the timeout
+            assert ask(sock, "SELECT 1") == b"I"
+            time.sleep(IDLE_TIMEOUT / 4)
+        assert ask(sock, "BEGIN") == b"T"
+        time.sleep(IDLE_TIMEOUT * 2.5)  # idle inside a transaction: not closed
+        assert ask(sock, "COMMIT") == b"I"
+        (error,) = errors(read_until_closed(sock))  # idle outside one: closed
+    assert (error["S"], error["C"]) == ("FATAL", "57P05")
 
 
 def test_an_unknown_database_is_refused(own: OwnProxy):

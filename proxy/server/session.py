@@ -135,6 +135,8 @@ class Session:
                                  "the connection to the database was lost "
                                  "while the statement ran", hint="Ask again: dpgate "
                                  "reconnects. Settings made with SET are reset.") from None
+        if self.relay.status == TransactionStatus.IDLE:
+            self.prepared.portals.clear()  # a transaction ended (COMMIT…), its portals too
         if error is not None:  # PostgreSQL's SQLSTATE, for proxy/ops
             raise AlreadyReported(error.get("C", ""))
         if plan.resets_dp:
