@@ -3,6 +3,7 @@
 Measured with bench/private_latency.py (README, Performance): uvloop's loop and
 transports take fewer Python steps per relayed message. DPGATE_EVENT_LOOP=asyncio picks
 asyncio's loop whatever is installed (to compare, or to rule uvloop out).
+DPGATE_LOOP_WATCH=<file> notes how late the loop serves a 1 ms timer (loop_watch.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import asyncio
 import os
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
+
+from .loop_watch import watch, watched_file
 
 T = TypeVar("T")
 
@@ -29,4 +32,16 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
     """asyncio.run on the chosen loop."""
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        return runner.run(coroutine)
+        return runner.run(_watched(coroutine))
+
+
+async def _watched(coroutine: Coroutine[Any, Any, T]) -> T:
+    """The coroutine, beside the loop's watch when DPGATE_LOOP_WATCH asks for one."""
+    path = watched_file()
+    if path is None:
+        return await coroutine
+    watcher = asyncio.create_task(watch(path))
+    try:
+        return await coroutine
+    finally:
+        watcher.cancel()
