@@ -15,11 +15,12 @@ noise drawn), one after the other. Its latencies are compared with the same ping
 nothing else runs.
 
 The event loop's blocks come from dpgate itself: started with DPGATE_LOOP_WATCH (see
-proxy/server/loop_watch.py) it notes each time a 1 ms timer fires late, and by how much:
-the time the loop kept every session waiting, whether a callback ran long on it or it
-waited for the GIL while a worker thread computed. (py-spy cannot see this: it samples at
-most every millisecond, so it merges short turns into one.) To see what ran, profile
-with `--profile FILE` (py-spy, collapsed stacks).
+proxy/server/loop_watch.py) it notes each time a 1 ms timer fires late, by how much, and
+how much CPU time the loop's thread spent meanwhile. The delay is what every session
+waited (a callback running long, the GIL held by a worker thread, or the shared machine
+giving dpgate no CPU); the CPU time is the CPU work on the event loop, the issue's limit.
+(py-spy cannot see this: it samples at most every millisecond and merges short turns into
+one.) To see what ran, profile with `--profile FILE` (py-spy, collapsed stacks).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from psycopg import sql
 
 from proxy.demo.demo import DEMO_POLICY_FILE
 from proxy.demo.roles import READER, RELAY
-from proxy.server.loop_watch import ENVIRONMENT, read_late_ticks
+from proxy.server.loop_watch import ENVIRONMENT, LateTick, read_late_ticks
 
 TABLE = "stall_values"
 VALUES = 182_000  # distinct values of the private column: the quantile's candidates
@@ -116,9 +117,10 @@ class StallResult:
     alone: Pings
     during: Pings
     heavy: list[tuple[str, float]]  # (question, seconds to its answer)
-    # Seconds late of each late tick of the loop's watch while heavy answers ran,
-    # longest first; None when the dpgate measured has no watch (an older checkout).
-    blocks: list[float] | None
+    # The loop watch's late ticks while the pings ran alone, then beside heavy answers;
+    # None when the dpgate measured has no watch (an older checkout).
+    ticks_alone: list[LateTick] | None
+    ticks_during: list[LateTick] | None
 
     def heavy_by_question(self) -> dict[str, list[float]]:
         """Seconds to each answer, per heavy question."""
@@ -186,6 +188,7 @@ def measure(through: Callable[[str], str], heavy: str, pinger: str, watched: Pat
     session = Pinger(through(pinger))
     ask_heavy(through(heavy), 1, 0)  # warm: plans, metrics, the first calibrations
     quiet = Pings()
+    began = time.time()
     for _ in range(alone):
         session.ping(quiet)
     done = threading.Event()
@@ -204,11 +207,12 @@ def measure(through: Callable[[str], str], heavy: str, pinger: str, watched: Pat
     worker.join()
     ended = time.time()
     session.connection.close()
-    blocks = None
-    if watched.exists():
-        blocks = sorted((late for at, late in read_late_ticks(watched)
-                         if started <= at <= ended), reverse=True)
-    return StallResult(quiet, during, timings, blocks)
+    if not watched.exists():
+        return StallResult(quiet, during, timings, None, None)
+    ticks = read_late_ticks(watched)
+    return StallResult(quiet, during, timings,
+                       [tick for tick in ticks if began <= tick.at <= started],
+                       [tick for tick in ticks if started <= tick.at <= ended])
 
 
 def p99(values: list[float]) -> float:

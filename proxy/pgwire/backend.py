@@ -22,6 +22,11 @@ from . import wire
 from .codes import AuthRequest, Backend, Frontend, Target, TransactionStatus
 
 MAX_BACKEND_MESSAGE = 1 << 30
+# One row of a result: its values in text format (None for NULL).
+Row = tuple[bytes | None, ...]
+# Messages read (or rows parsed) before the event loop gets a turn: about 1.5 ms of work,
+# so that a long result never holds other sessions up for more (issue 16).
+MESSAGES_PER_TURN = 256
 
 
 class BackendError(Exception):
@@ -81,7 +86,7 @@ class Rows:
     """A result in text format, with each column's (name, type OID)."""
 
     columns: list[tuple[str, int]]
-    rows: list[list[bytes | None]]
+    rows: list[Row]
 
 
 class BackendConnection:
@@ -214,11 +219,13 @@ class BackendConnection:
                       + wire.bind_message("", "", parameters.formats, parameters.values, ())
                       + wire.execute_message("") + wire.SYNC)
         rows = Rows([], [])
-        for kind, payload in await self._until_ready():
+
+        def keep(kind: bytes, payload: bytes) -> None:  # parsed as read, not kept as is
             if kind == Backend.DATA_ROW:
                 rows.rows.append(wire.parse_data_row(payload))
             elif kind == Backend.ROW_DESCRIPTION:
                 rows.columns[:] = wire.parse_row_description(payload)
+        await self._until_ready(keep)
         return rows
 
     async def describe(self, sql: str, types: tuple[int, ...] = (),
@@ -259,11 +266,14 @@ class BackendConnection:
         return [wire.message(Backend.DATA_ROW, payload)
                 for kind, payload in await self._until_ready() if kind == Backend.DATA_ROW]
 
-    async def _until_ready(self) -> list[tuple[bytes, bytes]]:
-        """Every message up to ReadyForQuery; raise the first ErrorResponse after it."""
+    async def _until_ready(self, keep: Callable[[bytes, bytes], None] | None = None
+                           ) -> list[tuple[bytes, bytes]]:
+        """Every message up to ReadyForQuery (given to `keep` instead, if any, as each
+        is read); raise the first ErrorResponse after it."""
         await self.flush()
         messages: list[tuple[bytes, bytes]] = []
         error: BackendError | None = None
+        read = 0
         while True:
             kind, payload = await self.read()
             if kind == Backend.READY_FOR_QUERY:
@@ -272,7 +282,15 @@ class BackendConnection:
                 return messages
             if kind == Backend.ERROR_RESPONSE and error is None:
                 error = BackendError(wire.parse_error_fields(payload))
-            messages.append((kind, payload))
+            if keep is None:
+                messages.append((kind, payload))
+            else:
+                keep(kind, payload)
+            read += 1
+            if read % MESSAGES_PER_TURN == 0:
+                # Buffered messages are read without a pause: a result of 182,000 rows
+                # would hold the event loop for a second. Other sessions get a turn.
+                await asyncio.sleep(0)
 
     async def cancel(self) -> None:
         """Ask PostgreSQL to cancel whatever this connection is running."""
