@@ -106,9 +106,12 @@ class Pings:
 
     relayed: list[float] = field(default_factory=list)
     stored: list[float] = field(default_factory=list)
+    # SELECT 1 straight to PostgreSQL: what the shared machine alone does to a ping.
+    direct: list[float] = field(default_factory=list)
 
     @property
     def all(self) -> list[float]:
+        """The pings through dpgate."""
         return self.relayed + self.stored
 
 
@@ -131,18 +134,27 @@ class StallResult:
 
 
 class Pinger:
-    """A second analyst's session: relayed SELECT 1, then a stored private answer."""
+    """A second analyst's session: relayed SELECT 1, then a stored private answer; and,
+    for comparison, SELECT 1 on a connection straight to PostgreSQL."""
 
-    def __init__(self, conninfo: str):
+    def __init__(self, conninfo: str, direct: str):
         self.connection = psycopg.connect(conninfo, autocommit=True)
         self.connection.execute(STORED).fetchone()  # charged once; stored from now on
+        self.direct = psycopg.connect(direct, autocommit=True)
 
     def ping(self, pings: Pings) -> None:
-        for statement, times in (("SELECT 1", pings.relayed), (STORED, pings.stored)):
+        for connection, statement, times in (
+                (self.connection, "SELECT 1", pings.relayed),
+                (self.connection, STORED, pings.stored),
+                (self.direct, "SELECT 1", pings.direct)):
             started = time.perf_counter()
-            self.connection.execute(statement).fetchone()
+            connection.execute(statement).fetchone()
             times.append(time.perf_counter() - started)
             time.sleep(PAUSE)
+
+    def close(self) -> None:
+        self.connection.close()
+        self.direct.close()
 
     def until(self, done: threading.Event) -> Pings:
         pings = Pings()
@@ -180,12 +192,13 @@ def watch_environment(directory: Path) -> dict[str, str]:
     return {ENVIRONMENT: str(directory / "late-ticks.txt")}
 
 
-def measure(through: Callable[[str], str], heavy: str, pinger: str, watched: Path,
-            rounds: int, alone: int) -> StallResult:
+def measure(through: Callable[[str], str], direct: str, heavy: str, pinger: str,
+            watched: Path, rounds: int, alone: int) -> StallResult:
     """`alone` pings of each kind with nothing else running, then pings for as long as
     `rounds` rounds of heavy questions run in another session (`through(analyst)` is a
-    conninfo through dpgate, whose loop watch writes to `watched`)."""
-    session = Pinger(through(pinger))
+    conninfo through dpgate, whose loop watch writes to `watched`; `direct` one straight
+    to PostgreSQL)."""
+    session = Pinger(through(pinger), direct)
     ask_heavy(through(heavy), 1, 0)  # warm: plans, metrics, the first calibrations
     quiet = Pings()
     began = time.time()
@@ -206,7 +219,7 @@ def measure(through: Callable[[str], str], heavy: str, pinger: str, watched: Pat
     during = session.until(done)
     worker.join()
     ended = time.time()
-    session.connection.close()
+    session.close()
     if not watched.exists():
         return StallResult(quiet, during, timings, None, None)
     ticks = read_late_ticks(watched)

@@ -378,13 +378,15 @@ def measure_stall(run: Run) -> None:
           flush=True)
     heavy, pinger = run.analysts[-2:]
     watched = Path(event_loop.watch_environment(run.directory)[event_loop.ENVIRONMENT])
-    result = event_loop.measure(run.through, heavy, pinger, watched, rounds,
+    result = event_loop.measure(run.through, run.admin_dsn, heavy, pinger, watched, rounds,
                                 alone=run.args.runs)
-    for what, pings in (("alone", result.alone), ("beside heavy answers", result.during)):
+    for what, pings in (("alone", result.alone), ("beside heavy", result.during)):
         run.rows.append((f"other client's SELECT 1, {what}", "p50/p99/max ms",
                          event_loop.summary(pings.relayed)))
         run.rows.append((f"other client's stored answer, {what}", "p50/p99/max ms",
                          event_loop.summary(pings.stored)))
+        run.rows.append((f"direct PostgreSQL SELECT 1, {what}", "p50/p99/max ms",
+                         event_loop.summary(pings.direct)))
     for name, seconds in result.heavy_by_question().items():
         run.rows.append((f"heavy: {name}", "p50/max ms",
                          f"{statistics.median(seconds) * 1e3:.0f} / {max(seconds) * 1e3:.0f}"))
