@@ -402,8 +402,13 @@ def measure_stall(run: Run) -> None:
                          f"{sum(t.late > 5e-3 for t in ticks)} / "
                          f"{max((t.late for t in ticks), default=0) * 1e3:.1f}"))
     cpu = sorted((t.cpu for t in result.ticks_during), reverse=True)
-    run.rows.append(("CPU work on the loop in one late tick", "ms, longest",
-                     ", ".join(f"{c * 1e3:.1f}" for c in cpu[:5]) or "none"))
+    for what, values in (("CPU work on the loop in one late tick", cpu),
+                         ("the loop's wait for a CPU in one tick",
+                          sorted((t.queued for t in result.ticks_during), reverse=True)),
+                         ("the rest (the GIL) in one late tick",
+                          sorted((t.other for t in result.ticks_during), reverse=True))):
+        run.rows.append((what, "ms, longest",
+                         ", ".join(f"{v * 1e3:.1f}" for v in values[:5]) or "none"))
     run.targets.append(("CPU work on the event loop ≤ 5 ms (ms, longest)",
                         cpu[0] * 1e3 if cpu else 0.0, 5.0, "<="))
 
