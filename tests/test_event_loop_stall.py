@@ -26,6 +26,7 @@ from accounting import SqliteLedger
 from mechanisms.random_source import SecureRandomSource
 from proxy.config import Config, load_config
 from proxy.demo.analysts import create_analyst
+from proxy.engine.private import INLINE_RELEASE_ROWS
 from proxy.server.event_loop import loop_factory
 from proxy.server.server import Proxy
 from tests.conftest import DemoDatabase, free_port, wait_for_port, write_config
@@ -152,3 +153,14 @@ def test_another_session_is_served_while_a_heavy_answer_is_computed(served: Serv
     assert events == ["other session answered", "heavy answered"]
     assert served.source.held_on is not None and served.source.held_on != "dpgate-loop"
     assert answers and all(value is not None for row in answers for value in row)
+
+
+def test_a_long_answer_is_the_same_in_text_and_in_binary(served: Served) -> None:
+    """A long answer's DataRows are made on a worker (text) or by PostgreSQL in turns
+    (binary, extended protocol): the stored answer reads the same either way."""
+    _, histogram = HEAVY["histogram"]
+    with psycopg.connect(served.dsn("alice"), autocommit=True) as connection:
+        text = connection.execute(histogram).fetchall()
+        binary = connection.cursor(binary=True).execute(histogram).fetchall()
+    assert len(text) > INLINE_RELEASE_ROWS
+    assert binary == text

@@ -258,13 +258,20 @@ class BackendConnection:
         """
         select = "SELECT " + ", ".join(f"${i + 1}" for i in range(len(types)))
         batch = [wire.parse_message("", select, types)]
-        for row in rows:
+        for number, row in enumerate(rows, 1):
             values = [None if v is None else v.encode() for v in row]
             batch.append(wire.bind_message("", "", (), values, formats))
             batch.append(wire.execute_message(""))
+            if number % MESSAGES_PER_TURN == 0:
+                await asyncio.sleep(0)  # 10,000 rows take ~30 ms to write out: in turns
         self.send(b"".join(batch) + wire.SYNC)
-        return [wire.message(Backend.DATA_ROW, payload)
-                for kind, payload in await self._until_ready() if kind == Backend.DATA_ROW]
+        data_rows: list[bytes] = []
+
+        def keep(kind: bytes, payload: bytes) -> None:
+            if kind == Backend.DATA_ROW:
+                data_rows.append(wire.message(kind, payload))
+        await self._until_ready(keep)
+        return data_rows
 
     async def _until_ready(self, keep: Callable[[bytes, bytes], None] | None = None
                            ) -> list[tuple[bytes, bytes]]:
