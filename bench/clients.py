@@ -73,11 +73,13 @@ def stop(process: subprocess.Popen) -> None:
 
 def start_dpgate(directory: Path, dsns: dict[str, str], stack: ExitStack,
                  analysts: dict[str, str] | None = None, server: str = "",
-                 root: Path | None = None) -> tuple[int, subprocess.Popen]:
-    """`dpgate serve` on loopback over the demo policy, with a SQLite ledger holding
-    `analysts` (name: password; default the benchmark's analyst), created in-process (faster
-    than one `dpgate user add` each). `server` adds lines to [server]; `root` runs another
-    checkout's dpgate. Returns the port and the process (stopped with `stack`)."""
+                 root: Path | None = None, policy: Path = DEMO_POLICY_FILE,
+                 environment: dict[str, str] | None = None) -> tuple[int, subprocess.Popen]:
+    """`dpgate serve` on loopback over `policy` (the demo's by default), with a SQLite
+    ledger holding `analysts` (name: password; default the benchmark's analyst), created
+    in-process (faster than one `dpgate user add` each). `server` adds lines to [server];
+    `root` runs another checkout's dpgate; `environment` adds variables to its own.
+    Returns the port and the process (stopped with `stack`)."""
     port = free_port()
     ledger_path = directory / "ledger" / "ledger.sqlite3"
     config = directory / "dpgate.toml"
@@ -94,13 +96,14 @@ relay_dsn = "{dsns[RELAY]}"
 path = "{ledger_path}"
 
 [policy]
-file = "{DEMO_POLICY_FILE}"
+file = "{policy}"
 """)
     ledger = SqliteLedger(ledger_path)
     for name, password in (analysts or {ANALYST: PASSWORD}).items():
         create_analyst(ledger, name, password, 1e9, 1e-3, PrivacySettings())
     process = subprocess.Popen([sys.executable, "-m", "proxy", "serve", "--config", str(config)],
-                               cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**os.environ, **(environment or {})})
     stack.callback(stop, process)
     wait_for_port(port, process, "dpgate")
     return port, process

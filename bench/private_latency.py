@@ -2,7 +2,8 @@
 SQLite commit and PgBouncer, each printed with its ratio and whether it is met.
 
     .venv/bin/python -m bench.private_latency [--runs 300] [--seconds 5] [--sessions 16]
-        [--parts latency,concurrency,fsync,passthrough] [--dpgate-root PATH] [--profile FILE]
+        [--parts latency,concurrency,fsync,passthrough,stall] [--dpgate-root PATH]
+        [--profile FILE]
 
 Run from the repository root (`-m`, so that this checkout's code is measured; or the one
 `--dpgate-root` names). It starts an embedded PostgreSQL (pgserver) with the demo dataset,
@@ -22,7 +23,11 @@ directory, and measures:
 - passthrough: pgbench select-only on a public table, 4 clients, `-M simple` against
   PgBouncer in transaction pooling, `-M prepared` against PgBouncer in session pooling
   (PgBouncer 1.18 cannot keep prepared statements in transaction pooling), and the CPU
-  each proxy process spent per transaction.
+  each proxy process spent per transaction;
+- stall: another analyst's latency (a relayed SELECT 1, a stored private answer) alone,
+  then while one session asks heavy private questions (quantiles over 182,000 distinct
+  values, a 10,000-key histogram, Gaussian answers with a fresh ε), and the event loop's
+  longest block meanwhile, sampled by py-spy (bench/event_loop.py).
 
 Nothing here asserts: the last table prints each target, the measured value, the limit,
 the ratio and pass/MISS. Needs pgbench, pgbouncer and strace on the PATH.
@@ -51,13 +56,14 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from accounting import SqliteLedger
+from bench import event_loop
 from bench.clients import (
     DATABASE,
     SCRIPT,
     start_dpgate,
     start_pgbouncer,
 )
-from proxy.demo.demo import prepare_database, start_embedded_postgres
+from proxy.demo.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "bench-pw"
@@ -365,8 +371,51 @@ def measure_passthrough(run: Run) -> None:
                             tps["dpgate"], share * tps["pgbouncer"], ">="))
 
 
+def measure_stall(run: Run) -> None:
+    """Another analyst's pings alone and while heavy answers run; the loop's longest block."""
+    rounds = max(1, run.args.runs // 100)
+    print(f"stall: pings alone, then beside {rounds} rounds of heavy answers (py-spy)…",
+          flush=True)
+    heavy, pinger = run.analysts[-2:]
+    watched = Path(event_loop.watch_environment(run.directory)[event_loop.ENVIRONMENT])
+    result = event_loop.measure(run.through, run.admin_dsn, heavy, pinger, watched, rounds,
+                                alone=run.args.runs)
+    for what, pings in (("alone", result.alone), ("beside heavy", result.during)):
+        run.rows.append((f"other client's SELECT 1, {what}", "p50/p99/max ms",
+                         event_loop.summary(pings.relayed)))
+        run.rows.append((f"other client's stored answer, {what}", "p50/p99/max ms",
+                         event_loop.summary(pings.stored)))
+        run.rows.append((f"direct PostgreSQL SELECT 1, {what}", "p50/p99/max ms",
+                         event_loop.summary(pings.direct)))
+    for name, seconds in result.heavy_by_question().items():
+        run.rows.append((f"heavy: {name}", "p50/max ms",
+                         f"{statistics.median(seconds) * 1e3:.0f} / {max(seconds) * 1e3:.0f}"))
+    alone, during = result.alone.all, result.during.all
+    run.targets.append(("other client's p99 beside heavy ≤ alone + 5 ms (ms)",
+                        event_loop.p99(during) * 1e3, event_loop.p99(alone) * 1e3 + 5, "<="))
+    if result.ticks_alone is None or result.ticks_during is None:
+        run.rows.append(("event loop's late ticks", "", "not measured: this dpgate has no "
+                         "DPGATE_LOOP_WATCH"))
+        return
+    for what, ticks in (("alone", result.ticks_alone), ("beside heavy", result.ticks_during)):
+        run.rows.append((f"loop ticks > 5 ms late, {what}", "count / max ms",
+                         f"{sum(t.late > 5e-3 for t in ticks)} / "
+                         f"{max((t.late for t in ticks), default=0) * 1e3:.1f}"))
+    cpu = sorted((t.cpu for t in result.ticks_during), reverse=True)
+    for what, values in (("CPU work on the loop in one late tick", cpu),
+                         ("the loop's wait for a CPU in one tick",
+                          sorted((t.queued for t in result.ticks_during), reverse=True)),
+                         ("the rest (the GIL) in one late tick",
+                          sorted((t.other for t in result.ticks_during), reverse=True))):
+        run.rows.append((what, "ms, longest",
+                         ", ".join(f"{v * 1e3:.1f}" for v in values[:5]) or "none"))
+    run.targets.append(("CPU work on the event loop ≤ 5 ms (ms, longest)",
+                        cpu[0] * 1e3 if cpu else 0.0, 5.0, "<="))
+
+
 PARTS = {"latency": measure_latencies, "concurrency": measure_concurrency,
-         "fsync": measure_fsyncs, "passthrough": measure_passthrough}
+         "fsync": measure_fsyncs, "passthrough": measure_passthrough,
+         "stall": measure_stall}
 
 
 def main() -> None:
@@ -390,7 +439,8 @@ def main() -> None:
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is not on the PATH (apt-get install postgresql-client pgbouncer "
                      "strace)")
-    analysts = [f"analyst{i}" for i in range(args.sessions + 2)]
+    # Two per latency row, one per concurrent session, and the stall part's two.
+    analysts = [f"analyst{i}" for i in range(args.sessions + 4)]
 
     with tempfile.TemporaryDirectory(prefix="dpgate-bench-") as temporary, ExitStack() as stack:
         directory = Path(temporary)
@@ -400,13 +450,21 @@ def main() -> None:
         stack.callback(server.cleanup)
         dsns = prepare_database(admin_uri, DATABASE)
         admin_dsn = make_conninfo(admin_uri, dbname=DATABASE)
+        policy = DEMO_POLICY_FILE
+        if measure_stall in parts:
+            print(f"creating {event_loop.TABLE} ({event_loop.VALUES:,} distinct values)…",
+                  flush=True)
+            event_loop.create_table(admin_dsn)
+            policy = event_loop.write_policy(directory / "policy.toml")
         with psycopg.connect(admin_dsn, autocommit=True) as connection:
             connection.execute("VACUUM ANALYZE")
         loop = os.environ.get("DPGATE_EVENT_LOOP", "uvloop if installed")
         print(f"starting dpgate (event loop: {loop})…", flush=True)
         port, dpgate = start_dpgate(directory, dsns, stack,
                                     {name: PASSWORD for name in analysts},
-                                    root=args.dpgate_root)
+                                    root=args.dpgate_root, policy=policy,
+                                    environment=event_loop.watch_environment(directory)
+                                    if measure_stall in parts else None)
         run = Run(args, directory, admin_dsn, conninfo_to_dict(admin_uri), server, port,
                   dpgate, analysts, stack)
         profiler = None if args.profile is None else subprocess.Popen(

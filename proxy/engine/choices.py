@@ -13,13 +13,14 @@ from rewriter.calibrate import Calibration, choice_epsilon
 from rewriter.plan import OutputColumn, PrivateAggregate
 
 from ..pgwire import wire
+from ..pgwire.backend import Row
 
 # Answers that are values of the column in PostgreSQL (percentile_cont interpolates).
 _VALUE_AGGREGATES = ("min", "max", "percentile_disc")
 
 
 def choose(plan: PrivateAggregate, calibration: Calibration, key_types: list[int],
-           true_rows: list[list[bytes | None]], rng: RandomSource
+           true_rows: list[Row], rng: RandomSource
            ) -> list[str | int | float | None]:
     """One chosen value per part, each with its own share of ε, from the secure source."""
     aggregates = {output.parts[0]: output.aggregate for output in plan.outputs}

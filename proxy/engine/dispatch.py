@@ -128,7 +128,7 @@ class Engine:
     async def encode(self, answer: Answer, formats: tuple[int, ...]) -> list[bytes]:
         """DataRow messages of an answer in the client's result formats."""
         if not any(formats):
-            return [wire.data_row(row) for row in answer.rows]
+            return answer.text_rows()
         async with self.pool.connection() as backend:
             try:
                 return await backend.encode(answer.rows, [oid for _, oid in answer.columns],

@@ -104,15 +104,14 @@ class Planner:
         return [LiftedStatement(lifted.text, 0, statements[0].plan, lifted.parameters)]
 
     async def _analyse(self, sql: str, policy: Policy) -> list[Statement]:
-        """classify(), within the limits of limits.py; a long text on a worker thread."""
+        """classify(), within the limits of limits.py, on a worker thread: a few
+        milliseconds for the shortest statement, which the event loop would lose for
+        every other session (a plan cache hit skips it)."""
         server = self.config.server
         try:
             check_statement(sql, server.max_statement_size, server.max_nesting)
-            arguments = (sql, policy, self.knowledge.metrics)
-            if len(sql) <= INLINE_ANALYSIS_SIZE:
-                return classify(*arguments)
             async with asyncio.timeout(server.analysis_timeout):
-                return await self.workers.cpu(classify, *arguments)
+                return await self.workers.cpu(classify, sql, policy, self.knowledge.metrics)
         except TooMuchWork as limit:
             raise StatementError(limit.sqlstate, limit.message, limit.hint) from None
         except RecursionError:

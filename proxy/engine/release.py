@@ -36,6 +36,7 @@ from rewriter.plan import Comparison, Condition, OutputColumn, OutputKind, Priva
 
 from ..config import PrivacySettings
 from ..pgwire import wire
+from ..pgwire.backend import Row
 from .choices import choice_bound, choice_type, choose
 
 
@@ -54,7 +55,7 @@ def shift_for(draw: float, scale: float, settings: PrivacySettings) -> float:
 
 
 def release(plan: PrivateAggregate, calibration: Calibration,
-            key_types: list[int], true_rows: list[list[bytes | None]], shift_draw: float,
+            key_types: list[int], true_rows: list[Row], shift_draw: float,
             settings: PrivacySettings, rng: RandomSource,
             columns: list[tuple[str, int]] | None = None) -> Release:
     """Noise every part of every row, select groups, then apply HAVING/ORDER BY/LIMIT.

@@ -24,6 +24,11 @@ from .hooked import HookedStreamProtocol
 
 MAX_BACKEND_MESSAGE = 1 << 30
 _STREAM_LIMIT = 2 ** 16  # asyncio.open_connection's default
+# One row of a result: its values in text format (None for NULL).
+Row = tuple[bytes | None, ...]
+# Messages read (and parsed) before the event loop gets a turn: about 0.3 ms of work,
+# so that a long result never holds other sessions up for more.
+MESSAGES_PER_TURN = 64
 
 
 class BackendError(Exception):
@@ -83,7 +88,7 @@ class Rows:
     """A result in text format, with each column's (name, type OID)."""
 
     columns: list[tuple[str, int]]
-    rows: list[list[bytes | None]]
+    rows: list[Row]
 
 
 class BackendConnection:
@@ -242,11 +247,13 @@ class BackendConnection:
                       + wire.bind_message("", "", parameters.formats, parameters.values, ())
                       + wire.execute_message("") + wire.SYNC)
         rows = Rows([], [])
-        for kind, payload in await self._until_ready():
+
+        def keep(kind: bytes, payload: bytes) -> None:  # parsed as read, not kept as is
             if kind == Backend.DATA_ROW:
                 rows.rows.append(wire.parse_data_row(payload))
             elif kind == Backend.ROW_DESCRIPTION:
                 rows.columns[:] = wire.parse_row_description(payload)
+        await self._until_ready(keep)
         return rows
 
     async def describe(self, sql: str, types: tuple[int, ...] = (),
@@ -279,19 +286,29 @@ class BackendConnection:
         """
         select = "SELECT " + ", ".join(f"${i + 1}" for i in range(len(types)))
         batch = [wire.parse_message("", select, types)]
-        for row in rows:
+        for number, row in enumerate(rows, 1):
             values = [None if v is None else v.encode() for v in row]
             batch.append(wire.bind_message("", "", (), values, formats))
             batch.append(wire.execute_message(""))
+            if number % MESSAGES_PER_TURN == 0:
+                await asyncio.sleep(0)  # 10,000 rows take ~30 ms to write out: in turns
         self.send(b"".join(batch) + wire.SYNC)
-        return [wire.message(Backend.DATA_ROW, payload)
-                for kind, payload in await self._until_ready() if kind == Backend.DATA_ROW]
+        data_rows: list[bytes] = []
 
-    async def _until_ready(self) -> list[tuple[bytes, bytes]]:
-        """Every message up to ReadyForQuery; raise the first ErrorResponse after it."""
+        def keep(kind: bytes, payload: bytes) -> None:
+            if kind == Backend.DATA_ROW:
+                data_rows.append(wire.message(kind, payload))
+        await self._until_ready(keep)
+        return data_rows
+
+    async def _until_ready(self, keep: Callable[[bytes, bytes], None] | None = None
+                           ) -> list[tuple[bytes, bytes]]:
+        """Every message up to ReadyForQuery (given to `keep` instead, if any, as each
+        is read); raise the first ErrorResponse after it."""
         await self.flush()
         messages: list[tuple[bytes, bytes]] = []
         error: BackendError | None = None
+        read = 0
         while True:
             kind, payload = await self.read()
             if kind == Backend.READY_FOR_QUERY:
@@ -300,7 +317,15 @@ class BackendConnection:
                 return messages
             if kind == Backend.ERROR_RESPONSE and error is None:
                 error = BackendError(wire.parse_error_fields(payload))
-            messages.append((kind, payload))
+            if keep is None:
+                messages.append((kind, payload))
+            else:
+                keep(kind, payload)
+            read += 1
+            if read % MESSAGES_PER_TURN == 0:
+                # Buffered messages are read without a pause: a result of 182,000 rows
+                # would hold the event loop for a second. Other sessions get a turn.
+                await asyncio.sleep(0)
 
     async def cancel(self) -> None:
         """Ask PostgreSQL to cancel whatever this connection is running."""

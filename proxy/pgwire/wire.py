@@ -208,7 +208,10 @@ def parse_row_description(payload: bytes) -> list[tuple[str, int]]:
     return columns
 
 
-def parse_data_row(payload: bytes) -> list[bytes | None]:
+def parse_data_row(payload: bytes) -> tuple[bytes | None, ...]:
+    """A DataRow's values. A tuple, not a list: the garbage collector stops tracking a
+    tuple of bytes, so 182,000 rows do not make it walk them all (a 30-50 ms pause of
+    every thread, the event loop's included); lists of the same would."""
     (count,) = struct.unpack_from("!h", payload)
     offset, values = 2, list[bytes | None]()
     for _ in range(count):
@@ -219,7 +222,7 @@ def parse_data_row(payload: bytes) -> list[bytes | None]:
         else:
             values.append(payload[offset:offset + length])
             offset += length
-    return values
+    return tuple(values)
 
 
 # Extended query protocol: what clients send, decoded; what the proxy answers or forwards.

@@ -169,8 +169,8 @@ class Session:
 
     def _send_answer(self, answer: Answer) -> None:
         self.send(wire.row_description(answer.columns))
-        for row in answer.rows:
-            self.send(wire.data_row(row))
+        for row in answer.text_rows():
+            self.send(row)
         self.send(wire.command_complete(answer.tag))
         if answer.notice:
             self.send(wire.notice_response(answer.notice))

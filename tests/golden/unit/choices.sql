@@ -1,7 +1,7 @@
 -- median by the exponential mechanism: a unit moves ranks by at most τ, Δu = τ
 SELECT median(quantity) FROM orders;
 -- expect:
-SELECT min(q.v) FILTER (WHERE FALSE) AS k0, CAST(LEAST(GREATEST(ROUND((q.v::numeric - 1.0) * 1048576 / (10.0 - 1.0)), 0), 1048576) AS int8) AS k1, count(*) AS c0 FROM (SELECT b."v" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT quantity AS "v", "orders"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders") AS b) AS b WHERE b."_dp_row" <= 10) AS q WHERE q.v IS NOT NULL GROUP BY 2;
+SELECT min(q.v) FILTER (WHERE FALSE) AS k0, CAST(LEAST(GREATEST(ROUND((q.v::numeric - 1.0) * 1048576 / (10.0 - 1.0)), 0), 1048576) AS int8) AS k1, count(*) AS c0 FROM (SELECT b."v" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT quantity AS "v", "orders"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders") AS b) AS b WHERE b."_dp_row" <= 10) AS q WHERE q.v IS NOT NULL GROUP BY 2 ORDER BY 2;
 -- mode: unit
 -- part: quantile L1=10 L2=0 scale=20 flex_scale=20
 -- ----
@@ -15,6 +15,6 @@ SELECT d0."k0", count(q."a0") AS "c0" FROM (SELECT g.v AS "k0" FROM generate_ser
 -- a quantile over a join on the unit (FLEX refuses it)
 SELECT max(o.quantity) FROM orders o JOIN customers c ON o.customer_id = c.customer_id WHERE c.address LIKE '%Spain%';
 -- expect:
-SELECT min(q.v) FILTER (WHERE FALSE) AS k0, CAST(LEAST(GREATEST(ROUND((q.v::numeric - 1.0) * 1048576 / (10.0 - 1.0)), 0), 1048576) AS int8) AS k1, count(*) AS c0 FROM (SELECT b."v" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT o.quantity AS "v", "o"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders" AS o JOIN "public"."customers" AS c ON o.customer_id = c.customer_id WHERE c.address LIKE '%Spain%') AS b) AS b WHERE b."_dp_row" <= 10) AS q WHERE q.v IS NOT NULL GROUP BY 2;
+SELECT min(q.v) FILTER (WHERE FALSE) AS k0, CAST(LEAST(GREATEST(ROUND((q.v::numeric - 1.0) * 1048576 / (10.0 - 1.0)), 0), 1048576) AS int8) AS k1, count(*) AS c0 FROM (SELECT b."v" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT o.quantity AS "v", "o"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders" AS o JOIN "public"."customers" AS c ON o.customer_id = c.customer_id WHERE c.address LIKE '%Spain%') AS b) AS b WHERE b."_dp_row" <= 10) AS q WHERE q.v IS NOT NULL GROUP BY 2 ORDER BY 2;
 -- mode: unit
 -- part: quantile L1=10 L2=0 scale=20 flex_scale=20
