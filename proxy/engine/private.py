@@ -44,11 +44,19 @@ from rewriter.sqlstate import SqlState
 from rewriter.unit_report import mode_notice
 
 from ..config import Config
-from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Described, Parameters
+from ..pgwire.backend import (
+    BackendConnection,
+    BackendError,
+    BackendPool,
+    Described,
+    NotExecuted,
+    Parameters,
+)
 from ..pgwire.running import Running
 from .connection_loss import connection_loss
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error, ledger_call
+from .generic_plan import type_names
 from .literals import LiftedParameters, LiftFailed
 from .outcome import Answer
 from .plan_cache import calibrate_cached
@@ -147,7 +155,7 @@ class PrivateAnswers:
         oids = tuple(t for _, t in released + columns)
         names = self.checker.type_names.get(oids)  # an OID names one type for good
         if names is None:
-            names = await _type_names(backend, list(oids))
+            names = await type_names(backend, list(oids))
             self.checker.type_names.put(oids, names)
         return Shape(described.parameters, key_types,
                      outer.columns if plan.outer_sql is not None and outer else columns,
@@ -260,11 +268,10 @@ class PrivateAnswers:
                                                      settings.delta, settings.mechanism)
         except Refusal as refusal:
             raise client_error(refusal) from None
-        # Bad parameter values fail here, at bind time, before the charge.
         types = parameters.types if parameters else ()
         # The shape of a statement with parameters is the same for all their values
-        # (Parse/Describe read catalogs only); the plan check below still binds the
-        # client's values, so a bad one fails before the charge.
+        # (Parse/Describe read catalogs only). A bad value fails at the private query's
+        # Bind (_run), which tells it from an execution error and charges nothing.
         remembered = (text, types, plan) if parameters is not None else None
         shape = None if remembered is None else self.checker.shapes.get(remembered)
         written = None if shape is not None else \
@@ -313,7 +320,16 @@ class PrivateAnswers:
             async with self.pool.connection() as backend:
                 self.charging = True
                 with self.running.on(backend):
-                    return (await backend.fetch(sql, parameters)).rows
+                    if parameters is None:
+                        return (await backend.fetch(sql)).rows
+                    return (await backend.fetch_bound(sql, parameters)).rows
+        except NotExecuted as error:
+            # Refused at Parse or Bind (a value its type does not take): no row was read,
+            # so PostgreSQL's own error, free, as the plan check's would have been.
+            self.charging = False
+            if isinstance(parameters, LiftedParameters):
+                raise LiftFailed() from None
+            raise client_error(error) from None
         except (BackendError, OSError, asyncio.IncompleteReadError) as error:
             if not self.charging:
                 raise
@@ -449,12 +465,3 @@ class Shape:
     # The aggregate's own answer (an outer query's inner one) and its type names.
     answer: list[tuple[str, int]]
     answer_types: list[str]
-
-
-async def _type_names(backend: BackendConnection, oids: list[int]) -> list[str]:
-    """PostgreSQL's names of types, to cast released values to them."""
-    if not oids:
-        return []
-    names = await backend.fetch("SELECT " + ", ".join(f"format_type({oid}, NULL)"
-                                                      for oid in oids))
-    return [name.decode() if name else "text" for name in names.rows[0]]
