@@ -47,6 +47,14 @@ def look_up(ledger: Ledger, analyst: str, fingerprint: str, shift: float
     return Standing(None, shift)
 
 
+def look_up_at_once(ledger: Ledger, analyst: str, fingerprint: str
+                    ) -> Repeated | Standing | None:
+    """`look_up` where the store can answer without waiting (a local SQLite read), else
+    None: then `look_up` must run where waiting is allowed (a worker thread)."""
+    own = getattr(ledger, "look_up_at_once", None)
+    return None if own is None else own(analyst, fingerprint)
+
+
 def charge_answer(ledger: Ledger, request: ChargeRequest, shift: float,
                   rows: list[list[object]]) -> Charged | Repeated | ShiftChanged:
     """Charge `request` and store `rows` (noised with `shift`) durably, or return the

@@ -100,6 +100,9 @@ MIGRATIONS = (
 # writes a few pages, so about SQLite's default of 1,000 pages), instead of by the commit
 # that crosses the threshold: then that answer would pay the checkpoint's two fsyncs too.
 CHECKPOINT_EVERY = 256
+# A stored answer longer than this (JSON characters) is not decoded by look_up_at_once:
+# about a millisecond of json.loads, too long for a caller that serves others meanwhile.
+AT_ONCE_ANSWER_BYTES = 64 << 10
 
 
 class SqliteLedger:
@@ -296,16 +299,28 @@ class SqliteLedger:
         """The stored answer to a repeated question, or the budget and shift: a read of
         one snapshot, which waits for no writer and writes nothing (no fsync)."""
         with self._opened() as connection:
-            connection.execute("BEGIN")
-            stored = connection.execute(
-                "SELECT rows FROM answers WHERE analyst = ? AND fingerprint = ?",
-                (analyst, fingerprint)).fetchone()
-            budget = _budget(connection, analyst)
-            if stored is not None:
-                return Repeated(json.loads(stored[0]), budget)
-            (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
-                                          (analyst,)).fetchone()
-            return Standing(budget, shift)
+            found = _look_up(connection, analyst, fingerprint, None)
+        assert found is not None  # no size limit: always an answer
+        return found
+
+    def look_up_at_once(self, analyst: str, fingerprint: str) -> Repeated | Standing | None:
+        """`look_up` for a caller that must not wait (the event loop): None when SQLite
+        would wait for a lock (a WAL reader rarely does) or the stored answer is too large
+        to decode in passing; then call `look_up` on a thread.
+
+        It saves a fresh answer a trip to a worker thread and back: the read itself takes
+        tens of microseconds, the trip as long again or more on a busy machine."""
+        connection = getattr(self._local, "at_once", None)
+        if connection is None:
+            connection = sqlite3.connect(self.path, timeout=0, isolation_level=None)
+            self._local.at_once = connection
+        try:
+            return _look_up(connection, analyst, fingerprint, AT_ONCE_ANSWER_BYTES)
+        except sqlite3.OperationalError:  # busy, locked: the thread's look_up waits
+            return None
+        finally:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
 
     def charge_answer(self, request: ChargeRequest, shift: float,
                       rows: list[list[object]]) -> Charged | Repeated | ShiftChanged:
@@ -424,6 +439,24 @@ def _name_this_thread(name: bytes) -> None:
         ctypes.CDLL(None).prctl(15, ctypes.c_char_p(name[:15]), 0, 0, 0)  # PR_SET_NAME
     except (OSError, AttributeError):
         pass
+
+
+def _look_up(connection: sqlite3.Connection, analyst: str, fingerprint: str,
+             limit: int | None) -> Repeated | Standing | None:
+    """look_up's reads in one snapshot; None if the stored answer is longer than `limit`
+    characters."""
+    connection.execute("BEGIN")
+    stored = connection.execute(
+        "SELECT rows FROM answers WHERE analyst = ? AND fingerprint = ?",
+        (analyst, fingerprint)).fetchone()
+    if stored is not None and limit is not None and len(stored[0]) > limit:
+        return None
+    budget = _budget(connection, analyst)
+    if stored is not None:
+        return Repeated(json.loads(stored[0]), budget)
+    (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
+                                  (analyst,)).fetchone()
+    return Standing(budget, shift)
 
 
 def _stored(connection: sqlite3.Connection, request: ChargeRequest) -> Repeated | None:

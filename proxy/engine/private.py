@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
@@ -33,6 +34,7 @@ from accounting import (
     charge_failure,
     fingerprint,
     look_up,
+    look_up_at_once,
 )
 from mechanisms.random_source import RandomSource
 from rewriter.calibrate import Calibration
@@ -233,8 +235,9 @@ class PrivateAnswers:
         )
         # The stored answer, or the budget and shift: a read, no fsync. The one commit
         # comes after the query ran (_answer): check, charge and answer together.
-        prior = await ledger_call(self.workers.ledger_read, look_up, self.ledger,
-                                  self.analyst.name, request.fingerprint, self.shift)
+        prior = self._look_up_at_once(request.fingerprint) or await ledger_call(
+            self.workers.ledger_read, look_up, self.ledger, self.analyst.name,
+            request.fingerprint, self.shift)
         outcome: Charged | Repeated | None = prior if isinstance(prior, Repeated) else None
         if isinstance(prior, Standing):
             if prior.budget is not None and \
@@ -252,6 +255,14 @@ class PrivateAnswers:
                       f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
                       f"of {outcome.budget.epsilon_total:g})")
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice)
+
+    def _look_up_at_once(self, fingerprint: str) -> Repeated | Standing | None:
+        """The ledger's look-up here on the loop when the store answers without waiting
+        (None: ask a worker thread)."""
+        try:
+            return look_up_at_once(self.ledger, self.analyst.name, fingerprint)
+        except sqlite3.Error:  # the thread's look-up reports it as ledger_call does
+            return None
 
     async def _before_charge(self, backend: BackendConnection, text: str,
                              plan: PrivateAggregate, parameters: Parameters | None,
