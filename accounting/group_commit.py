@@ -34,9 +34,13 @@ class GroupCommit:
     """Runs work(connection) pieces from many threads in shared transactions."""
 
     def __init__(self, connection: Callable[[], sqlite3.Connection],
-                 committed: Callable[[], None] = lambda: None):
+                 committed: Callable[[], None] = lambda: None,
+                 writing: threading.Lock | None = None):
         self._connection = connection  # the calling thread's connection
         self._committed = committed  # told after each durable commit
+        # Held during each group's transaction: whoever else takes it (the ledger's
+        # checkpointer) knows no commit of this process runs meanwhile.
+        self._writing = writing or threading.Lock()
         self._lock = threading.Lock()
         self._queue: list[_Piece] = []
         self._busy = False
@@ -75,6 +79,10 @@ class GroupCommit:
                 piece.done.set()
 
     def _commit(self, group: list[_Piece]) -> None:
+        with self._writing:
+            self._commit_locked(group)
+
+    def _commit_locked(self, group: list[_Piece]) -> None:
         connection = self._connection()
         try:
             connection.execute("BEGIN IMMEDIATE")

@@ -6,7 +6,6 @@ processes at once; SQLite's write lock (BEGIN IMMEDIATE) serialises budget check
 
 from __future__ import annotations
 
-import ctypes
 import json
 import math
 import sqlite3
@@ -30,6 +29,7 @@ from .store import (
     Repeated,
     UnknownAnalyst,
 )
+from .wal_restart import Checkpointer, restart_wal
 
 # Each entry moves the schema one version up; PRAGMA user_version says where a file is.
 MIGRATIONS = (
@@ -113,11 +113,19 @@ class SqliteLedger:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._commits = 0
-        self._checkpointer: _Checkpointer | None = None
-        self._group = GroupCommit(self._connection, self._count_commit)
+        self._checkpointer: Checkpointer | None = None
+        # Held by every commit of this process, and by the checkpointer while it restarts
+        # the WAL (wal_restart.py): no answer's commit is the first after a checkpoint.
+        self._writing = threading.Lock()
+        self._group = GroupCommit(self._connection, self._count_commit, self._writing)
         with self._opened() as connection:
             connection.execute("PRAGMA journal_mode=WAL")
             self._migrate(connection)
+            # A WAL that is new or wholly checkpointed (the last connection closed) is
+            # restarted by the next commit, which then syncs its header too: here, once,
+            # rather than by the first answer.
+            with self._writing:
+                restart_wal(connection)
 
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use and kept.
@@ -129,7 +137,7 @@ class SqliteLedger:
         if connection is None:
             connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             connection.execute("PRAGMA synchronous=FULL")
-            connection.execute("PRAGMA wal_autocheckpoint=0")  # _Checkpointer's work
+            connection.execute("PRAGMA wal_autocheckpoint=0")  # wal_restart.py's work
             self._local.connection = connection
         return connection
 
@@ -149,7 +157,7 @@ class SqliteLedger:
 
         An exception inside rolls it back (in `_opened`).
         """
-        with self._opened() as connection:
+        with self._opened() as connection, self._writing:
             connection.execute("BEGIN IMMEDIATE")
             yield connection
             connection.execute("COMMIT")
@@ -160,7 +168,7 @@ class SqliteLedger:
         self._commits += 1  # approximate across threads, which is all it needs to be
         if self._commits % CHECKPOINT_EVERY == 0:
             if self._checkpointer is None:
-                self._checkpointer = _Checkpointer(self.path)
+                self._checkpointer = Checkpointer(self.path, self._writing)
                 self._checkpointer.start()
             self._checkpointer.wanted.set()
 
@@ -407,38 +415,6 @@ class SqliteLedger:
                 " measured_at = excluded.measured_at",
                 [(m.table, m.column, m.max_freq, m.measured_at) for m in metrics],
             )
-
-
-class _Checkpointer(threading.Thread):
-    """Copies the WAL into the database file when asked, on its own connection and thread
-    (named dpgate-ckpt where the system allows), so that no answer's commit waits
-    for a checkpoint's fsyncs. A checkpoint that fails is tried again at the next call;
-    SQLite also checkpoints when the last connection closes."""
-
-    def __init__(self, path: Path):
-        super().__init__(name="dpgate-checkpoint", daemon=True)
-        self.path = path
-        self.wanted = threading.Event()
-
-    def run(self) -> None:
-        _name_this_thread(b"dpgate-ckpt")
-        connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        connection.execute("PRAGMA synchronous=FULL")
-        while True:
-            self.wanted.wait()
-            self.wanted.clear()
-            try:
-                connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            except sqlite3.Error:
-                pass  # busy or failing disk: the WAL grows until the next attempt
-
-
-def _name_this_thread(name: bytes) -> None:
-    """The thread's name as the system shows it (Linux prctl), for strace and top."""
-    try:
-        ctypes.CDLL(None).prctl(15, ctypes.c_char_p(name[:15]), 0, 0, 0)  # PR_SET_NAME
-    except (OSError, AttributeError):
-        pass
 
 
 def _look_up(connection: sqlite3.Connection, analyst: str, fingerprint: str,

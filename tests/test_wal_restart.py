@@ -1,0 +1,92 @@
+"""No answer's commit restarts the SQLite ledger's WAL (accounting/wal_restart.py): the
+commit that does syncs the new WAL header too, a second fsync on that answer's path.
+
+Each restart adds one to the checkpoint sequence number in the WAL's header, which is
+how these tests see who restarted it."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from accounting import SqliteLedger, charge_answer
+from accounting.wal_restart import Checkpointer
+from tests.test_ledger import make_ledger, request
+
+
+def restarts(database: Path) -> int:
+    """The WAL header's checkpoint sequence number."""
+    header = database.with_name(database.name + "-wal").read_bytes()[:32]
+    return int.from_bytes(header[12:16], "big")
+
+
+def answer(ledger: SqliteLedger, numbers: range) -> None:
+    for n in numbers:
+        charge_answer(ledger, request(n), 0.3, [[n]])
+
+
+def test_the_checkpointer_restarts_the_wal_itself(tmp_path):
+    database = tmp_path / "ledger.sqlite3"
+    ledger = make_ledger(lambda: SqliteLedger(database), epsilon=1e6)
+    answer(ledger, range(20))
+    opened = restarts(database)
+    Checkpointer(database, ledger._writing).checkpoint()
+    assert restarts(database) == opened + 1  # by the checkpointer's own commit
+    answer(ledger, range(20, 30))
+    assert restarts(database) == opened + 1  # no answer restarted it
+
+
+def test_without_it_the_first_answer_after_a_checkpoint_would(tmp_path):
+    """The behaviour avoided: a plain checkpoint leaves the restart to the next commit."""
+    database = tmp_path / "ledger.sqlite3"
+    ledger = make_ledger(lambda: SqliteLedger(database), epsilon=1e6)
+    answer(ledger, range(20))
+    opened = restarts(database)
+    with sqlite3.connect(database) as plain:
+        plain.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    answer(ledger, range(20, 21))
+    assert restarts(database) == opened + 1
+
+
+def test_a_commit_after_the_snapshot_keeps_the_restart_for_the_next_checkpoint(tmp_path):
+    """A commit between the checkpoint's snapshot and its end: that checkpoint does not
+    copy everything, so nobody restarts the WAL, and the next checkpoint does."""
+    database = tmp_path / "ledger.sqlite3"
+    ledger = make_ledger(lambda: SqliteLedger(database), epsilon=1e6)
+    answer(ledger, range(20))
+    checkpointer = Checkpointer(database, ledger._writing)
+    checkpointer._connections = (checkpointer._open(), checkpointer._open())
+    connection, _ = checkpointer._connections
+    checkpoint = connection.execute
+
+    class CommitMeanwhile:
+        """The checkpoint's connection, with an answer committed just before its copy."""
+
+        def execute(self, sql: str, *args):
+            if sql.startswith("PRAGMA wal_checkpoint"):
+                answer(ledger, range(20, 21))
+            return checkpoint(sql, *args)
+
+        def __getattr__(self, name: str):
+            return getattr(connection, name)
+
+    checkpointer._connections = (CommitMeanwhile(), checkpointer._connections[1])  # type: ignore[assignment]
+    opened = restarts(database)
+    checkpointer.checkpoint()
+    answer(ledger, range(21, 25))
+    assert restarts(database) == opened
+    checkpointer._connections = (connection, checkpointer._connections[1])
+    checkpointer.checkpoint()
+    answer(ledger, range(25, 30))
+    assert restarts(database) == opened + 1
+
+
+def test_a_ledger_opened_on_a_checkpointed_file_restarts_it_before_any_answer(tmp_path):
+    database = tmp_path / "ledger.sqlite3"
+    make_ledger(lambda: SqliteLedger(database), epsilon=1e6)
+    with sqlite3.connect(database) as plain:
+        plain.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    ledger = SqliteLedger(database)
+    opened = restarts(database)
+    answer(ledger, range(5))
+    assert restarts(database) == opened
