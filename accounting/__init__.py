@@ -2,10 +2,14 @@
 
 from .fingerprint import fingerprint
 from .one_commit import (
+    AnswerCharge,
+    FailureCharge,
     ShiftChanged,
     Standing,
+    charge,
     charge_answer,
     charge_failure,
+    charge_together,
     look_up,
     look_up_at_once,
 )
@@ -30,6 +34,7 @@ from .store import (
 )
 
 __all__ = [
+    "AnswerCharge", "FailureCharge", "charge", "charge_together",
     "Analyst", "AnalystBudget", "Budget", "BudgetExceeded", "ChargeRecord", "ChargeRequest",
     "Charged", "GlobalLoss", "Ledger", "LedgerOutdated", "LedgerUnavailable",
     "Metric", "Repeated", "ScramVerifier", "ShiftChanged", "SqliteLedger", "Standing",

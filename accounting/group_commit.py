@@ -61,6 +61,29 @@ class GroupCommit:
             raise piece.error
         return piece.result  # type: ignore[return-value]
 
+    def run_all(self, works: list[Callable[[sqlite3.Connection], T]]
+                ) -> list[tuple[T | None, BaseException | None]]:
+        """Each work(connection) in committed transactions (all in the same one, with
+        whatever else is queued), from one calling thread: (result, None) or (None,
+        exception) for each, in order."""
+        pieces: list[_Piece[T]] = [_Piece(work) for work in works]
+        if not pieces:
+            return []
+        with self._lock:
+            self._queue.extend(pieces)
+            lead = not self._busy
+            self._busy = True
+        # A leader takes the whole queue: the pieces, queued together, are committed
+        # together, and only the first can be handed the lead.
+        if not lead:
+            pieces[0].done.wait()
+            lead = pieces[0].lead
+        if lead:
+            self._lead()
+        for piece in pieces:
+            piece.done.wait()
+        return [(piece.result, piece.error) for piece in pieces]
+
     def _lead(self) -> None:
         """Commit everything queued, then hand the lead to a waiter, if any."""
         with self._lock:

@@ -35,6 +35,23 @@ class ShiftChanged:
     shift: float
 
 
+@dataclass(frozen=True)
+class AnswerCharge:
+    """A fresh answer to charge and store: `charge_answer`'s arguments."""
+
+    request: ChargeRequest
+    shift: float
+    rows: list[list[object]]
+
+
+@dataclass(frozen=True)
+class FailureCharge:
+    """A failed question to charge: `charge_failure`'s arguments."""
+
+    request: ChargeRequest
+    outcome: str
+
+
 def look_up(ledger: Ledger, analyst: str, fingerprint: str, shift: float
             ) -> Repeated | Standing:
     """The stored answer to a repeated question, or the analyst's budget and shift.
@@ -84,3 +101,28 @@ def charge_failure(ledger: Ledger, request: ChargeRequest, outcome: str
     if isinstance(result, Charged):
         ledger.record_failure(result.charge_id, outcome)
     return result
+
+
+def charge(ledger: Ledger, item: AnswerCharge | FailureCharge
+           ) -> Charged | Repeated | ShiftChanged:
+    """charge_answer or charge_failure, as `item` says."""
+    if isinstance(item, AnswerCharge):
+        return charge_answer(ledger, item.request, item.shift, item.rows)
+    return charge_failure(ledger, item.request, item.outcome)
+
+
+def charge_together(ledger: Ledger, items: list[AnswerCharge | FailureCharge]
+                    ) -> list[tuple[object, BaseException | None]]:
+    """`charge` of each item, called from one thread: each one's (result, None) or
+    (None, exception), in order. A store that can commits them together (SQLite: one
+    transaction, one fsync); any other charges them one after the other."""
+    own = getattr(ledger, "charge_together", None)
+    if own is not None:
+        return own(items)
+    outcomes: list[tuple[object, BaseException | None]] = []
+    for item in items:
+        try:
+            outcomes.append((charge(ledger, item), None))
+        except Exception as error:  # this item's: the others go on
+            outcomes.append((None, error))
+    return outcomes

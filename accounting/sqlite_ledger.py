@@ -10,12 +10,12 @@ import json
 import math
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from .group_commit import GroupCommit
-from .one_commit import ShiftChanged, Standing
+from .one_commit import AnswerCharge, FailureCharge, ShiftChanged, Standing
 from .rows import ANALYST_COLUMNS, CHARGE_COLUMNS, analyst_from_row, now
 from .store import (
     Analyst,
@@ -337,33 +337,19 @@ class SqliteLedger:
 
         The answer is stored unless the analyst's answers were forgotten after the
         look-up (answers_after), as record_answer does."""
-        def work(connection: sqlite3.Connection) -> Charged | Repeated | ShiftChanged:
-            stored = _stored(connection, request)
-            if stored is not None:
-                return stored
-            (current,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
-                                            (request.analyst,)).fetchone()
-            if current != shift:
-                return ShiftChanged(current)
-            charge_id, _ = _charge(connection, request, "answered")
-            connection.execute(
-                "INSERT OR IGNORE INTO answers SELECT ?, ?, ?, ? FROM analysts"
-                " WHERE name = ? AND answers_after < ?",
-                (request.analyst, request.fingerprint, charge_id, json.dumps(rows),
-                 request.analyst, charge_id),
-            )
-            return Charged(charge_id, _budget(connection, request.analyst), shift)
-        return self._group.run(work)
+        return self._group.run(_answer_work(AnswerCharge(request, shift, rows)))
 
     def charge_failure(self, request: ChargeRequest, outcome: str) -> Charged | Repeated:
         """Charge a failed question with its outcome, in a shared transaction too."""
-        def work(connection: sqlite3.Connection) -> Charged | Repeated:
-            stored = _stored(connection, request)
-            if stored is not None:
-                return stored
-            charge_id, shift = _charge(connection, request, outcome)
-            return Charged(charge_id, _budget(connection, request.analyst), shift)
-        return self._group.run(work)
+        return self._group.run(_failure_work(FailureCharge(request, outcome)))
+
+    def charge_together(self, charges: list[AnswerCharge | FailureCharge]
+                        ) -> list[tuple[object, BaseException | None]]:
+        """Several charge_answer / charge_failure calls from one thread, committed
+        together: each one's (result, None) or (None, exception), in order."""
+        return self._group.run_all([
+            _answer_work(charge) if isinstance(charge, AnswerCharge) else _failure_work(charge)
+            for charge in charges])
 
     def record_answer(self, charge_id: int, rows: list[list[object]]) -> None:
         """Store the released answer so a repeat of the question gets it back for free.
@@ -415,6 +401,44 @@ class SqliteLedger:
                 " measured_at = excluded.measured_at",
                 [(m.table, m.column, m.max_freq, m.measured_at) for m in metrics],
             )
+
+
+def _answer_work(charge: AnswerCharge
+                 ) -> Callable[[sqlite3.Connection], Charged | Repeated | ShiftChanged]:
+    """charge_answer's part of a group's transaction."""
+    request = charge.request
+
+    def work(connection: sqlite3.Connection) -> Charged | Repeated | ShiftChanged:
+        stored = _stored(connection, request)
+        if stored is not None:
+            return stored
+        (current,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
+                                        (request.analyst,)).fetchone()
+        if current != charge.shift:
+            return ShiftChanged(current)
+        charge_id, _ = _charge(connection, request, "answered")
+        connection.execute(
+            "INSERT OR IGNORE INTO answers SELECT ?, ?, ?, ? FROM analysts"
+            " WHERE name = ? AND answers_after < ?",
+            (request.analyst, request.fingerprint, charge_id, json.dumps(charge.rows),
+             request.analyst, charge_id),
+        )
+        return Charged(charge_id, _budget(connection, request.analyst), charge.shift)
+    return work
+
+
+def _failure_work(charge: FailureCharge
+                  ) -> Callable[[sqlite3.Connection], Charged | Repeated]:
+    """charge_failure's part of a group's transaction."""
+    request = charge.request
+
+    def work(connection: sqlite3.Connection) -> Charged | Repeated:
+        stored = _stored(connection, request)
+        if stored is not None:
+            return stored
+        charge_id, shift = _charge(connection, request, charge.outcome)
+        return Charged(charge_id, _budget(connection, request.analyst), shift)
+    return work
 
 
 def _look_up(connection: sqlite3.Connection, analyst: str, fingerprint: str,

@@ -23,15 +23,16 @@ from typing import cast
 
 from accounting import (
     Analyst,
+    AnswerCharge,
     Budget,
     BudgetExceeded,
     Charged,
     ChargeRequest,
+    FailureCharge,
     Ledger,
     Repeated,
     Standing,
-    charge_answer,
-    charge_failure,
+    charge,
     fingerprint,
     look_up,
     look_up_at_once,
@@ -55,6 +56,7 @@ from ..pgwire.backend import (
     Parameters,
 )
 from ..pgwire.running import Running
+from .charge_batches import ChargeBatches
 from .connection_loss import connection_loss
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error, ledger_call
@@ -85,7 +87,8 @@ class PrivateAnswers:
     def __init__(self, analyst: Analyst, config: Config, ledger: Ledger, pool: BackendPool,
                  rng: RandomSource, checker: PlanChecker, workers: Workers,
                  settings: DpSettings, running: Running,
-                 report_charge: ChargeReport | None = None):
+                 report_charge: ChargeReport | None = None,
+                 charges: ChargeBatches | None = None):
         self.analyst = analyst
         self.config = config
         self.ledger = ledger
@@ -96,6 +99,8 @@ class PrivateAnswers:
         self.settings = settings
         self.running = running
         self.report_charge = report_charge or _unreported
+        # Where charges go to commit: with other sessions' (charge_batches.py).
+        self.charges = charges or ChargeBatches(ledger, workers)
         # Whether the statement under way reached its private query (never retried after:
         # from there a failure may depend on the rows, and is charged).
         self.charging = False
@@ -306,8 +311,8 @@ class PrivateAnswers:
             rows, answer = await self._released(plan, calibration, shape, shift, true_rows,
                                                 parameters, request)
             try:
-                outcome = await ledger_call(self.workers.ledger_write, charge_answer,
-                                            self.ledger, request, shift, rows)
+                outcome = await ledger_call(self.charges, charge, self.ledger,
+                                            AnswerCharge(request, shift, rows))
             except BudgetExceeded as exceeded:
                 raise _exhausted(exceeded) from None
             if isinstance(outcome, Repeated):
@@ -380,8 +385,8 @@ class PrivateAnswers:
         """Charge a failed question (one commit). Without the budget for it, the failure
         is not reported: the analyst hears that the budget is exhausted."""
         try:
-            await ledger_call(self.workers.ledger_write, charge_failure, self.ledger,
-                              request, "failed")
+            await ledger_call(self.charges, charge, self.ledger,
+                              FailureCharge(request, "failed"))
         except BudgetExceeded as exceeded:
             raise _exhausted(exceeded) from None
         self.report_charge(request.fingerprint, request.epsilon, request.delta, False)
