@@ -29,7 +29,7 @@ from .store import (
     Repeated,
     UnknownAnalyst,
 )
-from .wal_restart import Checkpointer, restart_wal
+from .wal_restart import WAL_HEADER_BYTES, Checkpointer, restart_wal
 
 # Each entry moves the schema one version up; PRAGMA user_version says where a file is.
 MIGRATIONS = (
@@ -121,11 +121,13 @@ class SqliteLedger:
         with self._opened() as connection:
             connection.execute("PRAGMA journal_mode=WAL")
             self._migrate(connection)
-            # A WAL that is new or wholly checkpointed (the last connection closed) is
-            # restarted by the next commit, which then syncs its header too: here, once,
-            # rather than by the first answer.
-            with self._writing:
-                restart_wal(connection)
+            # A WAL without a header yet (new, or emptied when the last connection
+            # closed) gets one from the next commit, which then syncs it too: here, once,
+            # rather than on the first answer's path.
+            wal = self.path.with_name(self.path.name + "-wal")
+            if not wal.exists() or wal.stat().st_size < WAL_HEADER_BYTES:
+                with self._writing:
+                    restart_wal(connection)
 
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use and kept.

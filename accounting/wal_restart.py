@@ -24,6 +24,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
+WAL_HEADER_BYTES = 32  # a WAL file shorter than this has no header yet
+
 
 def restart_wal(connection: sqlite3.Connection) -> None:
     """Commit a write that changes nothing: writing the header's user_version back as

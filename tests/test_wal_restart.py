@@ -90,3 +90,15 @@ def test_a_ledger_opened_on_a_checkpointed_file_restarts_it_before_any_answer(tm
     opened = restarts(database)
     answer(ledger, range(5))
     assert restarts(database) == opened
+
+
+def test_a_ledger_opened_on_a_wal_in_use_writes_nothing(tmp_path):
+    """Only a WAL without a header is given one at opening: opening a ledger (every
+    `dpgate user …` command does) does not commit otherwise."""
+    database = tmp_path / "ledger.sqlite3"
+    ledger = make_ledger(lambda: SqliteLedger(database), epsilon=1e6)
+    answer(ledger, range(3))
+    wal = database.with_name(database.name + "-wal")
+    size = wal.stat().st_size
+    SqliteLedger(database)
+    assert wal.stat().st_size == size
