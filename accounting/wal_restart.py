@@ -9,9 +9,14 @@ path of whichever answer came first. So the checkpointer writes that first commi
 1. it pins a read snapshot (a read transaction on a second connection): while a reader
    holds a snapshot that uses the WAL, no writer may restart it, and commits append;
 2. it checkpoints (PASSIVE: copying pages while commits go on);
-3. under the lock every commit of the process holds, it lets the snapshot go and, if the
-   checkpoint copied everything (no commit came in between), it commits a write of its
-   own, which restarts the WAL and pays the header's fsync.
+3. under the lock every commit of the process holds, it lets the snapshot go, copies
+   the frames committed since the snapshot (a few pages), and, if the WAL is then all
+   copied, commits a write of its own, which restarts the WAL and pays the header's
+   fsync. Commits wait for this short part (a few fsyncs), once per checkpoint.
+
+Under a steady stream of commits the WAL is now restarted at every checkpoint: before,
+a checkpoint overtaken by commits left the WAL to grow (70 MB after 3,000 back-to-back
+answers).
 
 Another process writing the same file (the `dpgate user …` commands) may still be the
 first after a checkpoint; a proxy's answers are not.
@@ -69,17 +74,23 @@ class Checkpointer(threading.Thread):
         if self._connections is None:
             self._connections = (self._open(), self._open())
         connection, pin = self._connections
-        frames = copied = 0
         pin.execute("BEGIN")
         try:
             pin.execute("SELECT count(*) FROM sqlite_master").fetchone()  # takes the snapshot
-            _, frames, copied = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()  # the bulk
         finally:
             with self.writing:
                 pin.execute("ROLLBACK")
+                # The frames of commits made since the snapshot (during the copy, or
+                # before the lock was ours), copied now while no commit of this process
+                # can add more: under a steady stream of commits a checkpoint would
+                # otherwise never copy everything, and the WAL would never restart and
+                # grow without end. Nothing new: nothing written, no fsync.
+                _, frames, copied = connection.execute(
+                    "PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                 # Everything copied: the next commit restarts the WAL, so let it be ours.
-                # Otherwise a commit came after the snapshot: its frames are not copied,
-                # and no commit restarts the WAL before the next checkpoint.
+                # (Not everything: a reader holds an older snapshot, and no commit can
+                # restart the WAL before the next checkpoint.)
                 if frames > 0 and frames == copied:
                     restart_wal(connection)
 

@@ -48,37 +48,42 @@ def test_without_it_the_first_answer_after_a_checkpoint_would(tmp_path):
     assert restarts(database) == opened + 1
 
 
-def test_a_commit_after_the_snapshot_keeps_the_restart_for_the_next_checkpoint(tmp_path):
-    """A commit between the checkpoint's snapshot and its end: that checkpoint does not
-    copy everything, so nobody restarts the WAL, and the next checkpoint does."""
+def test_commits_during_the_copy_are_copied_too_and_the_wal_still_restarts(tmp_path):
+    """Answers committed while the checkpoint copies (after its snapshot) are copied
+    under the commits' lock, so that the WAL restarts at every checkpoint even under a
+    steady stream of commits, and never by an answer."""
     database = tmp_path / "ledger.sqlite3"
     ledger = make_ledger(lambda: SqliteLedger(database), epsilon=1e6)
     answer(ledger, range(20))
     checkpointer = Checkpointer(database, ledger._writing)
-    checkpointer._connections = (checkpointer._open(), checkpointer._open())
-    connection, _ = checkpointer._connections
-    checkpoint = connection.execute
+    connection, pin = checkpointer._open(), checkpointer._open()
+    copies: list[str] = []
 
-    class CommitMeanwhile:
-        """The checkpoint's connection, with an answer committed just before its copy."""
+    class CommitDuringTheCopy:
+        """The checkpoint's connection, with answers committed as its first copy starts
+        (outside the lock: the second copy runs under it)."""
 
         def execute(self, sql: str, *args):
             if sql.startswith("PRAGMA wal_checkpoint"):
-                answer(ledger, range(20, 21))
-            return checkpoint(sql, *args)
+                copies.append(sql)
+                if len(copies) == 1:
+                    answer(ledger, range(20, 25))
+            return connection.execute(sql, *args)
 
         def __getattr__(self, name: str):
             return getattr(connection, name)
 
-    checkpointer._connections = (CommitMeanwhile(), checkpointer._connections[1])  # type: ignore[assignment]
+    checkpointer._connections = (CommitDuringTheCopy(), pin)  # type: ignore[assignment]
     opened = restarts(database)
     checkpointer.checkpoint()
-    answer(ledger, range(21, 25))
-    assert restarts(database) == opened
-    checkpointer._connections = (connection, checkpointer._connections[1])
-    checkpointer.checkpoint()
+    assert len(copies) == 2
+    assert restarts(database) == opened + 1
     answer(ledger, range(25, 30))
     assert restarts(database) == opened + 1
+    # The WAL started again from its beginning: the last five answers' frames, not all.
+    wal = database.with_name(database.name + "-wal")
+    frames = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+    assert 0 < frames < 60 and wal.exists()  # the 25 answers before wrote over 100
 
 
 def test_a_ledger_opened_on_a_checkpointed_file_restarts_it_before_any_answer(tmp_path):
