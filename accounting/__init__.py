@@ -12,6 +12,7 @@ from .one_commit import (
     charge_together,
     look_up,
     look_up_at_once,
+    prepare_thread,
 )
 from .sqlite_ledger import SqliteLedger
 from .store import (
@@ -34,7 +35,7 @@ from .store import (
 )
 
 __all__ = [
-    "AnswerCharge", "FailureCharge", "charge", "charge_together",
+    "AnswerCharge", "FailureCharge", "charge", "charge_together", "prepare_thread",
     "Analyst", "AnalystBudget", "Budget", "BudgetExceeded", "ChargeRecord", "ChargeRequest",
     "Charged", "GlobalLoss", "Ledger", "LedgerOutdated", "LedgerUnavailable",
     "Metric", "Repeated", "ScramVerifier", "ShiftChanged", "SqliteLedger", "Standing",

@@ -126,3 +126,12 @@ def charge_together(ledger: Ledger, items: list[AnswerCharge | FailureCharge]
         except Exception as error:  # this item's: the others go on
             outcomes.append((None, error))
     return outcomes
+
+
+def prepare_thread(ledger: Ledger) -> None:
+    """Open the calling thread's connection to the store and make its first commit, if the
+    store has such a step (SQLite: that commit also syncs the ledger's folder, an fsync
+    that would otherwise fall on the first answer the thread commits)."""
+    own = getattr(ledger, "prepare_thread", None)
+    if own is not None:
+        own()

@@ -345,6 +345,15 @@ class SqliteLedger:
         """Charge a failed question with its outcome, in a shared transaction too."""
         return self._group.run(_failure_work(FailureCharge(request, outcome)))
 
+    def prepare_thread(self) -> None:
+        """Open this thread's connection and commit once with it (nothing changes): the
+        first sync of a connection's WAL handle also syncs the folder (SQLite's unix VFS
+        does so for a journal it may have created), a second fsync that would otherwise
+        fall on the first answer this thread commits."""
+        connection = self._connection()
+        with self._writing:
+            restart_wal(connection)
+
     def charge_together(self, charges: list[AnswerCharge | FailureCharge]
                         ) -> list[tuple[object, BaseException | None]]:
         """Several charge_answer / charge_failure calls from one thread, committed

@@ -5,6 +5,7 @@ back to its own session."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from accounting import (
     AnswerCharge,
@@ -68,3 +69,32 @@ def test_other_calls_go_to_the_write_threads_alone(tmp_path):
         workers.close()
     assert isinstance(outcome, Charged)
     assert ledger.budget("ann").queries == 1
+
+
+def test_every_write_thread_makes_its_first_commit_before_any_answer(tmp_path):
+    """Each thread that may commit batches opens its connection and commits once when
+    the proxy starts (the first commit of a connection syncs the folder too)."""
+    threads: list[tuple[str, str]] = []
+
+    class Noting(SqliteLedger):
+        def prepare_thread(self) -> None:
+            threads.append(("prepare", threading.current_thread().name))
+            super().prepare_thread()
+
+        def charge_together(self, charges):  # type: ignore[override]
+            threads.append(("charge", threading.current_thread().name))
+            return super().charge_together(charges)
+
+    ledger = make_ledger(lambda: Noting(tmp_path / "ledger.sqlite3"))
+    workers = Workers(write_threads=3)
+    batches = ChargeBatches(ledger, workers, prepare=True)
+    try:
+        outcome = asyncio.run(batches(charge, ledger, AnswerCharge(request(1), 0.3, [[1]])))
+    finally:
+        workers.close()
+    assert isinstance(outcome, Charged)
+    prepared = {thread for what, thread in threads if what == "prepare"}
+    assert len(prepared) == 3 and sorted(what for what, _ in threads) == \
+        ["charge", "prepare", "prepare", "prepare"]
+    (charged,) = [i for i, (what, _) in enumerate(threads) if what == "charge"]
+    assert threads.index(("prepare", threads[charged][1])) < charged  # its thread: first

@@ -6,7 +6,8 @@ loop), and on a busy machine the wait for a CPU that each wake-up means. Here th
 charges that arrive while a batch commits wait on the loop and go as the next batch:
 one trip there and one back for the batch, and the store commits the batch in one
 transaction where it can (accounting/one_commit.py `charge_together`). Nothing changes
-for a charge alone: it leaves at once, as before.
+for a charge alone: it leaves at once, as before. Each write thread's ledger connection
+made its first commit when the proxy started (`prepare`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from accounting import AnswerCharge, FailureCharge, Ledger, charge, charge_together
+from accounting import (
+    AnswerCharge,
+    FailureCharge,
+    Ledger,
+    charge,
+    charge_together,
+    prepare_thread,
+)
 
 from .workers import Workers
 
@@ -26,11 +34,15 @@ Item = AnswerCharge | FailureCharge
 class ChargeBatches:
     """Shared by every session of one proxy (one ledger, one event loop)."""
 
-    def __init__(self, ledger: Ledger, workers: Workers):
+    def __init__(self, ledger: Ledger, workers: Workers, prepare: bool = False):
+        """`prepare`: make each write thread's first commit now (the proxy's start), not
+        on the way of an answer (one_commit.py `prepare_thread`)."""
         self.ledger = ledger
         self.workers = workers
         self._waiting: list[tuple[Item, asyncio.Future]] = []
         self._busy = False  # a batch is on its way or committing
+        if prepare:
+            workers.on_every_write_thread(lambda: prepare_thread(ledger))
 
     async def __call__(self, function: Callable[..., T], *args: Any) -> T:
         """A WorkerPool (errors.ledger_call): `charge(ledger, item)` joins the next

@@ -75,7 +75,7 @@ class Proxy:
         self.plans = PlanCache(max_bytes=self.config.server.plan_cache_bytes)
         self.checker = PlanChecker(self.config.policy)
         self.workers = Workers()
-        self.charges = ChargeBatches(self.ledger, self.workers)  # every session's
+        self.charges = ChargeBatches(self.ledger, self.workers, prepare=True)  # every session's
         self.planner = Planner(self.config, self.knowledge, self.plans, self.pool, self.workers)
         server = self.config.server
         self.tls = ServerTls.load(server.tls_cert, server.tls_key) if server.tls_cert else None
