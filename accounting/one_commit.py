@@ -13,6 +13,7 @@ working unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .store import Budget, Charged, ChargeRequest, Ledger, Repeated
 
@@ -41,7 +42,7 @@ class AnswerCharge:
 
     request: ChargeRequest
     shift: float
-    rows: list[list[object]]
+    rows: list[list[Any]]  # as released: text or None from the proxy
 
 
 @dataclass(frozen=True)
