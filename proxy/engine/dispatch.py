@@ -71,6 +71,10 @@ class Engine:
         """The plans of a query string (see Planner.statements)."""
         return await self.planner.statements(sql, self.settings.values)
 
+    def cached(self, sql: str) -> list[Statement] | None:
+        """A query string's plans if it was planned before (Planner.cached)."""
+        return self.planner.cached(sql, self.settings.values)
+
     async def lifted(self, sql: str) -> list[Statement] | None:
         """A simple-query string's plans through its lifted shape (Planner.lifted)."""
         return await self.planner.lifted(sql, self.settings.values)

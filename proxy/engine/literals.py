@@ -130,14 +130,22 @@ def usable(statements: list[Statement]) -> bool:
             and plan.outer_sql is None and plan.probe_sql is None)
 
 
-def relayed_as_written(statements: list[Statement], lifted: Lifted) -> bool:
-    """Whether the lifted text is relayed to PostgreSQL exactly as written (a plain
-    SELECT over public tables or catalogs): then so is the original text. A relay that
-    rewrites the text (neutralise.py hides row counts) or does anything else is not
-    taken for the shape, and the original text gets its own analysis."""
+def relayed_as_written(statements: list[Statement], lifted: Lifted) -> Statement | None:
+    """The original text's statement, relayed, if the lifted text is relayed to
+    PostgreSQL exactly as written (a plain SELECT over public tables or catalogs): then
+    so is the original. A relay that rewrites the text (neutralise.py hides row counts)
+    or does anything else is not taken for the shape (None), and the original text gets
+    its own analysis."""
     if len(statements) != 1 or not isinstance(statements[0].plan, Relay):
-        return False
-    return statements[0].plan == Relay(lifted.text)
+        return None
+    statement = statements[0]
+    if statement.plan != Relay(statement.text):
+        return None
+    # What follows the statement (a semicolon, a comment) was not lifted: it ends the
+    # original too, and what precedes it is the same in both.
+    after = len(lifted.text) - statement.offset - len(statement.text)
+    text = lifted.original[statement.offset:len(lifted.original) - after]
+    return Statement(text, statement.offset, Relay(text))
 
 
 def _where_clause(tokens: list[Token]) -> range:

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from rewriter.classify import Statement, classify
 from rewriter.errors import Refusal
 from rewriter.metrics import ColumnKey, MissingMetrics
-from rewriter.plan import Relay
 from rewriter.policy import Policy
 from rewriter.sqlstate import SqlState
 from rewriter.unit_policy import SESSION_BOUNDS, with_session_bounds
@@ -48,14 +47,14 @@ class Planner:
         if not knowledge.catalog_loaded:
             await self.learn()
         session = session or {}
-        policy = with_session_bounds(self.config.policy, session)
         for _ in range(2):
             key = self._key(sql, session)
             cached = self.plans.get(key)
             if cached is not None:
                 return cached
             try:
-                statements = await self._analyse(sql, policy)
+                statements = await self._analyse(
+                    sql, with_session_bounds(self.config.policy, session))
             except MissingMetrics as missing:
                 await self.learn(missing.columns)
                 continue
@@ -65,18 +64,28 @@ class Planner:
 
     def _key(self, sql: str, session: Mapping[str, str]) -> tuple[str, int]:
         """The plan cache's key: the text, the session's bounds if any, the metrics."""
+        if not session:  # most sessions set no dp.* value
+            return (sql, self.knowledge.metrics.version)
         bounds = "".join(f"\0{session.get(name, '')}" for name in SESSION_BOUNDS)
         return (sql + bounds if bounds.strip("\0") else sql, self.knowledge.metrics.version)
 
+    def cached(self, sql: str, session: Mapping[str, str] | None = None
+               ) -> list[Statement] | None:
+        """The plans of a query string planned before, without waiting for anything."""
+        return self.plans.get(self._key(sql, session or {}))
+
     async def lifted(self, sql: str, session: Mapping[str, str] | None = None
                      ) -> list[Statement] | None:
-        """The plans of a simple-query string through its lifted shape (literals.py): a
-        private aggregate to answer with the shape's plan and the literals as parameters,
-        or the string relayed as written when its shape is relayed unchanged. None when
-        the string is to be planned as written (already planned so, nothing to lift, or a
-        shape that is refused or needs its values before the query)."""
-        if self.plans.get(self._key(sql, session or {})) is not None:
-            return None  # planned as written already (a relayed statement, say)
+        """The plans of a simple-query string if it was planned before, else through its
+        lifted shape (literals.py): a private aggregate to answer with the shape's plan
+        and the literals as parameters, or the string relayed as written when its shape is
+        relayed unchanged (remembered for the string too, so it comes back from the cache
+        next time). None when the string is to be planned as written (nothing to lift, or
+        a shape that is refused or needs its values before the query)."""
+        session = session or {}
+        cached = self.cached(sql, session)
+        if cached is not None:
+            return cached
         lifted = lift(sql) if len(sql) <= INLINE_ANALYSIS_SIZE else None
         if lifted is None:
             return None
@@ -84,10 +93,12 @@ class Planner:
             statements = await self.statements(lifted.text, session)
         except (Refusal, StatementError):
             return None  # the text as written gets its own analysis and its own error
-        if relayed_as_written(statements, lifted):
+        relayed = relayed_as_written(statements, lifted)
+        if relayed is not None:
             # Which tables and functions a statement reads does not depend on its WHERE
             # literals: the original text is relayed, unchanged, as its shape would be.
-            return [Statement(sql, 0, Relay(sql))]
+            self.plans.put(self._key(sql, session), [relayed])
+            return [relayed]
         if not usable(statements):
             return None
         return [LiftedStatement(lifted.text, 0, statements[0].plan, lifted.parameters)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -43,6 +44,7 @@ def plan_kind(plan: Plan | Refusal | None) -> str:
     return "refused"
 
 
+@functools.lru_cache(maxsize=4096)  # relayed statements come again and again
 def statement_fingerprint(text: str) -> str:
     """A stable hash of a statement's text: lets an operator see that the same statement
     came again without the log holding the text (or the literals an analyst typed)."""
@@ -50,7 +52,7 @@ def statement_fingerprint(text: str) -> str:
     return hashlib.sha256(normal.encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: one is made per statement, and frozen ones are slow
 class Decision:
     """One statement's fate. `fingerprint` is the ledger's for charged statements (so the
     audit log joins `dpgate ledger export`), the text's hash otherwise."""

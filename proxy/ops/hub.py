@@ -129,26 +129,11 @@ class SessionOps:
         """The engine's report of the ledger's charge of the statement in flight."""
         self.tracker.charge(fingerprint, epsilon, delta, repeated)
 
-    @contextmanager
-    def statement(self, plan: Plan | Refusal | None, text: str) -> Iterator[Tracker]:
-        """Around running one statement: its decision is recorded when it ends, a
-        StatementError (anything with `sqlstate`) being a refusal or a failure."""
-        self.tracker = tracker = Tracker()
-        self.info.active = True
-        started = time.perf_counter()
-        sqlstate: str | None = None
-        try:
-            yield tracker
-        except asyncio.CancelledError:
-            sqlstate = SqlState.ADMIN_SHUTDOWN  # the session was ended while the statement ran
-            raise
-        except Exception as error:
-            # A relayed statement's error is PostgreSQL's, passed on as it came ("").
-            sqlstate = getattr(error, "sqlstate", SqlState.INTERNAL_ERROR)
-            raise
-        finally:
-            self.info.active = False
-            self._record(plan, text, tracker, sqlstate, time.perf_counter() - started)
+    def statement(self, plan: Plan | Refusal | None, text: str) -> StatementReport:
+        """Around running one statement (`with`, giving its Tracker): its decision is
+        recorded when it ends, a StatementError (anything with `sqlstate`) being a refusal
+        or a failure."""
+        return StatementReport(self, plan, text)
 
     @contextmanager
     def refusals(self, text: str) -> Iterator[None]:
@@ -188,3 +173,33 @@ class SessionOps:
             at=now(), analyst=info.analyst, client=info.client, kind=kind, outcome=outcome,
             sqlstate=sqlstate or "", epsilon=tracker.epsilon, delta=tracker.delta,
             fingerprint=tracker.fingerprint or statement_fingerprint(text), seconds=seconds))
+
+
+class StatementReport:
+    """SessionOps.statement's context manager (a class: it runs for every statement, and
+    a generator-based one costs several times more)."""
+
+    __slots__ = ("ops", "plan", "text", "tracker", "started")
+
+    def __init__(self, ops: SessionOps, plan: Plan | Refusal | None, text: str):
+        self.ops, self.plan, self.text, self.started = ops, plan, text, 0.0
+        self.tracker = Tracker()
+
+    def __enter__(self) -> Tracker:
+        self.ops.tracker = self.tracker
+        self.ops.info.active = True
+        self.started = time.perf_counter()
+        return self.tracker
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: object) -> None:
+        sqlstate: str | None = None
+        if isinstance(error, asyncio.CancelledError):
+            sqlstate = SqlState.ADMIN_SHUTDOWN  # the session was ended while it ran
+        elif isinstance(error, Exception):
+            # A relayed statement's error is PostgreSQL's, passed on as it came ("").
+            sqlstate = getattr(error, "sqlstate", SqlState.INTERNAL_ERROR)
+        ops = self.ops
+        ops.info.active = False
+        ops._record(self.plan, self.text, self.tracker, sqlstate,
+                    time.perf_counter() - self.started)

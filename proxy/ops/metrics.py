@@ -7,6 +7,8 @@ ledger. Names are documented in the README (section Operations).
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from accounting import AnalystBudget
@@ -51,11 +53,18 @@ class Metrics:
         self.global_epsilon = Gauge("dpgate_global_epsilon_spent", "Epsilon all analysts "
                                     "spent together: the loss if they all collude",
                                     registry=r)
+        self._statement_counters: dict[tuple[str, str, str], Any] = {}
+        self._latencies: dict[str, Any] = {}
 
     def observe(self, decision: Decision) -> None:
         """Count one decision."""
-        self.statements.labels(decision.kind, decision.outcome, decision.sqlstate).inc()
-        self.latency.labels(decision.kind).observe(decision.seconds)
+        key = (decision.kind, decision.outcome, decision.sqlstate)
+        counter = self._statement_counters.get(key)
+        if counter is None:  # labels() validates and locks: once per label set is enough
+            counter = self._statement_counters[key] = self.statements.labels(*key)
+            self._latencies.setdefault(decision.kind, self.latency.labels(decision.kind))
+        counter.inc()
+        self._latencies[decision.kind].observe(decision.seconds)
         if decision.epsilon:
             self.epsilon.labels(decision.analyst).inc(decision.epsilon)
         if decision.delta:

@@ -169,36 +169,59 @@ class BackendConnection:
         self._outgoing.append(data)
 
     async def flush(self) -> None:
+        """Write the queue; wait only while the socket has not taken all of it (a lost
+        connection shows on the next read)."""
         if self._outgoing:
             self.writer.write(b"".join(self._outgoing))
             self._outgoing.clear()
-        await self.writer.drain()
+        if self.writer.transport.get_write_buffer_size():
+            await self.writer.drain()
 
     async def read(self) -> tuple[bytes, bytes]:
-        """One message. The transaction status (ReadyForQuery) and the server's settings
-        (ParameterStatus) are kept up to date whoever reads."""
-        kind, payload = await wire.read_message(self.reader, MAX_BACKEND_MESSAGE)
-        if kind == Backend.READY_FOR_QUERY:
-            self.status = payload[:1]
-        elif kind == Backend.PARAMETER_STATUS:
-            name, offset = wire.cstring(payload)
-            self.parameters[name] = wire.cstring(payload, offset)[0]
-        return kind, payload
+        """One message: (type byte, payload)."""
+        raw = await self.read_raw()
+        return raw[:1], raw[5:]
 
-    async def relay(self, data: bytes, forward: Callable[[bytes], Awaitable[None] | None]) -> bool:
-        """Send a simple query and pass every response message to `forward`, up to (not
-        including) ReadyForQuery. Return False if the backend reported an error."""
+    async def read_raw(self) -> bytes:
+        """One message as it came, header included. The transaction status
+        (ReadyForQuery) and the server's settings (ParameterStatus) are kept up to date
+        whoever reads."""
+        return self.take() or self._track(
+            await wire.read_raw_message(self.reader, MAX_BACKEND_MESSAGE))
+
+    def take(self) -> bytes | None:
+        """The next message as read_raw gives it if it has arrived whole, else None:
+        loops over an answer's messages call this first and await only when it is None."""
+        raw = wire.buffered_message(self.reader, MAX_BACKEND_MESSAGE)
+        return None if raw is None else self._track(raw)
+
+    def _track(self, raw: bytes) -> bytes:
+        kind = raw[:1]
+        if kind == Backend.READY_FOR_QUERY:
+            self.status = raw[5:6]
+        elif kind == Backend.PARAMETER_STATUS:
+            name, offset = wire.cstring(raw, 5)
+            self.parameters[name] = wire.cstring(raw, offset)[0]
+        return raw
+
+    async def relay(self, data: bytes, forward: Callable[[bytes], Awaitable[None] | None]
+                    ) -> dict[str, str] | None:
+        """Send a simple query and pass every response message, as it came, to `forward`
+        (which returns an awaitable when the client must catch up first), up to (not
+        including) ReadyForQuery. Return the fields of the first ErrorResponse, if any."""
         self.send(data)
         await self.flush()
-        ok = True
+        error: dict[str, str] | None = None
         while True:
-            kind, payload = await self.read()
+            raw = self.take() or await self.read_raw()
+            kind = raw[:1]
             if kind == Backend.READY_FOR_QUERY:
-                return ok
-            ok = ok and kind != Backend.ERROR_RESPONSE
-            result = forward(wire.message(kind, payload))
-            if result is not None:
-                await result
+                return error
+            if kind == Backend.ERROR_RESPONSE and error is None:
+                error = wire.parse_error_fields(raw[5:])
+            relief = forward(raw)
+            if relief is not None:
+                await relief
 
     @property
     def alive(self) -> bool:

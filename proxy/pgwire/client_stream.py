@@ -47,6 +47,8 @@ class ClientReader(asyncio.StreamReader):
         limit = None if self.in_transaction() or not self.idle_timeout else self.idle_timeout
         self.waiting = True
         try:
+            if limit is None:  # most waits: no timer to arm
+                return await super().readexactly(n)
             async with asyncio.timeout(limit):
                 return await super().readexactly(n)
         except TimeoutError:

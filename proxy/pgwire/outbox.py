@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 
 # A long answer goes out in pieces of about this size rather than all at the end.
 PIECE = 1 << 16
@@ -22,11 +23,19 @@ class Outbox:
             self.write()
             self.wrote_piece = True
 
-    async def relieve(self) -> None:
-        """Wait while the client is slow to read, so that a long answer streams through
-        the proxy instead of piling up in its memory."""
-        if self.wrote_piece:
-            self.wrote_piece = False
+    def relieve(self) -> Awaitable[None] | None:
+        """What to await while the client is slow to read, so that a long answer streams
+        through the proxy instead of piling up in its memory; None when nothing is (most
+        messages: no coroutine to run)."""
+        if not self.wrote_piece:
+            return None
+        self.wrote_piece = False
+        return self.writer.drain()
+
+    async def flush(self) -> None:
+        """Write what is queued; wait only if the socket did not take all of it."""
+        self.write()
+        if self.writer.transport.get_write_buffer_size():
             await self.writer.drain()
 
     def write(self) -> None:

@@ -37,6 +37,10 @@ COMPLETES: dict[bytes, set[Backend]] = {
 }
 
 
+def _nothing() -> None:
+    """What undoes a forwarded message that created nothing here."""
+
+
 class ExtendedProtocol:
     """One session's prepared statements and portals, and its place in the message flow."""
 
@@ -68,6 +72,8 @@ class ExtendedProtocol:
             if not self.forwarded and not self.pending:  # between batches: a fresh relay
                 await self.session.ensure_relay()
             await self._handlers[kind](payload)
+            if len(self.pending) >= MAX_PENDING:  # a client that never syncs: read as we go
+                await self.settle()
         except _Skipped:
             pass
         except StatementError as error:
@@ -113,11 +119,13 @@ class ExtendedProtocol:
         with session.running.on(relay):
             await relay.flush()
             while until or self.pending:
-                kind, payload = await relay.read()
+                raw = relay.take() or await relay.read_raw()
+                kind = raw[:1]
                 if kind == Backend.READY_FOR_QUERY:
                     return
-                session.send(wire.message(kind, payload))
-                await session.relieve()
+                relief = session.forward(raw)
+                if relief is not None:
+                    await relief
                 if kind == Backend.ERROR_RESPONSE:
                     for _, undo in self.pending:
                         undo()
@@ -126,13 +134,12 @@ class ExtendedProtocol:
                 elif self.pending and kind in COMPLETES[self.pending[0][0]]:
                     self.pending.pop(0)
 
-    async def _forward(self, message: bytes, undo: Callable[[], None] = lambda: None
-                       ) -> None:
+    def _forward(self, message: bytes, undo: Callable[[], None] = _nothing) -> None:
+        """Queue a message for the backend; its answer is read later (handle settles
+        when too many are unread)."""
         self.session.relay.send(message)
         self.pending.append((message[:1], undo))
         self.forwarded = True
-        if len(self.pending) >= MAX_PENDING:  # a client that never syncs: read as we go
-            await self.settle()
 
     async def _parse_reported(self, payload: bytes) -> None:
         """Parse, its refusal reported as a statement decision (metrics, audit log)."""
@@ -142,13 +149,14 @@ class ExtendedProtocol:
     async def _execute_reported(self, payload: bytes) -> None:
         """Execute, reported as a statement decision: a relayed portal's is its forwarding
         (PostgreSQL's answer is read later, at Sync or Flush)."""
-        portal = self.portals.get(wire.read_execute(payload)[0])
+        name, limit = wire.read_execute(payload)
+        portal = self.portals.get(name)
         if portal is None:
-            await self._execute(payload)  # the error of an unknown portal
+            await self._execute(payload, name, limit)  # the error of an unknown portal
             return
         with self.session.ops.statement(portal.prepared.plan, portal.prepared.text) as tracker:
             try:
-                await self._execute(payload)
+                await self._execute(payload, name, limit)
             except _Skipped:
                 tracker.skipped = True  # an earlier message failed: this one never ran
                 raise
@@ -172,7 +180,7 @@ class ExtendedProtocol:
         if isinstance(plan, Relay):
             prepared = self.statements[parse.statement] = Prepared(parse.query, plan)
             # plan.text: the statement as classified (row counts neutralised, say).
-            await self._forward(
+            self._forward(
                 wire.parse_message(parse.statement, plan.text, parse.parameter_types),
                 undo=lambda: _drop(self.statements, parse.statement, prepared))
             return
@@ -186,16 +194,16 @@ class ExtendedProtocol:
         return Prepared(text, plan, described.parameter_types, described.columns)
 
     async def _bind(self, payload: bytes) -> None:
-        bind = wire.read_bind(payload)
-        prepared = self._statement(bind.statement)
-        if bind.portal and bind.portal in self.portals:
-            raise StatementError(SqlState.DUPLICATE_CURSOR,
-                                 f'portal "{bind.portal}" already exists')
+        name, statement = wire.bind_names(payload)
+        prepared = self._statement(statement)
+        if name and name in self.portals:
+            raise StatementError(SqlState.DUPLICATE_CURSOR, f'portal "{name}" already exists')
         if prepared.relayed:
-            portal = self.portals[bind.portal] = Portal(prepared)
-            await self._forward(wire.message(Frontend.BIND, payload),
-                                undo=lambda: _drop(self.portals, bind.portal, portal))
+            portal = self.portals[name] = Portal(prepared)
+            self._forward(wire.message(Frontend.BIND, payload),
+                          undo=lambda: _drop(self.portals, name, portal))
             return
+        bind = wire.read_bind(payload)
         await self._own_turn()
         expected = len(prepared.parameter_types)
         if len(bind.values) != expected:
@@ -218,7 +226,7 @@ class ExtendedProtocol:
             portal = self._portal(name)
             prepared, formats = portal.prepared, portal.formats
         if prepared.relayed:
-            await self._forward(wire.message(Frontend.DESCRIBE, payload))
+            self._forward(wire.message(Frontend.DESCRIBE, payload))
             return
         await self._own_turn()
         if kind == Target.STATEMENT:
@@ -226,11 +234,10 @@ class ExtendedProtocol:
         self.session.send(wire.row_description(prepared.columns, formats)
                           if prepared.columns else wire.NO_DATA)
 
-    async def _execute(self, payload: bytes) -> None:
-        name, limit = wire.read_execute(payload)
+    async def _execute(self, payload: bytes, name: str, limit: int) -> None:
         portal = self._portal(name)
         if portal.relayed:
-            await self._forward(wire.message(Frontend.EXECUTE, payload))
+            self._forward(wire.message(Frontend.EXECUTE, payload))
             return
         await self._own_turn()
         session = self.session
@@ -265,7 +272,7 @@ class ExtendedProtocol:
         table: dict = self.statements if kind == Target.STATEMENT else self.portals
         closed = table.pop(name, None)
         if closed is not None and closed.relayed:
-            await self._forward(wire.message(Frontend.CLOSE, payload))
+            self._forward(wire.message(Frontend.CLOSE, payload))
             return
         await self._own_turn()
         self.session.send(wire.CLOSE_COMPLETE)

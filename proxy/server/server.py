@@ -336,7 +336,8 @@ class Proxy:
                 pass  # skipped until Sync, or left over from a COPY that never started
             elif kind == Frontend.QUERY:
                 sql, _ = wire.cstring(payload)
-                await extended.settle()
+                if extended.pending:
+                    await extended.settle()
                 await session.simple_query(sql)
             elif kind == Frontend.FUNCTION_CALL:
                 session.send(wire.error_response(
@@ -346,8 +347,7 @@ class Proxy:
             else:
                 raise wire.ProtocolError(f"unexpected message type {kind!r}")
             if outbox.parts:  # a message forwarded to the backend has nothing to send yet
-                outbox.write()
-                await writer.drain()
+                await outbox.flush()
 
     async def _cancel(self, payload: bytes) -> None:
         if len(payload) != 8:

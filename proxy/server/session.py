@@ -19,7 +19,7 @@ from ..engine.outcome import Answer, Outcome
 from ..ops import SessionOps
 from ..pgwire import wire
 from ..pgwire.backend import BackendConnection, BackendError, Parameters
-from ..pgwire.codes import Backend, Frontend, TransactionStatus
+from ..pgwire.codes import Frontend, TransactionStatus
 from ..pgwire.running import Running
 from .prepared import PreparedStatements
 
@@ -29,13 +29,14 @@ _FAIL_TRANSACTION = b"DO $$BEGIN RAISE EXCEPTION 'dpgate: statement failed'; END
 
 
 class Session:
-    """A client's session. `send` queues a message for the client; `relieve` waits while
-    the client is slow to read what was queued (streams long answers); `reconnect` opens a
+    """A client's session. `send` queues a message for the client; `relieve` gives what to
+    await while the client is slow to read what was queued, if anything (streams long
+    answers); `reconnect` opens a
     new relay connection with the session's startup settings."""
 
     def __init__(self, analyst: Analyst, engine: Engine, relay: BackendConnection,
                  reconnect: Callable[[], Awaitable[BackendConnection]],
-                 send: Callable[[bytes], None], relieve: Callable[[], Awaitable[None]],
+                 send: Callable[[bytes], None], relieve: Callable[[], Awaitable[None] | None],
                  prepared: PreparedStatements, running: Running,
                  ops: SessionOps | None = None):
         self.analyst = analyst
@@ -52,7 +53,8 @@ class Session:
     async def simple_query(self, sql: str) -> None:
         """Answer one Query message, ending with ReadyForQuery."""
         try:
-            statements = await self.engine.lifted(sql) or await self.engine.statements(sql)
+            statements = self.engine.cached(sql) or await self.engine.lifted(sql) or \
+                await self.engine.statements(sql)
         except Refusal as refusal:
             statements = [Statement(sql, 0, refusal)]
         except StatementError as error:
@@ -104,9 +106,11 @@ class Session:
         self.refuse_if_aborted(plan)
         return await self.engine.execute(text, plan, parameters, offset)
 
-    async def _forward(self, data: bytes) -> None:
+    def forward(self, data: bytes) -> Awaitable[None] | None:
+        """Pass a backend message on to the client: what to await before the next, if the
+        client must catch up first."""
         self.send(data)
-        await self.relieve()
+        return self.relieve()
 
     def refuse_if_aborted(self, plan: Plan) -> None:
         """Inside a failed transaction only relayed statements (ROLLBACK…) may run."""
@@ -118,18 +122,12 @@ class Session:
             )
 
     async def _relay(self, plan: Relay) -> None:
-        await self.ensure_relay()
-        codes: list[str] = []  # PostgreSQL's SQLSTATE if it refused, for proxy/ops
-
-        async def forward(data: bytes) -> None:
-            if data[:1] == Backend.ERROR_RESPONSE:
-                codes.append(wire.parse_error_fields(data[5:]).get("C", ""))
-            await self._forward(data)
-
+        if not self.relay.alive:
+            await self.ensure_relay()
         try:
             with self.running.on(self.relay):
-                ok = await self.relay.relay(
-                    wire.message(Frontend.QUERY, plan.text.encode() + b"\0"), forward
+                error = await self.relay.relay(
+                    wire.message(Frontend.QUERY, plan.text.encode() + b"\0"), self.forward
                 )
         except (OSError, asyncio.IncompleteReadError):
             self.relay.status = TransactionStatus.IDLE
@@ -137,8 +135,8 @@ class Session:
                                  "the connection to the database was lost "
                                  "while the statement ran", hint="Ask again: dpgate "
                                  "reconnects. Settings made with SET are reset.") from None
-        if not ok:
-            raise AlreadyReported(codes[0] if codes else "")
+        if error is not None:  # PostgreSQL's SQLSTATE, for proxy/ops
+            raise AlreadyReported(error.get("C", ""))
         if plan.resets_dp:
             self.engine.settings.clear()
         if plan.deallocates_all or plan.deallocates:
