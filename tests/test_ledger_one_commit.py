@@ -201,3 +201,14 @@ def test_look_up_at_once_reads_what_look_up_reads(store):
     charge_answer(ledger, large, 0.3, [[str(n)] for n in range(AT_ONCE_ANSWER_BYTES // 4)])
     assert look_up_at_once(ledger, "ann", large.fingerprint) is None
     assert isinstance(look_up(ledger, "ann", large.fingerprint, 0.3), Repeated)
+
+
+def test_the_budget_told_after_an_answer_is_the_ledgers(sqlite_ledger):
+    """charge_answer computes the budget after the charge instead of reading it again:
+    it must be exactly what the ledger then holds (the same float sums)."""
+    ledger = make_ledger(sqlite_ledger, epsilon=10.0)
+    for n, epsilon in enumerate((0.1, 0.2, 0.3, 0.05, 0.7, 0.1, 1e-3)):
+        asked = request(n, epsilon)
+        charged = charge_answer(ledger, asked, 0.3, [[n]])
+        assert isinstance(charged, Charged)
+        assert charged.budget == ledger.budget("ann")
