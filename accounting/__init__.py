@@ -1,7 +1,19 @@
 """The privacy ledger: analysts, budgets, charges, stored answers and metrics."""
 
 from .fingerprint import fingerprint
-from .one_commit import ShiftChanged, Standing, charge_answer, charge_failure, look_up
+from .one_commit import (
+    AnswerCharge,
+    FailureCharge,
+    ShiftChanged,
+    Standing,
+    charge,
+    charge_answer,
+    charge_failure,
+    charge_together,
+    look_up,
+    look_up_at_once,
+    prepare_thread,
+)
 from .sqlite_ledger import SqliteLedger
 from .store import (
     Analyst,
@@ -23,9 +35,10 @@ from .store import (
 )
 
 __all__ = [
+    "AnswerCharge", "FailureCharge", "charge", "charge_together", "prepare_thread",
     "Analyst", "AnalystBudget", "Budget", "BudgetExceeded", "ChargeRecord", "ChargeRequest",
     "Charged", "GlobalLoss", "Ledger", "LedgerOutdated", "LedgerUnavailable",
     "Metric", "Repeated", "ScramVerifier", "ShiftChanged", "SqliteLedger", "Standing",
     "UnknownAnalyst", "as_written", "charge_answer", "charge_failure", "fingerprint",
-    "look_up",
+    "look_up", "look_up_at_once",
 ]

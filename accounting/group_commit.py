@@ -34,9 +34,13 @@ class GroupCommit:
     """Runs work(connection) pieces from many threads in shared transactions."""
 
     def __init__(self, connection: Callable[[], sqlite3.Connection],
-                 committed: Callable[[], None] = lambda: None):
+                 committed: Callable[[], None] = lambda: None,
+                 writing: threading.Lock | None = None):
         self._connection = connection  # the calling thread's connection
         self._committed = committed  # told after each durable commit
+        # Held during each group's transaction: whoever else takes it (the ledger's
+        # checkpointer) knows no commit of this process runs meanwhile.
+        self._writing = writing or threading.Lock()
         self._lock = threading.Lock()
         self._queue: list[_Piece] = []
         self._busy = False
@@ -57,6 +61,29 @@ class GroupCommit:
             raise piece.error
         return piece.result  # type: ignore[return-value]
 
+    def run_all(self, works: list[Callable[[sqlite3.Connection], T]]
+                ) -> list[tuple[T | None, BaseException | None]]:
+        """Each work(connection) in committed transactions (all in the same one, with
+        whatever else is queued), from one calling thread: (result, None) or (None,
+        exception) for each, in order."""
+        pieces: list[_Piece[T]] = [_Piece(work) for work in works]
+        if not pieces:
+            return []
+        with self._lock:
+            self._queue.extend(pieces)
+            lead = not self._busy
+            self._busy = True
+        # A leader takes the whole queue: the pieces, queued together, are committed
+        # together, and only the first can be handed the lead.
+        if not lead:
+            pieces[0].done.wait()
+            lead = pieces[0].lead
+        if lead:
+            self._lead()
+        for piece in pieces:
+            piece.done.wait()
+        return [(piece.result, piece.error) for piece in pieces]
+
     def _lead(self) -> None:
         """Commit everything queued, then hand the lead to a waiter, if any."""
         with self._lock:
@@ -75,6 +102,10 @@ class GroupCommit:
                 piece.done.set()
 
     def _commit(self, group: list[_Piece]) -> None:
+        with self._writing:
+            self._commit_locked(group)
+
+    def _commit_locked(self, group: list[_Piece]) -> None:
         connection = self._connection()
         try:
             connection.execute("BEGIN IMMEDIATE")

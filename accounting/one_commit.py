@@ -13,6 +13,7 @@ working unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .store import Budget, Charged, ChargeRequest, Ledger, Repeated
 
@@ -35,6 +36,23 @@ class ShiftChanged:
     shift: float
 
 
+@dataclass(frozen=True)
+class AnswerCharge:
+    """A fresh answer to charge and store: `charge_answer`'s arguments."""
+
+    request: ChargeRequest
+    shift: float
+    rows: list[list[Any]]  # as released: text or None from the proxy
+
+
+@dataclass(frozen=True)
+class FailureCharge:
+    """A failed question to charge: `charge_failure`'s arguments."""
+
+    request: ChargeRequest
+    outcome: str
+
+
 def look_up(ledger: Ledger, analyst: str, fingerprint: str, shift: float
             ) -> Repeated | Standing:
     """The stored answer to a repeated question, or the analyst's budget and shift.
@@ -45,6 +63,14 @@ def look_up(ledger: Ledger, analyst: str, fingerprint: str, shift: float
     if own is not None:
         return own(analyst, fingerprint)
     return Standing(None, shift)
+
+
+def look_up_at_once(ledger: Ledger, analyst: str, fingerprint: str
+                    ) -> Repeated | Standing | None:
+    """`look_up` where the store can answer without waiting (a local SQLite read), else
+    None: then `look_up` must run where waiting is allowed (a worker thread)."""
+    own = getattr(ledger, "look_up_at_once", None)
+    return None if own is None else own(analyst, fingerprint)
 
 
 def charge_answer(ledger: Ledger, request: ChargeRequest, shift: float,
@@ -76,3 +102,37 @@ def charge_failure(ledger: Ledger, request: ChargeRequest, outcome: str
     if isinstance(result, Charged):
         ledger.record_failure(result.charge_id, outcome)
     return result
+
+
+def charge(ledger: Ledger, item: AnswerCharge | FailureCharge
+           ) -> Charged | Repeated | ShiftChanged:
+    """charge_answer or charge_failure, as `item` says."""
+    if isinstance(item, AnswerCharge):
+        return charge_answer(ledger, item.request, item.shift, item.rows)
+    return charge_failure(ledger, item.request, item.outcome)
+
+
+def charge_together(ledger: Ledger, items: list[AnswerCharge | FailureCharge]
+                    ) -> list[tuple[object, BaseException | None]]:
+    """`charge` of each item, called from one thread: each one's (result, None) or
+    (None, exception), in order. A store that can commits them together (SQLite: one
+    transaction, one fsync); any other charges them one after the other."""
+    own = getattr(ledger, "charge_together", None)
+    if own is not None:
+        return own(items)
+    outcomes: list[tuple[object, BaseException | None]] = []
+    for item in items:
+        try:
+            outcomes.append((charge(ledger, item), None))
+        except Exception as error:  # this item's: the others go on
+            outcomes.append((None, error))
+    return outcomes
+
+
+def prepare_thread(ledger: Ledger) -> None:
+    """Open the calling thread's connection to the store and make its first commit, if the
+    store has such a step (SQLite: that commit also syncs the ledger's folder, an fsync
+    that would otherwise fall on the first answer the thread commits)."""
+    own = getattr(ledger, "prepare_thread", None)
+    if own is not None:
+        own()

@@ -6,17 +6,16 @@ processes at once; SQLite's write lock (BEGIN IMMEDIATE) serialises budget check
 
 from __future__ import annotations
 
-import ctypes
 import json
 import math
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from .group_commit import GroupCommit
-from .one_commit import ShiftChanged, Standing
+from .one_commit import AnswerCharge, FailureCharge, ShiftChanged, Standing
 from .rows import ANALYST_COLUMNS, CHARGE_COLUMNS, analyst_from_row, now
 from .store import (
     Analyst,
@@ -30,6 +29,7 @@ from .store import (
     Repeated,
     UnknownAnalyst,
 )
+from .wal_restart import WAL_HEADER_BYTES, Checkpointer, restart_wal
 
 # Each entry moves the schema one version up; PRAGMA user_version says where a file is.
 MIGRATIONS = (
@@ -100,6 +100,9 @@ MIGRATIONS = (
 # writes a few pages, so about SQLite's default of 1,000 pages), instead of by the commit
 # that crosses the threshold: then that answer would pay the checkpoint's two fsyncs too.
 CHECKPOINT_EVERY = 256
+# A stored answer longer than this (JSON characters) is not decoded by look_up_at_once:
+# about a millisecond of json.loads, too long for a caller that serves others meanwhile.
+AT_ONCE_ANSWER_BYTES = 64 << 10
 
 
 class SqliteLedger:
@@ -110,11 +113,21 @@ class SqliteLedger:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._commits = 0
-        self._checkpointer: _Checkpointer | None = None
-        self._group = GroupCommit(self._connection, self._count_commit)
+        self._checkpointer: Checkpointer | None = None
+        # Held by every commit of this process, and by the checkpointer while it restarts
+        # the WAL (wal_restart.py): no answer's commit is the first after a checkpoint.
+        self._writing = threading.Lock()
+        self._group = GroupCommit(self._connection, self._count_commit, self._writing)
         with self._opened() as connection:
             connection.execute("PRAGMA journal_mode=WAL")
             self._migrate(connection)
+            # A WAL without a header yet (new, or emptied when the last connection
+            # closed) gets one from the next commit, which then syncs it too: here, once,
+            # rather than on the first answer's path.
+            wal = self.path.with_name(self.path.name + "-wal")
+            if not wal.exists() or wal.stat().st_size < WAL_HEADER_BYTES:
+                with self._writing:
+                    restart_wal(connection)
 
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use and kept.
@@ -126,7 +139,7 @@ class SqliteLedger:
         if connection is None:
             connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             connection.execute("PRAGMA synchronous=FULL")
-            connection.execute("PRAGMA wal_autocheckpoint=0")  # _Checkpointer's work
+            connection.execute("PRAGMA wal_autocheckpoint=0")  # wal_restart.py's work
             self._local.connection = connection
         return connection
 
@@ -146,7 +159,7 @@ class SqliteLedger:
 
         An exception inside rolls it back (in `_opened`).
         """
-        with self._opened() as connection:
+        with self._opened() as connection, self._writing:
             connection.execute("BEGIN IMMEDIATE")
             yield connection
             connection.execute("COMMIT")
@@ -157,7 +170,7 @@ class SqliteLedger:
         self._commits += 1  # approximate across threads, which is all it needs to be
         if self._commits % CHECKPOINT_EVERY == 0:
             if self._checkpointer is None:
-                self._checkpointer = _Checkpointer(self.path)
+                self._checkpointer = Checkpointer(self.path, self._writing)
                 self._checkpointer.start()
             self._checkpointer.wanted.set()
 
@@ -296,16 +309,28 @@ class SqliteLedger:
         """The stored answer to a repeated question, or the budget and shift: a read of
         one snapshot, which waits for no writer and writes nothing (no fsync)."""
         with self._opened() as connection:
-            connection.execute("BEGIN")
-            stored = connection.execute(
-                "SELECT rows FROM answers WHERE analyst = ? AND fingerprint = ?",
-                (analyst, fingerprint)).fetchone()
-            budget = _budget(connection, analyst)
-            if stored is not None:
-                return Repeated(json.loads(stored[0]), budget)
-            (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
-                                          (analyst,)).fetchone()
-            return Standing(budget, shift)
+            found = _look_up(connection, analyst, fingerprint, None)
+        assert found is not None  # no size limit: always an answer
+        return found
+
+    def look_up_at_once(self, analyst: str, fingerprint: str) -> Repeated | Standing | None:
+        """`look_up` for a caller that must not wait (the event loop): None when SQLite
+        would wait for a lock (a WAL reader rarely does) or the stored answer is too large
+        to decode in passing; then call `look_up` on a thread.
+
+        It saves a fresh answer a trip to a worker thread and back: the read itself takes
+        tens of microseconds, the trip as long again or more on a busy machine."""
+        connection = getattr(self._local, "at_once", None)
+        if connection is None:
+            connection = sqlite3.connect(self.path, timeout=0, isolation_level=None)
+            self._local.at_once = connection
+        try:
+            return _look_up(connection, analyst, fingerprint, AT_ONCE_ANSWER_BYTES)
+        except sqlite3.OperationalError:  # busy, locked: the thread's look_up waits
+            return None
+        finally:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
 
     def charge_answer(self, request: ChargeRequest, shift: float,
                       rows: list[list[object]]) -> Charged | Repeated | ShiftChanged:
@@ -314,33 +339,28 @@ class SqliteLedger:
 
         The answer is stored unless the analyst's answers were forgotten after the
         look-up (answers_after), as record_answer does."""
-        def work(connection: sqlite3.Connection) -> Charged | Repeated | ShiftChanged:
-            stored = _stored(connection, request)
-            if stored is not None:
-                return stored
-            (current,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
-                                            (request.analyst,)).fetchone()
-            if current != shift:
-                return ShiftChanged(current)
-            charge_id, _ = _charge(connection, request, "answered")
-            connection.execute(
-                "INSERT OR IGNORE INTO answers SELECT ?, ?, ?, ? FROM analysts"
-                " WHERE name = ? AND answers_after < ?",
-                (request.analyst, request.fingerprint, charge_id, json.dumps(rows),
-                 request.analyst, charge_id),
-            )
-            return Charged(charge_id, _budget(connection, request.analyst), shift)
-        return self._group.run(work)
+        return self._group.run(_answer_work(AnswerCharge(request, shift, rows)))
 
     def charge_failure(self, request: ChargeRequest, outcome: str) -> Charged | Repeated:
         """Charge a failed question with its outcome, in a shared transaction too."""
-        def work(connection: sqlite3.Connection) -> Charged | Repeated:
-            stored = _stored(connection, request)
-            if stored is not None:
-                return stored
-            charge_id, shift = _charge(connection, request, outcome)
-            return Charged(charge_id, _budget(connection, request.analyst), shift)
-        return self._group.run(work)
+        return self._group.run(_failure_work(FailureCharge(request, outcome)))
+
+    def prepare_thread(self) -> None:
+        """Open this thread's connection and commit once with it (nothing changes): the
+        first sync of a connection's WAL handle also syncs the folder (SQLite's unix VFS
+        does so for a journal it may have created), a second fsync that would otherwise
+        fall on the first answer this thread commits."""
+        connection = self._connection()
+        with self._writing:
+            restart_wal(connection)
+
+    def charge_together(self, charges: list[AnswerCharge | FailureCharge]
+                        ) -> list[tuple[object, BaseException | None]]:
+        """Several charge_answer / charge_failure calls from one thread, committed
+        together: each one's (result, None) or (None, exception), in order."""
+        return self._group.run_all([
+            _answer_work(charge) if isinstance(charge, AnswerCharge) else _failure_work(charge)
+            for charge in charges])
 
     def record_answer(self, charge_id: int, rows: list[list[object]]) -> None:
         """Store the released answer so a repeat of the question gets it back for free.
@@ -394,36 +414,72 @@ class SqliteLedger:
             )
 
 
-class _Checkpointer(threading.Thread):
-    """Copies the WAL into the database file when asked, on its own connection and thread
-    (named dpgate-ckpt where the system allows), so that no answer's commit waits
-    for a checkpoint's fsyncs. A checkpoint that fails is tried again at the next call;
-    SQLite also checkpoints when the last connection closes."""
+def _answer_work(charge: AnswerCharge
+                 ) -> Callable[[sqlite3.Connection], Charged | Repeated | ShiftChanged]:
+    """charge_answer's part of a group's transaction."""
+    request = charge.request
 
-    def __init__(self, path: Path):
-        super().__init__(name="dpgate-checkpoint", daemon=True)
-        self.path = path
-        self.wanted = threading.Event()
+    def work(connection: sqlite3.Connection) -> Charged | Repeated | ShiftChanged:
+        stored = _stored(connection, request)
+        if stored is not None:
+            return stored
+        # The shift and the budget in one read, and the budget after the charge computed
+        # (the same float sums SQLite makes): three statements fewer per answer.
+        row = connection.execute(
+            "SELECT shift, epsilon_total, epsilon_spent, delta_total, delta_spent, queries"
+            " FROM analysts WHERE name = ?", (request.analyst,)).fetchone()
+        if row is None:
+            raise UnknownAnalyst(request.analyst)
+        current, *spend = row
+        if current != charge.shift:
+            return ShiftChanged(current)
+        budget = Budget(*spend)
+        if not budget.fits(request.epsilon, request.delta):
+            raise BudgetExceeded(request.epsilon, budget, request.delta)
+        charge_id = _insert_charge(connection, request, "answered")
+        connection.execute(
+            "INSERT OR IGNORE INTO answers SELECT ?, ?, ?, ? FROM analysts"
+            " WHERE name = ? AND answers_after < ?",
+            (request.analyst, request.fingerprint, charge_id, json.dumps(charge.rows),
+             request.analyst, charge_id),
+        )
+        after = Budget(budget.epsilon_total, budget.epsilon_spent + request.epsilon,
+                       budget.delta_total, budget.delta_spent + request.delta,
+                       budget.queries + 1)
+        return Charged(charge_id, after, charge.shift)
+    return work
 
-    def run(self) -> None:
-        _name_this_thread(b"dpgate-ckpt")
-        connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        connection.execute("PRAGMA synchronous=FULL")
-        while True:
-            self.wanted.wait()
-            self.wanted.clear()
-            try:
-                connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            except sqlite3.Error:
-                pass  # busy or failing disk: the WAL grows until the next attempt
+
+def _failure_work(charge: FailureCharge
+                  ) -> Callable[[sqlite3.Connection], Charged | Repeated]:
+    """charge_failure's part of a group's transaction."""
+    request = charge.request
+
+    def work(connection: sqlite3.Connection) -> Charged | Repeated:
+        stored = _stored(connection, request)
+        if stored is not None:
+            return stored
+        charge_id, shift = _charge(connection, request, charge.outcome)
+        return Charged(charge_id, _budget(connection, request.analyst), shift)
+    return work
 
 
-def _name_this_thread(name: bytes) -> None:
-    """The thread's name as the system shows it (Linux prctl), for strace and top."""
-    try:
-        ctypes.CDLL(None).prctl(15, ctypes.c_char_p(name[:15]), 0, 0, 0)  # PR_SET_NAME
-    except (OSError, AttributeError):
-        pass
+def _look_up(connection: sqlite3.Connection, analyst: str, fingerprint: str,
+             limit: int | None) -> Repeated | Standing | None:
+    """look_up's reads in one snapshot; None if the stored answer is longer than `limit`
+    characters."""
+    connection.execute("BEGIN")
+    stored = connection.execute(
+        "SELECT rows FROM answers WHERE analyst = ? AND fingerprint = ?",
+        (analyst, fingerprint)).fetchone()
+    if stored is not None and limit is not None and len(stored[0]) > limit:
+        return None
+    budget = _budget(connection, analyst)
+    if stored is not None:
+        return Repeated(json.loads(stored[0]), budget)
+    (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
+                                  (analyst,)).fetchone()
+    return Standing(budget, shift)
 
 
 def _stored(connection: sqlite3.Connection, request: ChargeRequest) -> Repeated | None:
@@ -444,6 +500,16 @@ def _charge(connection: sqlite3.Connection, request: ChargeRequest, outcome: str
     budget = _budget(connection, request.analyst)
     if not budget.fits(request.epsilon, request.delta):
         raise BudgetExceeded(request.epsilon, budget, request.delta)
+    charge_id = _insert_charge(connection, request, outcome)
+    (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
+                                  (request.analyst,)).fetchone()
+    return charge_id, shift
+
+
+def _insert_charge(connection: sqlite3.Connection, request: ChargeRequest, outcome: str
+                   ) -> int:
+    """Insert the charge and add it to the analyst's spending; its id. The budget was
+    checked by the caller, in the same IMMEDIATE transaction."""
     cursor = connection.execute(
         "INSERT INTO charges (analyst, at, statement, fingerprint, epsilon, delta,"
         " mechanism, sensitivity, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -455,10 +521,8 @@ def _charge(connection: sqlite3.Connection, request: ChargeRequest, outcome: str
         " delta_spent = delta_spent + ?, queries = queries + 1 WHERE name = ?",
         (request.epsilon, request.delta, request.analyst),
     )
-    (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
-                                  (request.analyst,)).fetchone()
     assert cursor.lastrowid is not None  # the INSERT above made a row
-    return cursor.lastrowid, shift
+    return cursor.lastrowid
 
 
 def _budget(connection: sqlite3.Connection, name: str) -> Budget:

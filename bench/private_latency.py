@@ -302,6 +302,8 @@ def measure_concurrency(run: Run) -> None:
     rate, commit_rate = answers / elapsed, commits / elapsed_commits
     run.rows.append((f"{sessions} analysts' fresh answers", "per second", f"{rate:,.0f}"))
     run.rows.append(("dpgate's CPU meanwhile", "cores busy", f"{busy:.2f}"))
+    # What a loaded machine disturbs least: CPU time per answer rather than answers/s.
+    run.rows.append(("dpgate's CPU per fresh answer", "ms", f"{busy / rate * 1e3:.2f}"))
     run.rows.append((f"{sessions} SQLite writers' commits", "per second", f"{commit_rate:,.0f}"))
     run.targets.append((f"{sessions} analysts ≥ 0.8 × SQLite commits (answers/s)", rate,
                         0.8 * commit_rate, ">="))

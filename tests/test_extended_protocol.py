@@ -337,3 +337,25 @@ def test_a_long_pipeline_without_sync_is_answered_in_order(proxy: RunningProxy):
     assert kinds(messages) == b"12DC" * 1000 + b"Z"
     values = [wire.parse_data_row(payload)[0] for kind, payload in messages if kind == b"D"]
     assert values == [str(i).encode() for i in range(1000)]
+
+
+def test_a_bad_value_after_good_ones_is_postgresqls_error_and_free(proxy: RunningProxy):
+    """The plan check of a statement with parameters holds for every value (its generic
+    plan), so a bad value is first met at the private query's Bind: still PostgreSQL's
+    own error, still before any charge."""
+    statement = "SELECT count(*) FROM orders WHERE product_id = $1 AND quantity >= $2"
+    before = charges(proxy, "bob")
+    client = RawClient(proxy, "bob")
+    try:
+        client.raw(wire.parse_message("bad_after_good", statement, ()) + wire.SYNC)
+        assert kinds(client.until_ready()) == b"1Z"
+        for values in ((b"41", b"2"), (b"42", b"2.5x")):
+            client.raw(wire.bind_message("", "bad_after_good", (), values, ())
+                       + wire.execute_message("") + wire.SYNC)
+            messages = client.until_ready()
+    finally:
+        client.close()
+    assert kinds(messages) == b"2EZ"
+    assert wire.parse_error_fields(messages[1][1])["C"] == "22P02"
+    assert charges(proxy, "bob") == before + 1  # the good value's answer only
+

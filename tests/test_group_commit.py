@@ -75,3 +75,23 @@ def test_a_lost_transaction_fails_every_piece(database):
     with pytest.raises(sqlite3.OperationalError):
         group.run(lambda c: c.execute("COMMIT"))  # ends the group's transaction early
     assert group.run(lambda c: c.execute("INSERT INTO t VALUES (7)").rowcount) == 1
+
+
+def test_run_all_commits_one_threads_pieces_together_and_fails_them_alone(database):
+    path, connection = database
+    commits = []
+    group = GroupCommit(connection, lambda: commits.append(1))
+
+    def insert(n: int):
+        def work(c: sqlite3.Connection) -> int:
+            c.execute("INSERT INTO t VALUES (?)", (n,))
+            return n
+        return work
+
+    outcomes = group.run_all([insert(1), insert(2), insert(1), insert(3)])
+    assert [result for result, _ in outcomes] == [1, 2, None, 3]
+    assert isinstance(outcomes[2][1], sqlite3.IntegrityError)  # the duplicate, alone
+    assert len(commits) == 1
+    with sqlite3.connect(path) as check:
+        assert [n for (n,) in check.execute("SELECT n FROM t ORDER BY n")] == [1, 2, 3]
+    assert group.run_all([]) == []

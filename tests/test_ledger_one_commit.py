@@ -21,8 +21,9 @@ from accounting import (
     charge_answer,
     charge_failure,
     look_up,
+    look_up_at_once,
 )
-from accounting.sqlite_ledger import CHECKPOINT_EVERY
+from accounting.sqlite_ledger import AT_ONCE_ANSWER_BYTES, CHECKPOINT_EVERY
 from tests.test_ledger import make_ledger, request
 
 
@@ -34,7 +35,7 @@ class InterfaceOnly:
         self._ledger = ledger
 
     def __getattr__(self, name: str):
-        if name in ("look_up", "charge_answer", "charge_failure"):
+        if name in ("look_up", "look_up_at_once", "charge_answer", "charge_failure"):
             raise AttributeError(name)
         return getattr(self._ledger, name)
 
@@ -178,3 +179,36 @@ def test_composed_a_rotated_shift_is_told_to_the_session(new_ledger):
     outcome = charge_answer(InterfaceOnly(ledger), request(1), 0.3, [[1]])
     assert isinstance(outcome, Charged) and outcome.shift == 0.9
     assert [c.outcome for c in ledger.charges("ann")] == ["answered"]
+
+
+def test_look_up_at_once_reads_what_look_up_reads(store):
+    """The event loop's look-up (SQLite only): the same answers without waiting; a
+    store without one says so (None) and is asked on a thread instead."""
+    ledger, sqlite = store
+    asked = request(1)
+    if not hasattr(ledger, "look_up_at_once"):
+        assert look_up_at_once(ledger, "ann", asked.fingerprint) is None
+        return
+    first = look_up_at_once(ledger, "ann", asked.fingerprint)
+    assert first == look_up(ledger, "ann", asked.fingerprint, 0.0)
+    assert isinstance(first, Standing) and first.shift == 0.3
+    charge_answer(ledger, asked, first.shift, [[42]])
+    again = look_up_at_once(ledger, "ann", asked.fingerprint)
+    assert isinstance(again, Repeated) and again.rows == [[42]]
+    assert again.budget.epsilon_spent == pytest.approx(0.1)
+    # A stored answer too long to decode in passing is left to the thread's look-up.
+    large = request(2)
+    charge_answer(ledger, large, 0.3, [[str(n)] for n in range(AT_ONCE_ANSWER_BYTES // 4)])
+    assert look_up_at_once(ledger, "ann", large.fingerprint) is None
+    assert isinstance(look_up(ledger, "ann", large.fingerprint, 0.3), Repeated)
+
+
+def test_the_budget_told_after_an_answer_is_the_ledgers(sqlite_ledger):
+    """charge_answer computes the budget after the charge instead of reading it again:
+    it must be exactly what the ledger then holds (the same float sums)."""
+    ledger = make_ledger(sqlite_ledger, epsilon=10.0)
+    for n, epsilon in enumerate((0.1, 0.2, 0.3, 0.05, 0.7, 0.1, 1e-3)):
+        asked = request(n, epsilon)
+        charged = charge_answer(ledger, asked, 0.3, [[n]])
+        assert isinstance(charged, Charged)
+        assert charged.budget == ledger.budget("ann")

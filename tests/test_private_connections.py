@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from accounting import Analyst, Metric, ScramVerifier, SqliteLedger
+from accounting import Analyst, AnswerCharge, Metric, ScramVerifier, SqliteLedger
 from accounting.store import ChargeRequest
 from mechanisms.random_source import SecureRandomSource
 from proxy.config import Config, load_config
@@ -66,6 +66,13 @@ class WatchedLedger(SqliteLedger):
     def charge_failure(self, request: ChargeRequest, outcome: str):  # type: ignore[override]
         self._note("failure", request.analyst)
         return super().charge_failure(request, outcome)
+
+    def charge_together(self, charges):  # type: ignore[override]
+        """The proxy's way in: each charge noted as the single calls note theirs."""
+        for item in charges:
+            self._note("answer" if isinstance(item, AnswerCharge) else "failure",
+                       item.request.analyst)
+        return super().charge_together(charges)
 
     def store_metrics(self, metrics: list[Metric]) -> None:
         self._note("metrics", "")

@@ -19,6 +19,7 @@ from ..config import Config
 from ..pgwire import wire
 from ..pgwire.backend import BackendError, BackendPool, Parameters
 from ..pgwire.running import Running
+from .charge_batches import ChargeBatches
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error
 from .outcome import Answer, Outcome, Reply
@@ -46,13 +47,17 @@ class Engine:
     def __init__(self, analyst: Analyst, config: Config, ledger: Ledger, pool: BackendPool,
                  rng: RandomSource, planner: Planner, checker: PlanChecker,
                  workers: Workers, running: Running,
-                 report_charge: ChargeReport | None = None):
+                 report_charge: ChargeReport | None = None,
+                 charges: ChargeBatches | None = None):
         self.pool = pool
         self.planner = planner
         self.settings = DpSettings(analyst, config, ledger, workers, planner)
         # report_charge: how proxy/ops learns what each statement was charged.
+        # charges: the proxy's ChargeBatches, shared by its sessions (this engine's own
+        # without one).
         self.private = PrivateAnswers(analyst, config, ledger, pool, rng, checker, workers,
-                                      self.settings, running, report_charge)
+                                      self.settings, running, report_charge,
+                                      charges or ChargeBatches(ledger, workers))
         # Plan kind -> how it is answered: the whole of the dispatch.
         self._actions: dict[type, Callable[[Any, str, Parameters | None, int],
                                            Awaitable[Outcome]]] = {

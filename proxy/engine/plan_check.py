@@ -3,7 +3,9 @@
 Both happen on the reader connection before the charge: an error here is PostgreSQL's
 own, costs nothing and cannot depend on private rows (the constants read public tables
 only; EXPLAIN plans without reading rows). Verdicts are remembered per statement text and
-parameter values, or parameter types for literals lifted out of the text (literals.py).
+parameter types where the check held for every value: the generic plan of a statement
+with the client's parameters (generic_plan.py), or the plan of literals lifted out of the
+text (literals.py); per parameter values on servers without generic plans.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rewriter.private import CELLS_HINT
 from rewriter.sqlstate import SqlState
 
 from ..pgwire.backend import BackendConnection, Parameters
+from .generic_plan import generic_explain, has_generic_plans, type_names
 from .literals import LiftedParameters
 from .shapes import Remembered
 
@@ -91,10 +94,20 @@ class PlanChecker:
 
     async def _check(self, backend: BackendConnection, sql: str,
                      parameters: Parameters | None, failure, analysis: str = "") -> None:
-        key = (sql, _parameters_key(parameters) + analysis.encode())
+        generic = _generic(backend, parameters)
+        values = repr(("generic", parameters.types)).encode() if generic and parameters \
+            else _parameters_key(parameters)
+        key = (sql, values + analysis.encode())
         if self._checked.get(key):
             return
-        rows = await backend.fetch("EXPLAIN (VERBOSE, FORMAT JSON) " + sql, parameters)
+        if generic and parameters is not None:
+            names = self.type_names.get(parameters.types)
+            if names is None:
+                names = await type_names(backend, list(parameters.types))
+                self.type_names.put(parameters.types, names)
+            rows = await backend.fetch(generic_explain(sql, names))
+        else:
+            rows = await backend.fetch("EXPLAIN (VERBOSE, FORMAT JSON) " + sql, parameters)
         (plan_json,) = rows.rows[0]
         assert plan_json is not None  # EXPLAIN always answers
         reason = failure(json.loads(plan_json))
@@ -103,6 +116,14 @@ class PlanChecker:
                           hint="dpgate checks every private query against PostgreSQL's plan; "
                           "ask a simpler query.")
         self._checked.put(key, True)
+
+
+def _generic(backend: BackendConnection, parameters: Parameters | None) -> bool:
+    """Whether the client's parameters are checked once for all their values, on the
+    generic plan: every type known (Describe gave them) and a server that has one."""
+    return (parameters is not None and not isinstance(parameters, LiftedParameters)
+            and bool(parameters.types) and all(parameters.types)
+            and has_generic_plans(backend))
 
 
 def _parameters_key(parameters: Parameters | None) -> bytes:

@@ -16,23 +16,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
 from accounting import (
     Analyst,
+    AnswerCharge,
     Budget,
     BudgetExceeded,
     Charged,
     ChargeRequest,
+    FailureCharge,
     Ledger,
     Repeated,
     Standing,
-    charge_answer,
-    charge_failure,
+    charge,
     fingerprint,
     look_up,
+    look_up_at_once,
 )
 from mechanisms.names import Mechanism
 from mechanisms.random_source import RandomSource
@@ -50,13 +53,16 @@ from ..pgwire.backend import (
     BackendError,
     BackendPool,
     Described,
+    NotExecuted,
     Parameters,
     Row,
 )
 from ..pgwire.running import Running
+from .charge_batches import ChargeBatches
 from .connection_loss import connection_loss
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error, ledger_call
+from .generic_plan import type_names
 from .literals import LiftedParameters, LiftFailed
 from .outcome import Answer, text_data_rows
 from .plan_cache import calibrate_cached
@@ -83,7 +89,8 @@ class PrivateAnswers:
     def __init__(self, analyst: Analyst, config: Config, ledger: Ledger, pool: BackendPool,
                  rng: RandomSource, checker: PlanChecker, workers: Workers,
                  settings: DpSettings, running: Running,
-                 report_charge: ChargeReport | None = None):
+                 report_charge: ChargeReport | None = None,
+                 charges: ChargeBatches | None = None):
         self.analyst = analyst
         self.config = config
         self.ledger = ledger
@@ -94,6 +101,8 @@ class PrivateAnswers:
         self.settings = settings
         self.running = running
         self.report_charge = report_charge or _unreported
+        # Where charges go to commit: with other sessions' (charge_batches.py).
+        self.charges = charges or ChargeBatches(ledger, workers)
         # Whether the statement under way reached its private query (never retried after:
         # from there a failure may depend on the rows, and is charged).
         self.charging = False
@@ -155,7 +164,7 @@ class PrivateAnswers:
         oids = tuple(t for _, t in released + columns)
         names = self.checker.type_names.get(oids)  # an OID names one type for good
         if names is None:
-            names = await _type_names(backend, list(oids))
+            names = await type_names(backend, list(oids))
             self.checker.type_names.put(oids, names)
         return Shape(described.parameters, key_types,
                      outer.columns if plan.outer_sql is not None and outer else columns,
@@ -233,8 +242,9 @@ class PrivateAnswers:
         )
         # The stored answer, or the budget and shift: a read, no fsync. The one commit
         # comes after the query ran (_answer): check, charge and answer together.
-        prior = await ledger_call(self.workers.ledger_read, look_up, self.ledger,
-                                  self.analyst.name, request.fingerprint, self.shift)
+        prior = self._look_up_at_once(request.fingerprint) or await ledger_call(
+            self.workers.ledger_read, look_up, self.ledger, self.analyst.name,
+            request.fingerprint, self.shift)
         outcome: Charged | Repeated | None = prior if isinstance(prior, Repeated) else None
         if isinstance(prior, Standing):
             if prior.budget is not None and \
@@ -256,6 +266,14 @@ class PrivateAnswers:
             if len(rows) > INLINE_RELEASE_ROWS else None
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice, encoded)
 
+    def _look_up_at_once(self, fingerprint: str) -> Repeated | Standing | None:
+        """The ledger's look-up here on the loop when the store answers without waiting
+        (None: ask a worker thread)."""
+        try:
+            return look_up_at_once(self.ledger, self.analyst.name, fingerprint)
+        except sqlite3.Error:  # the thread's look-up reports it as ledger_call does
+            return None
+
     async def _before_charge(self, backend: BackendConnection, text: str,
                              plan: PrivateAggregate, parameters: Parameters | None,
                              offset: int) -> tuple[Calibration, str, Shape]:
@@ -271,11 +289,10 @@ class PrivateAnswers:
                                                      settings.delta, settings.mechanism)
         except Refusal as refusal:
             raise client_error(refusal) from None
-        # Bad parameter values fail here, at bind time, before the charge.
         types = parameters.types if parameters else ()
         # The shape of a statement with parameters is the same for all their values
-        # (Parse/Describe read catalogs only); the plan check below still binds the
-        # client's values, so a bad one fails before the charge.
+        # (Parse/Describe read catalogs only). A bad value fails at the private query's
+        # Bind (_run), which tells it from an execution error and charges nothing.
         remembered = (text, types, plan) if parameters is not None else None
         shape = None if remembered is None else self.checker.shapes.get(remembered)
         written = None if shape is not None else \
@@ -300,8 +317,8 @@ class PrivateAnswers:
                 rows, answer = await self._released(plan, calibration, shape, shift, true_rows,
                                                     parameters, request)
                 try:
-                    outcome = await ledger_call(self.workers.ledger_write, charge_answer,
-                                                self.ledger, request, shift, rows)
+                    outcome = await ledger_call(self.charges, charge, self.ledger,
+                                                AnswerCharge(request, shift, rows))
                 except BudgetExceeded as exceeded:
                     raise _exhausted(exceeded) from None
                 if isinstance(outcome, Repeated):
@@ -327,7 +344,16 @@ class PrivateAnswers:
             async with self.pool.connection() as backend:
                 self.charging = True
                 with self.running.on(backend):
-                    return (await backend.fetch(sql, parameters)).rows
+                    if parameters is None:
+                        return (await backend.fetch(sql)).rows
+                    return (await backend.fetch_bound(sql, parameters)).rows
+        except NotExecuted as error:
+            # Refused at Parse or Bind (a value its type does not take): no row was read,
+            # so PostgreSQL's own error, free, as the plan check's would have been.
+            self.charging = False
+            if isinstance(parameters, LiftedParameters):
+                raise LiftFailed() from None
+            raise client_error(error) from None
         except (BackendError, OSError, asyncio.IncompleteReadError) as error:
             if not self.charging:
                 raise
@@ -366,8 +392,8 @@ class PrivateAnswers:
         """Charge a failed question (one commit). Without the budget for it, the failure
         is not reported: the analyst hears that the budget is exhausted."""
         try:
-            await ledger_call(self.workers.ledger_write, charge_failure, self.ledger,
-                              request, "failed")
+            await ledger_call(self.charges, charge, self.ledger,
+                              FailureCharge(request, "failed"))
         except BudgetExceeded as exceeded:
             raise _exhausted(exceeded) from None
         self.report_charge(request.fingerprint, request.epsilon, request.delta, False)
@@ -472,12 +498,3 @@ class Shape:
     # The aggregate's own answer (an outer query's inner one) and its type names.
     answer: list[tuple[str, int]]
     answer_types: list[str]
-
-
-async def _type_names(backend: BackendConnection, oids: list[int]) -> list[str]:
-    """PostgreSQL's names of types, to cast released values to them."""
-    if not oids:
-        return []
-    names = await backend.fetch("SELECT " + ", ".join(f"format_type({oid}, NULL)"
-                                                      for oid in oids))
-    return [name.decode() if name else "text" for name in names.rows[0]]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -26,6 +27,7 @@ T = TypeVar("T")
 
 class Workers:
     def __init__(self, cpu_threads: int = 4, write_threads: int = 8, read_threads: int = 4):
+        self.write_threads = write_threads
         self.cpu_pool = ThreadPoolExecutor(cpu_threads, thread_name_prefix="dpgate-cpu")
         self.write_pool = ThreadPoolExecutor(write_threads, thread_name_prefix="dpgate-write")
         self.read_pool = ThreadPoolExecutor(read_threads, thread_name_prefix="dpgate-read")
@@ -47,6 +49,20 @@ class Workers:
 
     async def ledger_read(self, function: Callable[..., T], *args: object) -> T:
         return await _run(self.read_pool, function, *args)
+
+    def on_every_write_thread(self, function: Callable[[], object]) -> None:
+        """Run `function` once on each write thread, starting them all now (at the
+        proxy's start rather than on the way of the first charges)."""
+        meeting = threading.Barrier(self.write_threads)
+
+        def once() -> None:
+            try:  # together, so that each runs on a thread of its own
+                meeting.wait(timeout=60)
+            except threading.BrokenBarrierError:
+                pass
+            function()
+        for _ in range(self.write_threads):
+            self.write_pool.submit(once)
 
     def close(self) -> None:
         for pool in (self.cpu_pool, self.write_pool, self.read_pool):

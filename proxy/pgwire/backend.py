@@ -43,6 +43,12 @@ class BackendError(Exception):
         return self.fields.get("C", SqlState.INTERNAL_ERROR)
 
 
+class NotExecuted(BackendError):
+    """An ErrorResponse that came before BindComplete: PostgreSQL refused the statement at
+    Parse or Bind (a misspelt column, a parameter value its type does not accept, a
+    constant folded by the planner), so the statement never started reading rows."""
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """Where and as whom to connect, from a libpq DSN."""
@@ -255,6 +261,33 @@ class BackendConnection:
                 rows.columns[:] = wire.parse_row_description(payload)
         await self._until_ready(keep)
         return rows
+
+    async def fetch_bound(self, sql: str, parameters: Parameters) -> Rows:
+        """Like `fetch` with parameters, Parse/Bind/Execute/Sync in one round trip, but an
+        error PostgreSQL reports before BindComplete raises NotExecuted: it came from the
+        statement's text or the values' input conversion, never from the rows read."""
+        self.send(wire.parse_message("", sql, parameters.types)
+                  + wire.bind_message("", "", parameters.formats, parameters.values, ())
+                  + wire.execute_message("") + wire.SYNC)
+        await self.flush()
+        rows = Rows([], [])
+        bound = False  # BindComplete seen: from here an error is the execution's
+        error: BackendError | None = None
+        while True:
+            kind, payload = await self.read()
+            if kind == Backend.READY_FOR_QUERY:
+                if error is not None:
+                    raise error
+                return rows
+            if kind == Backend.DATA_ROW:
+                rows.rows.append(wire.parse_data_row(payload))
+            elif kind == Backend.ROW_DESCRIPTION:
+                rows.columns[:] = wire.parse_row_description(payload)
+            elif kind == Backend.BIND_COMPLETE:
+                bound = True
+            elif kind == Backend.ERROR_RESPONSE and error is None:
+                fields = wire.parse_error_fields(payload)
+                error = BackendError(fields) if bound else NotExecuted(fields)
 
     async def describe(self, sql: str, types: tuple[int, ...] = (),
                        parameters: Parameters | None = None) -> Described:

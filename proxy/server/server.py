@@ -19,6 +19,7 @@ from mechanisms.random_source import RandomSource, SecureRandomSource
 from rewriter.sqlstate import SqlState
 
 from ..config import Config
+from ..engine.charge_batches import ChargeBatches
 from ..engine.dispatch import Engine
 from ..engine.knowledge import Knowledge
 from ..engine.plan_cache import PlanCache
@@ -76,6 +77,7 @@ class Proxy:
         self.plans = PlanCache(max_bytes=self.config.server.plan_cache_bytes)
         self.checker = PlanChecker(self.config.policy)
         self.workers = Workers()
+        self.charges = ChargeBatches(self.ledger, self.workers, prepare=True)  # every session's
         self.planner = Planner(self.config, self.knowledge, self.plans, self.pool, self.workers)
         server = self.config.server
         self.tls = ServerTls.load(server.tls_cert, server.tls_key) if server.tls_cert else None
@@ -308,7 +310,8 @@ class Proxy:
         ops = self.ops.session(analyst.name, _peer(writer), self.relay_endpoint.database,
                                options["application_name"])
         engine = Engine(analyst, self.config, self.ledger, self.pool, self.rng, self.planner,
-                        self.checker, self.workers, running, report_charge=ops.charge)
+                        self.checker, self.workers, running, report_charge=ops.charge,
+                        charges=self.charges)
         session = Session(analyst, engine, relay,
                           reconnect=lambda: BackendConnection.connect(self.relay_endpoint,
                                                                       **options),
