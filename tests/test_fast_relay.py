@@ -9,6 +9,7 @@ statements twice and expects the same answers both times."""
 from __future__ import annotations
 
 import threading
+import time
 
 import psycopg
 import pytest
@@ -33,7 +34,7 @@ def names(proxy: RunningProxy, *products: int) -> list[str]:
 
 
 def values(messages: list[tuple[bytes, bytes]]) -> list[list[bytes | None]]:
-    return [wire.parse_data_row(payload) for kind, payload in messages if kind == b"D"]
+    return [list(wire.parse_data_row(payload)) for kind, payload in messages if kind == b"D"]
 
 
 def status(messages: list[tuple[bytes, bytes]]) -> bytes:
@@ -117,11 +118,15 @@ def test_a_relay_connection_lost_under_a_fast_statement_fails_it_and_the_session
     long = "SELECT count(*) FROM generate_series(1, 2000000001)"
 
     def terminate_soon() -> threading.Timer:
-        def terminate() -> None:
+        def terminate() -> None:  # once the statement runs on PostgreSQL
             with psycopg.connect(proxy.database.admin_dsn, autocommit=True) as admin:
-                admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                              "WHERE query = %s", (long,))
-        timer = threading.Timer(0.5, terminate)
+                for _ in range(100):
+                    if admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                     "WHERE query = %s AND state = 'active'",
+                                     (long,)).fetchall():
+                        return
+                    time.sleep(0.1)
+        timer = threading.Timer(0.2, terminate)
         timer.start()
         return timer
 

@@ -15,15 +15,15 @@ from collections.abc import Callable
 class HookedStreamProtocol(asyncio.StreamReaderProtocol):
     """StreamReaderProtocol with `hook`: given the bytes that arrived, it returns those it
     did not take (fed to the stream as usual). `on_pause_writing` and `on_resume_writing`
-    run when the transport's write buffer fills up and empties again, `on_connection_lost`
-    when the connection is gone."""
+    run when the transport's write buffer fills up and empties again, `on_closed` when the
+    peer closed the connection or it was lost (either or both: it must be idempotent)."""
 
     def __init__(self, reader: asyncio.StreamReader, *args: object) -> None:
         super().__init__(reader, *args)  # type: ignore[arg-type]
         self.hook: Callable[[bytes], bytes] | None = None
         self.on_pause_writing: Callable[[], None] | None = None
         self.on_resume_writing: Callable[[], None] | None = None
-        self.on_connection_lost: Callable[[], None] | None = None
+        self.on_closed: Callable[[], None] | None = None
 
     def data_received(self, data: bytes) -> None:
         if self.hook is not None:
@@ -42,7 +42,13 @@ class HookedStreamProtocol(asyncio.StreamReaderProtocol):
         if self.on_resume_writing is not None:
             self.on_resume_writing()
 
+    def eof_received(self) -> bool | None:
+        keep_open = super().eof_received()
+        if self.on_closed is not None:  # the stream has its EOF; a hook may not read it
+            self.on_closed()
+        return keep_open
+
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
-        if self.on_connection_lost is not None:
-            self.on_connection_lost()
+        if self.on_closed is not None:
+            self.on_closed()

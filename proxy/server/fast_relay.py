@@ -126,7 +126,7 @@ class FastRelay:
                 return False
             self._unhook()
             relay.protocol.hook = self.from_backend
-            relay.protocol.on_connection_lost = self._relay_lost
+            relay.protocol.on_closed = self._relay_lost
             self.hooked = relay
         return relay.alive
 
@@ -296,5 +296,5 @@ class FastRelay:
 
     def _unhook(self) -> None:
         if self.hooked is not None and self.hooked.protocol is not None:
-            self.hooked.protocol.hook = self.hooked.protocol.on_connection_lost = None
+            self.hooked.protocol.hook = self.hooked.protocol.on_closed = None
         self.hooked = None
