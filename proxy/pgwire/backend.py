@@ -269,25 +269,25 @@ class BackendConnection:
         self.send(wire.parse_message("", sql, parameters.types)
                   + wire.bind_message("", "", parameters.formats, parameters.values, ())
                   + wire.execute_message("") + wire.SYNC)
-        await self.flush()
         rows = Rows([], [])
         bound = False  # BindComplete seen: from here an error is the execution's
-        error: BackendError | None = None
-        while True:
-            kind, payload = await self.read()
-            if kind == Backend.READY_FOR_QUERY:
-                if error is not None:
-                    raise error
-                return rows
+
+        def keep(kind: bytes, payload: bytes) -> None:  # parsed as read, in turns
+            nonlocal bound
             if kind == Backend.DATA_ROW:
                 rows.rows.append(wire.parse_data_row(payload))
             elif kind == Backend.ROW_DESCRIPTION:
                 rows.columns[:] = wire.parse_row_description(payload)
             elif kind == Backend.BIND_COMPLETE:
                 bound = True
-            elif kind == Backend.ERROR_RESPONSE and error is None:
-                fields = wire.parse_error_fields(payload)
-                error = BackendError(fields) if bound else NotExecuted(fields)
+        try:
+            await self._until_ready(keep)
+        except BackendError as error:
+            # After an error PostgreSQL skips to Sync: no BindComplete comes after it.
+            if not bound:
+                raise NotExecuted(error.fields) from None
+            raise
+        return rows
 
     async def describe(self, sql: str, types: tuple[int, ...] = (),
                        parameters: Parameters | None = None) -> Described:
