@@ -76,16 +76,14 @@ class Planner:
 
     async def lifted(self, sql: str, session: Mapping[str, str] | None = None
                      ) -> list[Statement] | None:
-        """The plans of a simple-query string if it was planned before, else through its
-        lifted shape (literals.py): a private aggregate to answer with the shape's plan
-        and the literals as parameters, or the string relayed as written when its shape is
-        relayed unchanged (remembered for the string too, so it comes back from the cache
-        next time). None when the string is to be planned as written (nothing to lift, or
-        a shape that is refused or needs its values before the query)."""
+        """The plans of a simple-query string not in the cache (callers ask `cached`
+        first) through its lifted shape (literals.py): a private aggregate to answer with
+        the shape's plan and the literals as parameters, or the string relayed as written
+        when its shape is relayed unchanged (remembered for the string too, so it comes
+        back from the cache next time). None when the string is to be planned as written
+        (nothing to lift, or a shape that is refused or needs its values before the
+        query)."""
         session = session or {}
-        cached = self.cached(sql, session)
-        if cached is not None:
-            return cached
         lifted = lift(sql) if len(sql) <= INLINE_ANALYSIS_SIZE else None
         if lifted is None:
             return None
