@@ -19,8 +19,10 @@ from sqlglot.tokens import Token, TokenType
 
 from .catalog import check_catalog_query, refuse_catalogs_with_private
 from .comments import annotate_columns
-from .errors import SYNTAX_ERROR, Refusal, policy_refusal
+from .errors import SYNTAX_ERROR, Refusal, policy_refusal, unsupported
 from .functions import function_name, is_denied
+from .lexer import tokenize
+from .lexical import check_setting, guarded
 from .metrics import Metrics
 from .plan import EmptyStatement, Plan, Relay, SetDpSetting, ShowDpSetting
 from .policy import Policy
@@ -98,10 +100,7 @@ def classify(sql: str, policy: Policy, metrics: Metrics | None = None) -> list[S
 
 
 def _split(sql: str) -> list[list[Token]]:
-    try:
-        tokens = _DIALECT.tokenize(sql)
-    except TokenError as error:
-        raise Refusal(SYNTAX_ERROR, f"syntax error: {error}") from None
+    tokens = tokenize(sql)  # refused unless they read the text as PostgreSQL does
     groups: list[list[Token]] = [[]]
     for token in tokens:
         if token.token_type == TokenType.SEMICOLON:
@@ -167,15 +166,18 @@ def _classify_set(text: str, tokens: list[Token]) -> Plan:
         raise policy_refusal(
             f"SET {words[0].upper()} is refused: the proxy's backend identity is fixed"
         )
+    if words and words[0].upper() == "NAMES":  # SET NAMES x is SET client_encoding TO x
+        words = ["client_encoding", "TO", *words[1:]]
     name_parts: list[str] = []
     while words and words[0] != "=" and words[0].upper() != "TO":
         name_parts.append(words.pop(0))
     name = "".join(name_parts).lower()
-    value_words = words[1:]
+    value = " ".join(words[1:])
+    value_or_default = None if value.upper() in ("", "DEFAULT") else value
     if not name.startswith("dp."):
+        check_setting(name, value_or_default, "SET")
         return Relay(text)
-    value = " ".join(value_words)
-    return SetDpSetting(name, None if value.upper() in ("", "DEFAULT") else value)
+    return SetDpSetting(name, value_or_default)
 
 
 def _classify_query(text: str, policy: Policy, metrics: Metrics, offset: int) -> Plan:
@@ -289,15 +291,22 @@ def _quote_keyword_labels(text: str) -> str:
     return "".join(pieces) + text[last:]
 
 
-def _relayed_setting(node: exp.Expr) -> bool:
+def _relayed_setting(node: exp.Expr, offset: int) -> bool:
     """set_config('jit', 'off', false) in a relayed statement (asyncpg's and SQLAlchemy's
     type introspection) is what `SET jit = off`, which is relayed, does: allowed when the
-    setting is named by a literal and is neither dpgate's own nor the backend identity."""
+    setting is named by a literal and is neither dpgate's own nor the backend identity.
+    A setting dpgate guards (lexical.py) must be given a value it allows, as a literal."""
     arguments = node.expressions if isinstance(node, exp.Anonymous) else []
     if len(arguments) != 3 or not isinstance(arguments[0], exp.Literal) or \
             not arguments[0].is_string:
         return False
     setting = arguments[0].this.lower()
+    if guarded(setting):
+        value = arguments[1]
+        if not (isinstance(value, exp.Literal) and value.is_string):
+            raise unsupported(f"set_config of {setting} is supported only with a constant "
+                              "value", position=position_of(node, offset))
+        check_setting(setting, value.this, "set_config", position_of(node, offset))
     return not setting.startswith("dp.") and setting not in IDENTITY_SETTINGS
 
 
@@ -337,7 +346,7 @@ def _refuse_writes_and_side_effects(tree: exp.Expression, offset: int,
                 position=position_of(node, offset),
             )
         name = function_name(node)
-        if name == "set_config" and relayed and _relayed_setting(node):
+        if name == "set_config" and relayed and _relayed_setting(node, offset):
             continue
         if name and is_denied(name):
             raise policy_refusal(f"function {name} is refused", position=position_of(node, offset))

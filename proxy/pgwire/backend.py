@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -114,16 +114,31 @@ class BackendConnection:
         self.protocol = protocol if isinstance(protocol, HookedStreamProtocol) else None
 
     @classmethod
-    async def connect(cls, endpoint: Endpoint, **options: str) -> BackendConnection:
+    async def connect(cls, endpoint: Endpoint, pinned: Mapping[str, str] | None = None,
+                      **options: str) -> BackendConnection:
+        """A connection with these startup settings; those `pinned` are sent too, and
+        must come back in ParameterStatus as sent (a database or role default that
+        overrode them would change how PostgreSQL reads text)."""
         reader, writer = await _open(endpoint)
         connection = cls(reader, writer)
         connection.endpoint = endpoint
         try:
-            await connection._startup(endpoint, options)
+            await connection._startup(endpoint, {**(pinned or {}), **options})
+            connection.check_reported(pinned or {})
         except BaseException:
             connection.close()
             raise
         return connection
+
+    def check_reported(self, expected: Mapping[str, str]) -> None:
+        """Raise BackendError unless PostgreSQL reported each setting it reports
+        (ParameterStatus) with the value expected: a startup option it did not apply."""
+        reported = {name.lower(): value for name, value in self.parameters.items()}
+        for name, value in expected.items():
+            if reported.get(name.lower(), value) != value:
+                raise BackendError({"C": SqlState.INVALID_PARAMETER_VALUE,
+                                    "M": f"the backend reports {name} = "
+                                    f"{reported[name.lower()]!r}, not {value!r}"})
 
     async def _startup(self, endpoint: Endpoint, options: dict[str, str]) -> None:
         params = {"user": endpoint.user, "database": endpoint.database, **options}
@@ -395,8 +410,11 @@ async def _open(endpoint: Endpoint) -> tuple[asyncio.StreamReader, asyncio.Strea
 class BackendPool:
     """A few reusable connections for private aggregates (run as the reader role)."""
 
-    def __init__(self, endpoint: Endpoint, size: int, statement_timeout: float = 0):
+    def __init__(self, endpoint: Endpoint, size: int, statement_timeout: float = 0,
+                 pinned: Mapping[str, str] | None = None):
         self.endpoint = endpoint
+        # Settings the connections must have, checked against what PostgreSQL reports.
+        self.pinned = dict(pinned or {})
         # Startup settings of every connection (PostgreSQL takes any setting there).
         self.options = {"application_name": "dpgate-private",
                         "statement_timeout": f"{round(statement_timeout * 1000)}"}
@@ -421,7 +439,8 @@ class BackendPool:
                     connection.close()
                     connection = None
             if connection is None:
-                connection = await BackendConnection.connect(self.endpoint, **self.options)
+                connection = await BackendConnection.connect(self.endpoint, self.pinned,
+                                                             **self.options)
             self._lent += 1
             try:
                 yield connection

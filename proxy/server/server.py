@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from accounting import Analyst, Ledger, LedgerUnavailable
 from mechanisms.random_source import RandomSource, SecureRandomSource
+from rewriter.errors import Refusal
+from rewriter.lexical import PINNED, READER_PINNED, startup_settings
 from rewriter.sqlstate import SqlState
 
 from ..config import Config
@@ -72,7 +74,7 @@ class Proxy:
             raise ValueError(f'the database behind dpgate may not be named "{CONSOLE_DATABASE}"'
                              ": that name is the admin console's")
         self.pool = BackendPool(self.reader_endpoint, self.config.backend.pool_size,
-                                self.config.backend.private_statement_timeout)
+                                self.config.backend.private_statement_timeout, READER_PINNED)
         self.knowledge = Knowledge(self.ledger)
         self.plans = PlanCache(max_bytes=self.config.server.plan_cache_bytes)
         self.checker = PlanChecker(self.config.policy)
@@ -285,12 +287,15 @@ class Proxy:
                             writer: asyncio.StreamWriter, outbox: Outbox
                             ) -> tuple[Session, tuple[int, int]]:
         """The relay connection and the session of an authenticated, admitted analyst."""
-        options = {"application_name": params.get("application_name", "") or "dpgate"}
-        for name in ("client_encoding", "DateStyle", "TimeZone", "search_path"):
-            if name in params:
-                options[name] = params[name]
         try:
-            relay = await BackendConnection.connect(self.relay_endpoint, **options)
+            settings = startup_settings(params)
+        except Refusal as refusal:
+            raise FatalError(refusal.sqlstate, refusal.message, hint=refusal.hint) from None
+        pinned = {name: settings.pop(name) for name in PINNED}
+        options = {"application_name": params.get("application_name", "") or "dpgate",
+                   **settings}
+        try:
+            relay = await BackendConnection.connect(self.relay_endpoint, pinned, **options)
         except BackendError as error:
             self.ops.metrics.backend_errors.inc()
             log.error("the backend refused a relay connection: %s", error)
@@ -313,7 +318,7 @@ class Proxy:
                         self.checker, self.workers, running, report_charge=ops.charge,
                         charges=self.charges)
         session = Session(analyst, engine, relay,
-                          reconnect=lambda: BackendConnection.connect(self.relay_endpoint,
+                          reconnect=lambda: BackendConnection.connect(self.relay_endpoint, pinned,
                                                                       **options),
                           send=outbox.send, relieve=outbox.relieve,
                           prepared=PreparedStatements(), running=running, ops=ops)
