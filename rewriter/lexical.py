@@ -26,7 +26,6 @@ answered under another reading.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable, Mapping
 
 from .errors import FEATURE_NOT_SUPPORTED, Refusal
@@ -116,9 +115,10 @@ def startup_settings(parameters: Mapping[str, str]) -> dict[str, str]:
 def _options(options: str) -> list[tuple[str, str]]:
     """(name, value) of each -c name=value and --name=value in a startup `options`
     string (backslash escapes a space, as PostgreSQL splits it)."""
-    words = shlex.split(options.replace("'", "\\'").replace('"', '\\"'), posix=True)
+    words = [re.sub(r"\\(.)", r"\1", word)
+             for word in re.findall(r"(?:\\.|\\$|[^\s\\])+", options, re.DOTALL)]
     settings = []
-    for word, after in zip(words, [*words[1:], ""], strict=True):
+    for word, after in zip(words, [*words[1:], ""], strict=False):
         if word.startswith("--") and "=" in word:
             setting = word[2:]
         elif word == "-c":
