@@ -48,7 +48,8 @@ _CONTINUATION = re.compile(r"(?:[ \t\f\v]|--[^\n\r]*)*[\n\r](?:[ \t\n\r\f\v]+|--
 # One-letter prefixes of strings and the body each reads.
 _PREFIXED = {"e": _ESCAPED, "b": _BITS, "x": _BITS, "n": _QUOTED}
 
-CODE, LITERAL, NAME, COMMENT, SPACE = "code", "literal", "name", "comment", "space"
+CODE, NUMBER, LITERAL, NAME, COMMENT, SPACE = (
+    "code", "number", "literal", "name", "comment", "space")
 # sqlglot's token types for a string literal and for a quoted identifier.
 _STRING_TOKENS = frozenset({
     TokenType.STRING, TokenType.BYTE_STRING, TokenType.NATIONAL_STRING,
@@ -104,7 +105,7 @@ def _next(sql: str, at: int) -> list[Span]:
                          NAME)]
         return [Span(at, after, CODE)]
     if (number := _NUMBER.match(sql, at)) is not None:
-        return [Span(at, number.end(), CODE)]
+        return [Span(at, number.end(), NUMBER)]
     return [Span(at, at + 1, CODE)]
 
 
@@ -177,13 +178,14 @@ def _agree(sql: str, tokens: list[Token], spans: list[Span]) -> None:
               if span.kind in (LITERAL, NAME)}
     code = bytearray(len(sql))  # 1 where PostgreSQL reads code, 2 where it reads spaces
     for span in spans:
-        if span.kind in (CODE, SPACE):
-            mark = b"\1" if span.kind == CODE else b"\2"
+        if span.kind in (CODE, NUMBER, SPACE):
+            mark = b"\2" if span.kind == SPACE else b"\1"
             code[span.start:span.end] = mark * (span.end - span.start)
     covered = bytearray(len(sql))
     semicolons = {token.start for token in tokens if token.token_type == TokenType.SEMICOLON}
     matched: set[tuple[int, int]] = set()
-    rest = 0  # sqlglot reads the rest of EXPLAIN, SHOW… up to the next ; as one string
+    # sqlglot reads the rest of EXPLAIN, SHOW… up to the next ; as one string.
+    rests: list[tuple[int, int]] = []
     for before, token in zip([None, *tokens], tokens, strict=False):
         start, end = token.start, token.end + 1
         if before is not None and before.token_type in _COMMANDS and \
@@ -191,6 +193,7 @@ def _agree(sql: str, tokens: list[Token], spans: list[Span]) -> None:
             rest = min([at for at in semicolons if at > before.end] or [len(sql)])
             covered[before.end + 1:rest] = b"\1" * (rest - before.end - 1)
             matched |= {key for key in quoted if before.end < key[0] < rest}
+            rests.append((before.end, rest))
             continue
         kind = quoted.get((start, end))
         if kind is not None:
@@ -206,7 +209,15 @@ def _agree(sql: str, tokens: list[Token], spans: list[Span]) -> None:
     if len(matched) != len(quoted):
         raise _disagree(min(start for start, end in set(quoted) - matched))
     for span in spans:
-        if span.kind == CODE and 0 in covered[span.start:span.end]:
+        if span.kind in (CODE, NUMBER) and 0 in covered[span.start:span.end]:
+            raise _disagree(span.start)
+    # A number is one number to both (sqlglot reads 1_000 as 1 AS _000, 0x1F as x'1F').
+    numbers = {(token.start, token.end + 1) for token in tokens
+               if token.token_type == TokenType.NUMBER}
+    for span in spans:
+        if span.kind == NUMBER and (span.start, span.end) not in numbers and not (
+                sql[span.start] == "." and (span.start + 1, span.end) in numbers) and \
+                not any(start < span.start < end for start, end in rests):
             raise _disagree(span.start)
     # Statements end where PostgreSQL ends them, and nowhere else.
     ends = {span.start for span in spans if span.kind == CODE and sql[span.start] == ";"}
