@@ -13,7 +13,11 @@ them only to the pinned value, on any route: SET, set_config(), startup paramete
   refuses it where a client encoding could hide a \\ in a character.
 - client_encoding: SJIS, BIG5, GBK, UHC, GB18030 and JOHAB have characters whose second
   byte is \\ or another ASCII character, so the bytes dpgate reads as one character end a
-  string to PostgreSQL. dpgate reads UTF-8; SQL_ASCII passes the same bytes unconverted.
+  string to PostgreSQL. dpgate reads UTF-8; SQL_ASCII, which PostgreSQL does not convert,
+  is accepted at startup (psql under LANG=C asks for it).
+
+A relay or reader connection that reports a pinned setting changed all the same is
+replaced before its next statement (BackendConnection.alive).
 
 escape_string_warning changes only warnings and stays free. Two settings change how
 literal values (not boundaries) are read, and private statements run on dpgate's reader
@@ -59,7 +63,8 @@ def _date_order_kept(value: str) -> bool:
 _ALLOWED: dict[str, Callable[[str], bool]] = {
     "standard_conforming_strings": lambda value: value.strip().lower() in _TRUE,
     "backslash_quote": lambda value: value.strip().lower() == "safe_encoding",
-    "client_encoding": lambda value: _encoding(value) is not None,
+    # SQL_ASCII only at startup: a change after it would renew the relay connection.
+    "client_encoding": lambda value: _encoding(value) == "UTF8",
     "datestyle": _date_order_kept,
     "intervalstyle": lambda value: value.strip().lower() != "sql_standard",
 }
@@ -105,7 +110,8 @@ def startup_settings(parameters: Mapping[str, str]) -> dict[str, str]:
     for name, value in _options(parameters.get("options", "")):
         check_setting(name, value, "the startup option")
     for name, value in parameters.items():
-        check_setting(name, value, "the startup parameter")
+        if name != "client_encoding" or _encoding(value) is None:
+            check_setting(name, value, "the startup parameter")
     passed = {name: parameters[name] for name in ("DateStyle", "TimeZone", "search_path")
               if name in parameters}
     encoding = _encoding(parameters.get("client_encoding", "")) or "UTF8"

@@ -238,6 +238,7 @@ def test_psql_with_a_client_only_encoding_is_refused(proxy: RunningProxy, encodi
     ("SET backslash_quote = off", True),
     ("SET client_encoding = 'utf-8'", False),
     ("SET client_encoding = 'LATIN1'", True),
+    ("SET client_encoding = 'SQL_ASCII'", True),  # accepted at startup only
     ("SET NAMES 'JOHAB'", True),
     ("SET NAMES DEFAULT", False),
     ("SET DateStyle = 'German, MDY'", False),
@@ -276,6 +277,11 @@ def test_a_connection_that_does_not_report_a_pinned_value_is_refused(proxy: Runn
                                             DateStyle="SQL, DMY")
         connection = await BackendConnection.connect(endpoint, PINNED)
         assert connection.parameters["standard_conforming_strings"] == "on"
+        assert connection.alive
+        # A route nobody refused (here dpgate's own connection) turns it off: the
+        # connection is no longer used, and the session gets a fresh one.
+        await connection.fetch("SET standard_conforming_strings = off")
+        assert connection.drifted and not connection.alive
         connection.close()
 
     asyncio.run(run())

@@ -108,6 +108,7 @@ class BackendConnection:
         self.secret = 0
         self.status: bytes = TransactionStatus.IDLE
         self.endpoint: Endpoint | None = None
+        self.pinned: dict[str, str] = {}  # lower-case names, see connect
         self._outgoing: list[bytes] = []
         protocol = writer.transport.get_protocol()
         # Where fast_relay hooks in (connections opened by _open have one).
@@ -125,6 +126,7 @@ class BackendConnection:
         try:
             await connection._startup(endpoint, {**(pinned or {}), **options})
             connection.check_reported(pinned or {})
+            connection.pinned = {name.lower(): value for name, value in (pinned or {}).items()}
         except BaseException:
             connection.close()
             raise
@@ -251,9 +253,18 @@ class BackendConnection:
     @property
     def alive(self) -> bool:
         """False once PostgreSQL closed the connection or said anything unasked (the FATAL
-        of a terminated backend): an idle connection has nothing to read."""
+        of a terminated backend): an idle connection has nothing to read. False too once
+        it reports a pinned setting changed, by whatever route: the next statement goes
+        to a fresh connection, which reads text as dpgate does."""
         return not (self.writer.is_closing() or self.reader.at_eof()
-                    or len(self.reader._buffer))  # type: ignore[attr-defined]  # no peek
+                    or len(self.reader._buffer)  # type: ignore[attr-defined]  # no peek
+                    or self.drifted)
+
+    @property
+    def drifted(self) -> bool:
+        """Whether PostgreSQL reported a pinned setting with another value since connect."""
+        return any(self.pinned.get(name.lower(), value) != value
+                   for name, value in self.parameters.items())
 
     async def fetch(self, sql: str, parameters: Parameters | None = None) -> Rows:
         """Run one statement and return its rows in text format; raise BackendError.
