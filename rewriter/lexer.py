@@ -18,7 +18,7 @@ PostgreSQL takes as a letter.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import TokenError
@@ -29,28 +29,35 @@ from .errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, Refusal
 _DIALECT = Postgres()
 _COMMANDS = frozenset(Postgres.Tokenizer.COMMANDS)
 
-_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")
-_IDENTIFIER = re.compile(r"[A-Za-z_\x80-\U0010ffff][A-Za-z_0-9$\x80-\U0010ffff]*")
-_NUMBER = re.compile(r"(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?"
-                     r"(?:[A-Za-z_\x80-\U0010ffff][A-Za-z_0-9$\x80-\U0010ffff]*)?")
+_LETTER, _LETTERS = r"[A-Za-z_\x80-\U0010ffff]", r"[A-Za-z_0-9$\x80-\U0010ffff]*"
+# The start of each lexeme, in PostgreSQL's order of preference; a string's prefix (E'…,
+# U&'…) only where a word would start, since a word is read whole.
+_NEXT = re.compile(
+    r"(?P<space>[ \t\n\r\f\v]+)|(?P<line>--[^\n\r]*)|(?P<block>/\*)"
+    r"|(?P<string>(?:[eEbBxXnN]|[uU]&)?')|(?P<name>(?:[uU]&)?\")|(?P<dollar>\$)"
+    # digits, a fraction, an exponent, and letters after them (PostgreSQL 16's junk)
+    rf"|(?P<number>(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?(?:{_LETTER}{_LETTERS})?)"
+    rf"|(?P<word>{_LETTER}{_LETTERS})|(?P<char>.)", re.DOTALL)
 _DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_\x80-\U0010ffff][A-Za-z_0-9\x80-\U0010ffff]*)?\$")
 _PARAMETER = re.compile(r"\$\d+")
 _COMMENT_MARK = re.compile(r"/\*|\*/")
-_NEWLINE = re.compile(r"[\n\r]")
 # Bodies after the opening quote, up to and including the closing one.
 _QUOTED = re.compile(r"(?:[^']|'')*'", re.DOTALL)  # '' is a quote: 'it''s'
 _ESCAPED = re.compile(r"(?:[^'\\]|''|\\.)*'", re.DOTALL)  # E'…': \ escapes any character
 _BITS = re.compile(r"[^']*'")  # B'…' and X'…' know no escapes
 _QUOTED_NAME = re.compile(r'(?:[^"]|"")*"', re.DOTALL)
 # What may separate the parts of one string: whitespace holding a newline, and -- comments
-# after it (SQL's continuation, `'a'\n'b'` is 'ab').
-_CONTINUATION = re.compile(r"(?:[ \t\f\v]|--[^\n\r]*)*[\n\r](?:[ \t\n\r\f\v]+|--[^\n\r]*[\n\r])*'")
-# One-letter prefixes of strings and the body each reads.
-_PREFIXED = {"e": _ESCAPED, "b": _BITS, "x": _BITS, "n": _QUOTED}
+# after it (SQL's continuation, `'a'\n'b'` is 'ab'). One character per repetition: a
+# nested + would backtrack exponentially on a long run of spaces.
+_CONTINUATION = re.compile(
+    r"(?:[ \t\f\v]|--[^\n\r]*)*[\n\r](?:[ \t\n\r\f\v]|--[^\n\r]*[\n\r])*'")
+# The body each prefix of a string reads.
+_BODIES = {"e": _ESCAPED, "b": _BITS, "x": _BITS, "n": _QUOTED, "u": _QUOTED, "": _QUOTED}
 
-CODE, NUMBER, LITERAL, NAME, COMMENT, SPACE = (
-    "code", "number", "literal", "name", "comment", "space")
-# sqlglot's token types for a string literal and for a quoted identifier.
+# What each character of the text is to PostgreSQL.
+OPAQUE, CODE, SPACE = 0, 1, 2  # inside a literal, quoted name or comment; code; spaces
+_COVERED = 3  # (in _agree: code a sqlglot token covers)
+# sqlglot's token types for a string literal.
 _STRING_TOKENS = frozenset({
     TokenType.STRING, TokenType.BYTE_STRING, TokenType.NATIONAL_STRING,
     TokenType.HEREDOC_STRING, TokenType.UNICODE_STRING, TokenType.BIT_STRING,
@@ -58,55 +65,49 @@ _STRING_TOKENS = frozenset({
 })
 
 
-@dataclass(frozen=True)
-class Span:
-    """Characters start … end - 1 of the text, and what PostgreSQL reads them as."""
+@dataclass
+class Reading:
+    """PostgreSQL's reading of a text: what each character is (`kinds`, one byte each),
+    where each literal and quoted name starts and ends (and whether it is a name), where
+    each number, and where the semicolons that end statements are."""
 
-    start: int
-    end: int
-    kind: str
+    kinds: bytearray
+    quoted: dict[tuple[int, int], bool] = field(default_factory=dict)
+    numbers: list[tuple[int, int]] = field(default_factory=list)
+    semicolons: set[int] = field(default_factory=set)
 
 
-def scan(sql: str) -> list[Span]:
-    """PostgreSQL's reading of the text, as consecutive spans (spaces included).
+def scan(sql: str) -> Reading:
+    """Read the text with PostgreSQL's rules.
 
     Raises Refusal (42601) where PostgreSQL's lexer fails: an unterminated string,
     quoted identifier, dollar quote or comment.
     """
-    spans: list[Span] = []
-    while (at := spans[-1].end if spans else 0) < len(sql):
-        spans += _next(sql, at)
-    return spans
-
-
-def _next(sql: str, at: int) -> list[Span]:
-    char, two = sql[at], sql[at:at + 2]
-    if (space := _WHITESPACE.match(sql, at)) is not None:
-        return [Span(at, space.end(), SPACE)]
-    if two == "--":
-        newline = _NEWLINE.search(sql, at)
-        return [Span(at, newline.start() if newline else len(sql), COMMENT)]
-    if two == "/*":
-        return [Span(at, _comment_end(sql, at), COMMENT)]
-    if char == "'":
-        return _string(sql, at, at + 1, _QUOTED)
-    if char == '"':
-        return [Span(at, _body_end(_QUOTED_NAME, sql, at + 1, "quoted identifier"), NAME)]
-    if char == "$":
-        return [_dollar(sql, at)]
-    if (name := _IDENTIFIER.match(sql, at)) is not None:
-        word, after = name.group().lower(), name.end()
-        if word in _PREFIXED and sql.startswith("'", after):
-            return _string(sql, at, after + 1, _PREFIXED[word])
-        if word == "u" and sql.startswith("&'", after):
-            return _string(sql, at, after + 2, _QUOTED)
-        if word == "u" and sql.startswith('&"', after):
-            return [Span(at, _body_end(_QUOTED_NAME, sql, after + 2, "quoted identifier"),
-                         NAME)]
-        return [Span(at, after, CODE)]
-    if (number := _NUMBER.match(sql, at)) is not None:
-        return [Span(at, number.end(), NUMBER)]
-    return [Span(at, at + 1, CODE)]
+    reading = Reading(bytearray(b"\1") * len(sql))
+    kinds, at = reading.kinds, 0
+    while at < len(sql):
+        lexeme = _NEXT.match(sql, at)
+        assert lexeme is not None  # (?P<char>.) matches anything
+        kind, end = lexeme.lastgroup, lexeme.end()
+        if kind == "space":
+            kinds[at:end] = b"\2" * (end - at)
+        elif kind in ("line", "block"):
+            end = _comment_end(sql, at) if kind == "block" else end
+            kinds[at:end] = bytes(end - at)
+        elif kind == "string":
+            end = _string(sql, at, end, _BODIES[lexeme.group()[:-1][:1].lower()], reading)
+        elif kind == "name":
+            end = _body_end(_QUOTED_NAME, sql, end, "quoted identifier")
+            reading.quoted[(at, end)] = True
+            kinds[at:end] = bytes(end - at)
+        elif kind == "dollar":
+            end = _dollar(sql, at, reading)
+        elif kind == "number":
+            reading.numbers.append((at, end))
+        elif kind == "char" and sql[at] == ";":
+            reading.semicolons.add(at)
+        at = end
+    return reading
 
 
 def _body_end(body: re.Pattern[str], sql: str, at: int, what: str) -> int:
@@ -116,18 +117,19 @@ def _body_end(body: re.Pattern[str], sql: str, at: int, what: str) -> int:
     return found.end()
 
 
-def _string(sql: str, start: int, at: int, body: re.Pattern[str]) -> list[Span]:
+def _string(sql: str, start: int, at: int, body: re.Pattern[str], reading: Reading) -> int:
     """A string from its prefix or opening quote; each further part (SQL's continuation
     across a newline, read with the same escapes) is a literal of its own, as sqlglot
-    tokenizes it, and what separates the parts is a comment."""
+    tokenizes it, and what separates the parts is opaque."""
     end = _body_end(body, sql, at, "quoted string")
-    spans = [Span(start, end, LITERAL)]
+    reading.quoted[(start, end)] = False
     while (more := _CONTINUATION.match(sql, end)) is not None:
         part = more.end() - 1
-        spans.append(Span(end, part, COMMENT))
-        end = _body_end(body, sql, part + 1, "quoted string")
-        spans.append(Span(part, end, LITERAL))
-    return spans
+        reading.quoted[(part, part_end := _body_end(body, sql, part + 1, "quoted string"))] \
+            = False
+        end = part_end
+    reading.kinds[start:end] = bytes(end - start)
+    return end
 
 
 def _comment_end(sql: str, at: int) -> int:
@@ -140,22 +142,25 @@ def _comment_end(sql: str, at: int) -> int:
     raise Refusal(SYNTAX_ERROR, "unterminated /* comment", position=at + 1)
 
 
-def _dollar(sql: str, at: int) -> Span:
-    """$tag$…$tag$, a parameter $1, or a lone $."""
+def _dollar(sql: str, at: int, reading: Reading) -> int:
+    """$tag$…$tag$ (a literal), a parameter $1, or a lone $."""
     tag = _DOLLAR_TAG.match(sql, at)
     if tag is not None:
         close = sql.find(tag.group(), tag.end())
         if close < 0:
             raise Refusal(SYNTAX_ERROR, "unterminated dollar-quoted string", position=at + 1)
-        return Span(at, close + len(tag.group()), LITERAL)
+        end = close + len(tag.group())
+        reading.quoted[(at, end)] = False
+        reading.kinds[at:end] = bytes(end - at)
+        return end
     parameter = _PARAMETER.match(sql, at)
-    return Span(at, parameter.end() if parameter else at + 1, CODE)
+    return parameter.end() if parameter else at + 1
 
 
 def tokenize(sql: str) -> list[Token]:
     """sqlglot's tokens of a query string, once they are known to read it as PostgreSQL
     does: the same literals and quoted names, from the same first to the same last
-    character, the same code, and the same semicolons.
+    character, the same code, the same numbers and the same semicolons.
 
     Raises Refusal: 42601 where either lexer fails, 0A000 where they disagree.
     """
@@ -165,7 +170,7 @@ def tokenize(sql: str) -> list[Token]:
         raise Refusal(SYNTAX_ERROR, f"syntax error: {error}") from None
     _agree(sql, tokens, scan(sql))
     for before, token in zip(tokens, tokens[1:], strict=False):
-        # sqlglot cannot write U&'…' UESCAPE '\\' back (its regex breaks on the escape).
+        # sqlglot cannot write U&'…' UESCAPE '\' back (its regex breaks on the escape).
         if before.text.upper() == "UESCAPE" and token.text == "\\":
             raise Refusal(FEATURE_NOT_SUPPORTED, "UESCAPE '\\' is not supported",
                           hint="Leave UESCAPE out: \\ is the escape of U&'…' strings.",
@@ -173,16 +178,12 @@ def tokenize(sql: str) -> list[Token]:
     return tokens
 
 
-def _agree(sql: str, tokens: list[Token], spans: list[Span]) -> None:
-    quoted = {(span.start, span.end): span.kind for span in spans
-              if span.kind in (LITERAL, NAME)}
-    code = bytearray(len(sql))  # 1 where PostgreSQL reads code, 2 where it reads spaces
-    for span in spans:
-        if span.kind in (CODE, NUMBER, SPACE):
-            mark = b"\2" if span.kind == SPACE else b"\1"
-            code[span.start:span.end] = mark * (span.end - span.start)
-    covered = bytearray(len(sql))
+def _agree(sql: str, tokens: list[Token], reading: Reading) -> None:
+    kinds, quoted = reading.kinds, reading.quoted
+    covered = bytearray(kinds)
     semicolons = {token.start for token in tokens if token.token_type == TokenType.SEMICOLON}
+    numbers = {(token.start, token.end + 1) for token in tokens
+               if token.token_type == TokenType.NUMBER}
     matched: set[tuple[int, int]] = set()
     # sqlglot reads the rest of EXPLAIN, SHOW… up to the next ; as one string.
     rests: list[tuple[int, int]] = []
@@ -191,38 +192,32 @@ def _agree(sql: str, tokens: list[Token], spans: list[Span]) -> None:
         if before is not None and before.token_type in _COMMANDS and \
                 token.token_type == TokenType.STRING:
             rest = min([at for at in semicolons if at > before.end] or [len(sql)])
-            covered[before.end + 1:rest] = b"\1" * (rest - before.end - 1)
+            covered[before.end + 1:rest] = b"\3" * (rest - before.end - 1)
             matched |= {key for key in quoted if before.end < key[0] < rest}
             rests.append((before.end, rest))
-            continue
-        kind = quoted.get((start, end))
-        if kind is not None:
-            if (kind == NAME) != (token.token_type == TokenType.IDENTIFIER) or \
-                    (kind == LITERAL and token.token_type not in _STRING_TOKENS):
+        elif (start, end) in quoted:
+            name = quoted[(start, end)]
+            if name != (token.token_type == TokenType.IDENTIFIER) or \
+                    (not name and token.token_type not in _STRING_TOKENS):
                 raise _disagree(start)
             matched.add((start, end))
-            continue
         # Code: code to PostgreSQL too (spaces inside, as in GROUP BY), from end to end.
-        if code[start] != 1 or code[end - 1] != 1 or 0 in code[start:end]:
+        elif kinds[start] != CODE or kinds[end - 1] != CODE or OPAQUE in kinds[start:end]:
             raise _disagree(start)
-        covered[start:end] = b"\1" * (end - start)
+        else:
+            covered[start:end] = b"\3" * (end - start)
     if len(matched) != len(quoted):
-        raise _disagree(min(start for start, end in set(quoted) - matched))
-    for span in spans:
-        if span.kind in (CODE, NUMBER) and 0 in covered[span.start:span.end]:
-            raise _disagree(span.start)
+        raise _disagree(min(start for start, _ in set(quoted) - matched))
+    if CODE in covered:  # code to PostgreSQL that sqlglot skipped (as a comment, say)
+        raise _disagree(covered.index(CODE))
     # A number is one number to both (sqlglot reads 1_000 as 1 AS _000, 0x1F as x'1F').
-    numbers = {(token.start, token.end + 1) for token in tokens
-               if token.token_type == TokenType.NUMBER}
-    for span in spans:
-        if span.kind == NUMBER and (span.start, span.end) not in numbers and not (
-                sql[span.start] == "." and (span.start + 1, span.end) in numbers) and \
-                not any(start < span.start < end for start, end in rests):
-            raise _disagree(span.start)
+    for start, end in reading.numbers:
+        if (start, end) not in numbers and not (sql[start] == "." and (start + 1, end) in numbers) \
+                and not any(first < start < last for first, last in rests):
+            raise _disagree(start)
     # Statements end where PostgreSQL ends them, and nowhere else.
-    ends = {span.start for span in spans if span.kind == CODE and sql[span.start] == ";"}
-    if semicolons != ends:
-        raise _disagree(min(semicolons ^ ends))
+    if semicolons != reading.semicolons:
+        raise _disagree(min(semicolons ^ reading.semicolons))
 
 
 def _disagree(at: int) -> Refusal:

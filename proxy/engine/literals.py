@@ -32,16 +32,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from rewriter.classify import Statement
-from rewriter.errors import Refusal
-from rewriter.lexer import tokenize
 from rewriter.plan import PrivateAggregate, Relay
 
 from ..pgwire.backend import Parameters
 
 INT4_OID, INT8_OID, NUMERIC_OID = 23, 20, 1700
+_TOKENIZER = Postgres().tokenizer_class()
 _NUMBER = re.compile(r"\d+(?:\.\d*)?")
 _COMPARISONS = frozenset({TokenType.EQ, TokenType.NEQ, TokenType.LT, TokenType.LTE,
                           TokenType.GT, TokenType.GTE})
@@ -93,8 +94,10 @@ def lift(sql: str) -> Lifted | None:
     if "$" in sql or "?" in sql:
         return None
     try:
-        tokens = tokenize(sql)  # the original must read as PostgreSQL reads it, too
-    except (Refusal, ValueError):
+        # sqlglot's tokens as they come: the lifted text differs only in plain numbers,
+        # and its classification checks them against PostgreSQL's reading (lexer.py).
+        tokens = _TOKENIZER.tokenize(sql)
+    except (TokenError, ValueError):
         return None
     while tokens and tokens[-1].token_type == TokenType.SEMICOLON:
         tokens.pop()
