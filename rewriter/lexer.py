@@ -56,7 +56,7 @@ _BODIES = {"e": _ESCAPED, "b": _BITS, "x": _BITS, "n": _QUOTED, "u": _QUOTED, ""
 
 # What each character of the text is to PostgreSQL.
 OPAQUE, CODE, SPACE = 0, 1, 2  # inside a literal, quoted name or comment; code; spaces
-_COVERED = 3  # (in _agree: code a sqlglot token covers)
+_COVERED = b"\3"  # (in _agree: where a sqlglot token covers the text)
 # sqlglot's token types for a string literal.
 _STRING_TOKENS = frozenset({
     TokenType.STRING, TokenType.BYTE_STRING, TokenType.NATIONAL_STRING,
@@ -83,14 +83,14 @@ def scan(sql: str) -> Reading:
     Raises Refusal (42601) where PostgreSQL's lexer fails: an unterminated string,
     quoted identifier, dollar quote or comment.
     """
-    reading = Reading(bytearray(b"\1") * len(sql))
+    reading = Reading(bytearray([CODE]) * len(sql))
     kinds, at = reading.kinds, 0
     while at < len(sql):
         lexeme = _NEXT.match(sql, at)
         assert lexeme is not None  # (?P<char>.) matches anything
         kind, end = lexeme.lastgroup, lexeme.end()
         if kind == "space":
-            kinds[at:end] = b"\2" * (end - at)
+            kinds[at:end] = bytes([SPACE]) * (end - at)
         elif kind in ("line", "block"):
             end = _comment_end(sql, at) if kind == "block" else end
             kinds[at:end] = bytes(end - at)
@@ -125,9 +125,8 @@ def _string(sql: str, start: int, at: int, body: re.Pattern[str], reading: Readi
     reading.quoted[(start, end)] = False
     while (more := _CONTINUATION.match(sql, end)) is not None:
         part = more.end() - 1
-        reading.quoted[(part, part_end := _body_end(body, sql, part + 1, "quoted string"))] \
-            = False
-        end = part_end
+        end = _body_end(body, sql, part + 1, "quoted string")
+        reading.quoted[(part, end)] = False
     reading.kinds[start:end] = bytes(end - start)
     return end
 
@@ -192,7 +191,7 @@ def _agree(sql: str, tokens: list[Token], reading: Reading) -> None:
         if before is not None and before.token_type in _COMMANDS and \
                 token.token_type == TokenType.STRING:
             rest = min([at for at in semicolons if at > before.end] or [len(sql)])
-            covered[before.end + 1:rest] = b"\3" * (rest - before.end - 1)
+            covered[before.end + 1:rest] = _COVERED * (rest - before.end - 1)
             matched |= {key for key in quoted if before.end < key[0] < rest}
             rests.append((before.end, rest))
         elif (start, end) in quoted:
@@ -205,7 +204,7 @@ def _agree(sql: str, tokens: list[Token], reading: Reading) -> None:
         elif kinds[start] != CODE or kinds[end - 1] != CODE or OPAQUE in kinds[start:end]:
             raise _disagree(start)
         else:
-            covered[start:end] = b"\3" * (end - start)
+            covered[start:end] = _COVERED * (end - start)
     if len(matched) != len(quoted):
         raise _disagree(min(start for start, _ in set(quoted) - matched))
     if CODE in covered:  # code to PostgreSQL that sqlglot skipped (as a comment, say)
