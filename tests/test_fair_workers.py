@@ -131,3 +131,29 @@ def test_a_stop_just_as_the_work_ends_never_reaches_the_pool():
         alive = [t for t in threading.enumerate() if t.name.startswith("dpgate-cpu")]
         assert len(alive) <= 2
     asyncio.run(scenario())
+
+
+def test_the_work_of_a_cancelled_statement_stops_too():
+    """A client that goes away (or a statement cancelled) leaves no analysis behind."""
+    steps = [0]
+
+    def spin() -> None:
+        while True:
+            steps[0] += 1
+
+    async def scenario() -> None:
+        workers = Workers(cpu_threads=1, cpu_per_analyst=1)
+        try:
+            task = asyncio.create_task(workers.cpu_until(60, spin, analyst="a"))
+            while not steps[0]:
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert await asyncio.wait_for(workers.cpu(sum, [1, 2], analyst="a"), 5) == 3
+            stopped_at = steps[0]
+            await asyncio.sleep(0.05)
+            assert steps[0] == stopped_at
+        finally:
+            workers.close()
+    asyncio.run(scenario())

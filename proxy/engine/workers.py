@@ -71,6 +71,10 @@ class Workers:
                 except Stopped:
                     pass
                 raise
+            except asyncio.CancelledError:  # the client went away: its work stops too
+                job.stop()
+                running.add_done_callback(_retrieved)  # its Stopped is nobody's error
+                raise
 
     def free(self, rows: list) -> None:
         """Empty a long list on a worker thread, a piece at a time, without waiting: the
@@ -144,6 +148,11 @@ class _StoppableJob(Generic[T]):
             self.stopped = True
             if self.thread is not None and not self.done:
                 _raise_in_thread(self.thread, Stopped)
+
+
+def _retrieved(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _raise_in_thread(thread: int, exception: type[BaseException] | None) -> None:
