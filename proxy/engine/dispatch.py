@@ -48,7 +48,8 @@ class Engine:
                  rng: RandomSource, planner: Planner, checker: PlanChecker,
                  workers: Workers, running: Running,
                  report_charge: ChargeReport | None = None,
-                 charges: ChargeBatches | None = None):
+                 charges: ChargeBatches | None = None,
+                 released: BackendPool | None = None):
         self.pool = pool
         self.planner = planner
         self.settings = DpSettings(analyst, config, ledger, workers, planner)
@@ -57,7 +58,7 @@ class Engine:
         # without one).
         self.private = PrivateAnswers(analyst, config, ledger, pool, rng, checker, workers,
                                       self.settings, running, report_charge,
-                                      charges or ChargeBatches(ledger, workers))
+                                      charges or ChargeBatches(ledger, workers), released)
         # Plan kind -> how it is answered: the whole of the dispatch.
         self._actions: dict[type, Callable[[Any, str, Parameters | None, int],
                                            Awaitable[Outcome]]] = {

@@ -71,8 +71,14 @@ class Proxy:
         if self.relay_endpoint.database == CONSOLE_DATABASE:
             raise ValueError(f'the database behind dpgate may not be named "{CONSOLE_DATABASE}"'
                              ": that name is the admin console's")
-        self.pool = BackendPool(self.reader_endpoint, self.config.backend.pool_size,
-                                self.config.backend.private_statement_timeout)
+        backend = self.config.backend
+        self.pool = BackendPool(self.reader_endpoint, backend.pool_size,
+                                backend.private_statement_timeout)
+        # SQL over released values and the probes of their types: as the relay role, which
+        # cannot read private tables, on connections reset before each use.
+        self.released = BackendPool(self.relay_endpoint, backend.pool_size,
+                                    backend.private_statement_timeout,
+                                    application_name="dpgate-released", reset=True)
         self.knowledge = Knowledge(self.ledger)
         self.plans = PlanCache(max_bytes=self.config.server.plan_cache_bytes)
         self.checker = PlanChecker(self.config.policy)
@@ -130,6 +136,7 @@ class Proxy:
             await site.cleanup()
         self.ops.close()
         self.pool.close()
+        self.released.close()
         self.workers.close()
 
     async def _accept(self, reader: ClientReader, writer: asyncio.StreamWriter) -> None:
@@ -311,7 +318,7 @@ class Proxy:
                                options["application_name"])
         engine = Engine(analyst, self.config, self.ledger, self.pool, self.rng, self.planner,
                         self.checker, self.workers, running, report_charge=ops.charge,
-                        charges=self.charges)
+                        charges=self.charges, released=self.released)
         session = Session(analyst, engine, relay,
                           reconnect=lambda: BackendConnection.connect(self.relay_endpoint,
                                                                       **options),
