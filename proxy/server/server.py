@@ -7,6 +7,7 @@ socket, a bug) ends that client's connection only.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import secrets
 import ssl
@@ -99,8 +100,12 @@ class Proxy:
     async def start(self) -> asyncio.Server:
         server = self.config.server
         if server.metrics_port:
+            if not server.metrics_token and not _loopback(server.metrics_host):
+                log.warning("metrics on %s name analysts and their spend to anyone who "
+                            "can reach them: set server.metrics_token", server.metrics_host)
             self.sites.append(await start_site(
-                metrics_app(self.ops, self.ledger, self.workers), server.metrics_host,
+                metrics_app(self.ops, self.ledger, self.workers, server.metrics_token),
+                server.metrics_host,
                 server.metrics_port))
         if server.dashboard_port:
             self.sites.append(await start_site(
@@ -394,3 +399,11 @@ def _try_write(writer: asyncio.StreamWriter, data: bytes) -> None:
             writer.write(data)
     except (ConnectionError, RuntimeError):
         pass
+
+
+def _loopback(host: str) -> bool:
+    """Whether `host` is a loopback address or name (only this machine reaches it)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
