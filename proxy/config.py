@@ -39,7 +39,8 @@ class ServerSettings:
     require_tls_for_password: bool = True
     # Sessions at once, in all and per analyst (53300 beyond). Each session holds one relay
     # connection to PostgreSQL: keep max_clients below PostgreSQL's max_connections minus
-    # backend.pool_size, and max_clients_per_analyst well below max_clients, so that one
+    # twice backend.pool_size (reader and post-processing pools), and
+    # max_clients_per_analyst well below max_clients, so that one
     # analyst's flood leaves room for the others to log in.
     max_clients: int = 64
     max_clients_per_analyst: int = 16
