@@ -7,11 +7,14 @@ and the proxy logs no internal error. Each internal error found is a case below.
 
 from __future__ import annotations
 
+import asyncio
 import random
+import socket
 
 import psycopg
 import pytest
 
+from proxy.pgwire.outbox import Outbox
 from tests.conftest import INTERNAL_ERROR_LINE, RunningProxy
 from tests.test_end_to_end import connect
 from tests.test_ledger_proxy import fresh_analyst
@@ -233,3 +236,19 @@ def test_odd_statements_in_text_and_binary_never_end_in_an_internal_error(
     failures = _ask(proxy, analyst, ODD) + _ask(proxy, analyst, ODD, binary=True)
     assert failures == [], "\n".join(failures)
     assert _internal_errors(proxy) == before
+
+
+def test_a_write_to_a_client_that_left_ends_its_session_quietly():
+    """Found by the full run's XX000 count: uvloop raises RuntimeError on a write to a
+    closed transport, which ended the session as an internal error. A client that left
+    is a lost connection, like any other."""
+    async def main() -> None:
+        ours, theirs = socket.socketpair()
+        _, writer = await asyncio.open_connection(sock=ours)
+        outbox = Outbox(writer)
+        writer.close()
+        outbox.send(b"Z\0\0\0\5I")
+        with pytest.raises(ConnectionResetError):
+            await outbox.flush()
+        theirs.close()
+    asyncio.run(main())
