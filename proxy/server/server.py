@@ -69,6 +69,10 @@ class Proxy:
         self.relay_endpoint = Endpoint.from_dsn(
             self.config.backend.relay_dsn or self.config.backend.dsn
         )
+        if not self.config.backend.relay_dsn:
+            log.warning("backend.relay_dsn is not set: relayed statements and the SQL over "
+                        "released values run as the reader role, guarded by the classifier "
+                        "alone")
         if self.relay_endpoint.database == CONSOLE_DATABASE:
             raise ValueError(f'the database behind dpgate may not be named "{CONSOLE_DATABASE}"'
                              ": that name is the admin console's")
