@@ -39,7 +39,8 @@ class ServerSettings:
     require_tls_for_password: bool = True
     # Sessions at once, in all and per analyst (53300 beyond). Each session holds one relay
     # connection to PostgreSQL: keep max_clients below PostgreSQL's max_connections minus
-    # backend.pool_size, and max_clients_per_analyst well below max_clients, so that one
+    # twice backend.pool_size (reader and post-processing pools), and
+    # max_clients_per_analyst well below max_clients, so that one
     # analyst's flood leaves room for the others to log in.
     max_clients: int = 64
     max_clients_per_analyst: int = 16
@@ -60,15 +61,18 @@ class ServerSettings:
     # Bytes of statement text the plan cache may hold (least recently used go first).
     plan_cache_bytes: int = 64 << 20
     # HTTP health endpoint for a load balancer (GET /health: 200 or 503); 0 serves none.
-    # Empty health_host: the listen_host.
+    # Like metrics and the dashboard, on loopback unless configured otherwise.
     health_port: int = 0
-    health_host: str = ""
+    health_host: str = "127.0.0.1"
     # Operations (proxy/ops): Prometheus metrics and the data owner's dashboard on their
     # own HTTP ports (0: off), a JSON line per statement decision ("" off, "-" stdout),
     # and the ledger accounts (comma-separated) that may open the admin console database
     # "dpgate" and the dashboard. Those accounts may not query the data.
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0
+    # Non-empty: /metrics (analysts' names and spend) answers only a request that shows
+    # it, as a bearer token or as the password of HTTP basic authentication (any user).
+    metrics_token: str = ""
     dashboard_host: str = "127.0.0.1"
     dashboard_port: int = 0
     audit_log: str = ""

@@ -42,6 +42,10 @@ class Description:
     columns: tuple[tuple[str, int], ...] = ()
 
 
+# Anonymous records and their arrays: PostgreSQL has no input function for them.
+_NO_TEXT_INPUT = frozenset({2249, 2287})
+
+
 class Engine:
     """One analyst session's answers to the plans dpgate answers itself."""
 
@@ -49,7 +53,8 @@ class Engine:
                  rng: RandomSource, planner: Planner, checker: PlanChecker,
                  workers: Workers, running: Running,
                  report_charge: ChargeReport | None = None,
-                 charges: ChargeBatches | None = None, readers: FairShares | None = None):
+                 charges: ChargeBatches | None = None, readers: FairShares | None = None,
+                 released: BackendPool | None = None):
         self.pool = pool
         self.planner = planner
         self.analyst = analyst.name
@@ -59,7 +64,8 @@ class Engine:
         # connections, shared by its sessions (this engine's own without them).
         self.private = PrivateAnswers(analyst, config, ledger, pool, rng, checker, workers,
                                       self.settings, running, report_charge,
-                                      charges or ChargeBatches(ledger, workers), readers)
+                                      charges or ChargeBatches(ledger, workers), readers,
+                                      released)
         # Plan kind -> how it is answered: the whole of the dispatch.
         self._actions: dict[type, Callable[[Any, str, Parameters | None, int],
                                            Awaitable[Outcome]]] = {
@@ -132,6 +138,21 @@ class Engine:
                         return client_error(error, offset)
         return client_error(refusal)
 
+    @staticmethod
+    def refuse_unencodable(columns: tuple[tuple[str, int], ...], formats: tuple[int, ...]
+                           ) -> None:
+        """Refuse, before anything runs or is charged, binary results dpgate cannot make
+        (`encode` has PostgreSQL read each value's text form back, and it cannot read an
+        anonymous record: `SELECT (count(*), 1)`)."""
+        for index, (name, type_oid) in enumerate(columns):
+            binary = formats[index if len(formats) > 1 else 0] if formats else 0
+            if binary and type_oid in _NO_TEXT_INPUT:
+                raise StatementError(SqlState.FEATURE_NOT_SUPPORTED,
+                                     f'column "{name}" is an anonymous record, which dpgate '
+                                     "cannot send in binary format",
+                                     hint="Ask for text results, or select its fields as "
+                                     "columns of their own.")
+
     async def encode(self, answer: Answer, formats: tuple[int, ...]) -> list[bytes]:
         """DataRow messages of an answer in the client's result formats."""
         if not any(formats):
@@ -141,8 +162,12 @@ class Engine:
                 return await backend.encode(answer.rows, [oid for _, oid in answer.columns],
                                             list(formats))
             except BackendError as error:
-                raise StatementError(SqlState.INTERNAL_ERROR,
-                                     f"dpgate could not encode its answer: {error}"
+                # A type whose text form PostgreSQL cannot read back: a limit of dpgate's,
+                # not an internal error. The answer is stored, so asking again is free.
+                raise StatementError(SqlState.FEATURE_NOT_SUPPORTED,
+                                     f"dpgate cannot send this answer in binary format: "
+                                     f"{error}", hint="Ask again for text results: the "
+                                     "answer is stored, so it is not charged again."
                                      ) from None
 
 

@@ -9,7 +9,9 @@ stored answer are one durable commit (accounting/one_commit.py) before anything 
 A backend connection is borrowed from the pool only while PostgreSQL works (the checks,
 the private query, each post-processing step) and is back in the pool before every ledger
 call: a slow fsync, or a wait for the ledger's lock, never keeps other sessions from
-PostgreSQL (tests/test_private_connections.py).
+PostgreSQL (tests/test_private_connections.py). Post-processing and the probe of its
+types borrow from the relay role's pool (`released`): that role cannot read private
+tables, and its connections are reset before each use (tests/test_released_values.py).
 """
 
 from __future__ import annotations
@@ -91,11 +93,15 @@ class PrivateAnswers:
                  rng: RandomSource, checker: PlanChecker, workers: Workers,
                  settings: DpSettings, running: Running,
                  report_charge: ChargeReport | None = None,
-                 charges: ChargeBatches | None = None, readers: FairShares | None = None):
+                 charges: ChargeBatches | None = None, readers: FairShares | None = None,
+                 released: BackendPool | None = None):
         self.analyst = analyst
         self.config = config
         self.ledger = ledger
         self.pool = pool
+        # Where SQL over released values and the probes of their types run: the proxy's
+        # relay-role pool (server.py); the reader's only in-process setups without one.
+        self.released = released or pool
         self.rng = rng
         self.checker = checker
         self.workers = workers
@@ -165,7 +171,7 @@ class PrivateAnswers:
         columns = result_columns(plan, key_types)
         if written is not None and len(written.columns) == len(columns):
             columns = written.columns
-        released = (await backend.describe(plan.probe_sql, types)).columns \
+        released = (await self._probe(plan.probe_sql, types)).columns \
             if plan.probe_sql is not None else []
         oids = tuple(t for _, t in released + columns)
         names = self.checker.type_names.get(oids)  # an OID names one type for good
@@ -177,6 +183,12 @@ class PrivateAnswers:
                      [(name, t) for name, (_, t) in zip(names[:len(released)], released,
                                                         strict=True)],
                      columns, names[len(released):])
+
+    async def _probe(self, sql: str, types: tuple[int, ...]) -> Described:
+        """The probe of the released outputs' types, described (never run) as the role
+        that cannot read private tables."""
+        async with self.released.connection() as backend:
+            return await self._describe(backend, sql, types)
 
     @staticmethod
     async def _describe(backend: BackendConnection, sql: str,
@@ -430,7 +442,7 @@ class PrivateAnswers:
         not the session's end.
         """
         try:
-            async with self.pool.connection() as backend:
+            async with self.released.connection() as backend:
                 result = await backend.fetch(sql, parameters)
         except BackendError as error:
             await self._charge_failure(request)

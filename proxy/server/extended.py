@@ -248,6 +248,8 @@ class ExtendedProtocol:
             session.refuse_if_aborted(portal.prepared.plan)
             self._send_rows(portal, limit)
             return
+        session.refuse_if_aborted(portal.prepared.plan)
+        session.engine.refuse_unencodable(portal.prepared.columns, portal.formats)
         answer = await session.execute(portal.prepared.text, portal.prepared.plan,
                                        portal.parameters)
         if isinstance(answer, Reply):  # nothing kept: a second Execute runs it again
