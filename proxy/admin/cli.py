@@ -32,8 +32,8 @@ async def _serve(config: Config, banner: str = "") -> None:
     server = await proxy.start()
     health = None
     if config.server.health_port:
-        health = await start_health(proxy, config.server.health_host or
-                                    config.server.listen_host, config.server.health_port)
+        health = await start_health(proxy, config.server.health_host,
+                                    config.server.health_port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
