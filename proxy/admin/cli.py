@@ -20,7 +20,7 @@ from ..demo.analysts import create_analyst, draw_shift
 from ..server import event_loop
 from ..server.health import start_health
 from ..server.server import Proxy
-from . import cli_analysis, cli_experiment, cli_ledger
+from . import cli_analysis, cli_experiment, cli_ledger, cli_policy
 from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
 
 DEMO_METRICS_PORT = 9632
@@ -58,6 +58,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("dpgate: backend.dsn is not set (use --config, DPGATE_BACKEND_DSN, "
               "or `dpgate demo` for an embedded database)", file=sys.stderr)
         return 2
+    # A policy that does not fit the database would reach analysts as raw errors.
+    if not cli_policy.policy_passes(config):
+        print("dpgate: not serving: fix the policy (dpgate policy check)", file=sys.stderr)
+        return 1
     event_loop.run(_serve(config))
     return 0
 
@@ -289,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     rotate.add_argument("name")
     add_config_arguments(rotate)
     rotate.set_defaults(func=cmd_user_rotate_shift)
-    for module in (cli_analysis, cli_ledger, cli_experiment):
+    for module in (cli_analysis, cli_ledger, cli_experiment, cli_policy):
         module.add_commands(commands)
     return parser
 
