@@ -12,7 +12,7 @@ import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 
-from .catalog_read import TableInfo
+from .catalog_read import ForeignKey, TableInfo
 
 NUMERIC_TYPES = ("smallint", "integer", "bigint", "numeric", "real", "double precision")
 DATE_TYPES = ("date", "timestamp")
@@ -43,7 +43,7 @@ def draft_policy(tables: Mapping[str, TableInfo], schema: str, public: Iterable[
                       "# TODO unit: no foreign-key chain reaches the unit; name one "
                       "(\"column -> table.key -> table.value\") or queries on this table "
                       "are refused"]
-        lines += _columns(table, tables, public, unit)
+        lines += _columns(table, public)
     return "\n".join(lines) + "\n"
 
 
@@ -112,43 +112,53 @@ def _unit(tables: Mapping[str, TableInfo], paths: Mapping[str, Mapping[str, str]
     return ranked[0][2] if ranked else None
 
 
-def _columns(table: TableInfo, tables: Mapping[str, TableInfo], public: set[str],
-             unit: str | None) -> list[str]:
+def _columns(table: TableInfo, public: set[str]) -> list[str]:
     lines: list[str] = []
     references = {fk.column: fk for fk in table.foreign_keys}
     for column, type_name in table.columns.items():
-        settings: list[str] = []
-        fk = references.get(column)
-        if column in table.values:
-            settings.append(f"domain = {_array(table.values[column])}")
-        elif column in table.enums:
-            # rewriter/rewrite.py joins the column with the domain's VALUES, which are
-            # text, and PostgreSQL has no operator enum = text.
-            settings += [f"# domain = {_array(table.enums[column])}  # the enum's labels",
-                         "# TODO not usable yet: dpgate compares domain values as text and "
-                         f"PostgreSQL has no operator {type_name} = text"]
-        elif type_name == "boolean":
-            settings.append("domain = [true, false]")
-        elif fk is not None and fk.table in public:
-            settings.append(f"domain = {{ table = {json.dumps(fk.table)}, "
-                            f"column = {json.dumps(fk.key)} }}  # a public table's key")
-        if column in table.ranges:
-            low, high = table.ranges[column]
-            if isinstance(low, int) and isinstance(high, int):
-                settings.append(f"domain = {{ range = [{low}, {high}] }}  # CHECK constraint")
-            settings.append(f"bounds = [{low}, {high}]  # CHECK constraint")
-        elif type_name.startswith(NUMERIC_TYPES) and fk is None \
-                and column not in table.primary_key:
-            settings.append("# TODO bounds = [lo, hi]: values are clamped to them in SUM and "
-                            "AVG, and the noise grows with hi - lo; choose the narrowest "
-                            "range you can publish")
-        elif type_name.startswith(DATE_TYPES) and column not in table.values:
-            settings.append("# TODO domain = { range = [YYYY-MM-DD, YYYY-MM-DD] } to let "
-                            "analysts group by it")
+        settings, todos = _column_settings(table, column, type_name,
+                                           references.get(column), public)
+        header = f"[tables.{_key(table.name)}.columns.{_key(column)}]  # {type_name}"
         if settings:
-            lines += ["", f"[tables.{_key(table.name)}.columns.{_key(column)}]  # {type_name}",
-                      *settings]
+            lines += ["", header, *settings, *todos]
+        elif todos:
+            # Commented out whole, so that uncommenting (or appending the section) is
+            # all it takes: TOML forbids defining a table twice.
+            lines += ["", f"# {header}", *todos]
     return lines
+
+
+def _column_settings(table: TableInfo, column: str, type_name: str, fk: ForeignKey | None,
+                     public: set[str]) -> tuple[list[str], list[str]]:
+    """The settings the catalog proves for a column, and the TODO comments it cannot."""
+    settings: list[str] = []
+    todos: list[str] = []
+    if column in table.values:
+        settings.append(f"domain = {_array(table.values[column])}  # CHECK constraint")
+    elif column in table.enums:
+        # rewriter/rewrite.py joins the column with the domain's VALUES, which are
+        # text, and PostgreSQL has no operator enum = text.
+        todos += [f"# domain = {_array(table.enums[column])}  # the enum's labels",
+                  "# TODO not usable yet: dpgate compares domain values as text, and",
+                  f"# PostgreSQL has no operator {type_name} = text"]
+    elif type_name == "boolean":
+        settings.append("domain = [true, false]")
+    elif fk is not None and fk.table in public:
+        settings.append(f"domain = {{ table = {json.dumps(fk.table)}, "
+                        f"column = {json.dumps(fk.key)} }}  # a public table's key")
+    if column in table.ranges:
+        low, high = table.ranges[column]
+        if isinstance(low, int) and isinstance(high, int):
+            settings.append(f"domain = {{ range = [{low}, {high}] }}  # CHECK constraint")
+        settings.append(f"bounds = [{low}, {high}]  # CHECK constraint")
+        todos.append("# TODO the noise of SUM and AVG grows with hi - lo: narrower bounds "
+                     "are better")
+    elif type_name.startswith(NUMERIC_TYPES) and fk is None and column not in table.primary_key:
+        todos += ["# TODO bounds = [lo, hi]: values are clamped to them in SUM and AVG,",
+                  "# and the noise grows with hi - lo: the narrowest range you can publish"]
+    elif type_name.startswith(DATE_TYPES):
+        todos.append("# TODO domain = { range = [YYYY-MM-DD, YYYY-MM-DD] } to group by it")
+    return settings, todos
 
 
 def _array(values: Sequence[str | int | float]) -> str:

@@ -24,12 +24,11 @@ from html import escape
 import psycopg.errors
 from aiohttp import BasicAuth, web
 
-from accounting import AnalystBudget, ChargeRecord, GlobalLoss, Ledger
+from accounting import AnalystBudget, ChargeRecord, GlobalLoss, Ledger, as_text
 
 from ..engine.workers import Workers
 from .decision import ANSWERED, FAILED, REFUSED, REPEATED, Decision, now
 from .hub import Operations
-from .views import number
 
 CACHE_SECONDS = 5.0  # a page younger than this is served again
 WINDOW = timedelta(hours=1)  # refusals and answers per minute over this much time
@@ -123,11 +122,11 @@ def render(snapshot: Snapshot) -> str:
 
     rows = "".join(
         f"<tr><th>{escape(e.name)}</th>"
-        + cell(e.name, "epsilon_total", number(e.budget.epsilon_total))
-        + cell(e.name, "epsilon_spent", number(e.budget.epsilon_spent))
-        + cell(e.name, "epsilon_left", number(e.budget.epsilon_left))
-        + cell(e.name, "delta_total", number(e.budget.delta_total))
-        + cell(e.name, "delta_spent", number(e.budget.delta_spent))
+        + cell(e.name, "epsilon_total", as_text(e.budget.epsilon_total))
+        + cell(e.name, "epsilon_spent", as_text(e.budget.epsilon_spent))
+        + cell(e.name, "epsilon_left", as_text(e.budget.epsilon_left))
+        + cell(e.name, "delta_total", as_text(e.budget.delta_total))
+        + cell(e.name, "delta_spent", as_text(e.budget.delta_spent))
         + cell(e.name, "queries", str(e.budget.queries))
         + cell(e.name, "sessions", str(sessions.get(e.name, 0))) + "</tr>"
         for e in analysts)
@@ -154,9 +153,9 @@ def render(snapshot: Snapshot) -> str:
                              "refusals (last hour)", "no refusal in the last hour", "#c0504d")
     return PAGE.format(
         at=f"{snapshot.at:%Y-%m-%d %H:%M:%S} UTC", rows=rows,
-        epsilon_spent=number(loss.epsilon_spent), delta_spent=number(loss.delta_spent),
-        epsilon_allocated=number(loss.epsilon_allocated),
-        delta_allocated=number(loss.delta_allocated), analysts=len(analysts),
+        epsilon_spent=as_text(loss.epsilon_spent), delta_spent=as_text(loss.delta_spent),
+        epsilon_allocated=as_text(loss.epsilon_allocated),
+        delta_allocated=as_text(loss.delta_allocated), analysts=len(analysts),
         answers=int(sum(minute_values)), refusals=len(refusals), reasons=reasons,
         latest=latest, spend_plot=spend_plot, budget_plot=budget_plot,
         minute_plot=minute_plot, reason_plot=reason_plot)

@@ -11,7 +11,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from accounting import AnalystBudget
+from accounting import AnalystBudget, GlobalLoss, as_written
 
 from .decision import BACKEND_ERRORS, LEDGER_ERRORS, Decision
 
@@ -80,10 +80,11 @@ class Metrics:
             gauge.clear()
         for entry in budgets:
             if entry.active:
-                self.epsilon_left.labels(entry.name).set(entry.budget.epsilon_left)
-                self.epsilon_spent.labels(entry.name).set(entry.budget.epsilon_spent)
-                self.delta_left.labels(entry.name).set(entry.budget.delta_left)
-        self.global_epsilon.set(sum(entry.budget.epsilon_spent for entry in budgets))
+                # As written (1.6, not 1.5999999999999999), like every other view.
+                self.epsilon_left.labels(entry.name).set(as_written(entry.budget.epsilon_left))
+                self.epsilon_spent.labels(entry.name).set(as_written(entry.budget.epsilon_spent))
+                self.delta_left.labels(entry.name).set(as_written(entry.budget.delta_left))
+        self.global_epsilon.set(as_written(GlobalLoss.of(budgets).epsilon_spent))
 
     def exposition(self) -> bytes:
         """The text format Prometheus scrapes."""
