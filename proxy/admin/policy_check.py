@@ -9,6 +9,7 @@ executed, so no row is read). Privileges are asked with has_table_privilege.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -74,7 +75,8 @@ class _Checker:
                     yield from self._domain(where, key, column, spec.domain)
                 if spec.bounds is not None:
                     yield from self._prepared(
-                        f"{where} bounds", self._select(key, f"CAST({_id(column)} AS numeric)"),
+                        f"{where} bounds",
+                        f"SELECT CAST({_id(column)} AS numeric) FROM {_qualified(key)}",
                         f"bounds clamp numbers; {column} is {self.columns[key][column]}: "
                         "remove bounds, or give them to a numeric column")
         yield from self._privileges()
@@ -155,7 +157,7 @@ class _Checker:
                           warning=True)
         named = set(self.columns)
         for key in self._private_tables():
-            name = _qualified(key)
+            name = _shown(key)
             if not self._can(self.reader, "has_table_privilege(%s, 'SELECT')", key):
                 yield Problem(f"[tables.{key.split('.', 1)[1]}]", f"the reader role "
                               f"{reader_role} cannot SELECT {key}: every answer on it fails",
@@ -171,7 +173,7 @@ class _Checker:
                     self.relay, "has_table_privilege(%s, 'SELECT')", key):
                 yield Problem(f"[tables.{key.split('.', 1)[1]}]", f"public table {key} is "
                               f"not readable by the relay role {relay_role}: analysts' "
-                              "queries on it fail", f"GRANT SELECT ON {_qualified(key)} TO "
+                              "queries on it fail", f"GRANT SELECT ON {_shown(key)} TO "
                               f"{relay_role}", warning=True)
 
     def _private_tables(self) -> list[str]:
@@ -191,9 +193,6 @@ class _Checker:
         row = connection.execute(f"SELECT {test}", (_qualified(key),)).fetchone()
         return bool(row and row[0])
 
-    def _select(self, key: str, what: str) -> str:
-        return f"SELECT {what} FROM {_qualified(key)}"
-
     def _prepared(self, setting: str, statement: str, fix: str) -> Iterator[Problem]:
         """PostgreSQL's verdict on a statement, parsed and typed but not run."""
         try:
@@ -212,3 +211,9 @@ def _id(name: str) -> str:
 def _qualified(key: str) -> str:
     schema, _, name = key.partition(".")
     return f"{_id(schema)}.{_id(name)}"
+
+
+def _shown(key: str) -> str:
+    """A table's name as a fix prints it: quoted only where SQL needs it."""
+    return ".".join(part if re.fullmatch(r"[a-z_][a-z0-9_]*", part) else _id(part)
+                    for part in key.split(".", 1))
