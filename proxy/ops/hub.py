@@ -101,6 +101,14 @@ class Operations:
         self.sessions.remove(info)
         self.metrics.sessions.dec()
 
+    def login_refused(self, user: str, client: str, reason: str, sqlstate: str) -> None:
+        """A login refused: counted by reason and audited (kind "login"). Not kept per
+        user for the views: the name is only the client's claim."""
+        self.metrics.login_failures.labels(reason).inc()
+        if self.audit is not None:
+            self.audit.write(Decision(now(), user, client, "login", REFUSED, sqlstate, 0.0, 0.0,
+                                      "", 0.0))
+
     def record(self, decision: Decision) -> None:
         """One statement decided: count it, log it, keep it for the views."""
         self.metrics.observe(decision)

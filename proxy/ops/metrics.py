@@ -44,6 +44,10 @@ class Metrics:
             "refused or lost, private queries failed after their charge)", registry=r)
         self.ledger_errors = Counter("dpgate_ledger_errors",
                                      "Privacy ledger reads or writes that failed", registry=r)
+        self.login_failures = Counter(
+            "dpgate_login_failures", "Logins refused, by reason: password (wrong, or no such "
+            "account), database (not the one served), console (an analyst at the admin "
+            "console, or an operator at the data)", ["reason"], registry=r)
         self.epsilon_left = Gauge("dpgate_budget_epsilon_left", "Epsilon left, per analyst "
                                   "(from the ledger)", ["analyst"], registry=r)
         self.epsilon_spent = Gauge("dpgate_budget_epsilon_spent", "Epsilon spent, per analyst "
