@@ -4,6 +4,7 @@ refused logins are audited and counted, and budgets print as written in every vi
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,8 @@ from accounting import AnalystBudget, Budget, ChargeRequest, SqliteLedger, finge
 from proxy.admin.cli import main
 from proxy.config import PrivacySettings
 from proxy.demo.analysts import create_analyst
+from proxy.ops.dashboard import reason
+from proxy.ops.decision import Decision, now
 from proxy.ops.metrics import Metrics
 from tests.conftest import DemoDatabase, free_port
 from tests.proxies import PASSWORD, USER, OwnProxy, start_own_proxy
@@ -88,3 +91,40 @@ def test_budgets_print_as_written_in_the_cli_and_the_metrics(tmp_path, capsys):
     assert 'dpgate_budget_epsilon_spent{analyst="ann"} 1.6\n' in text
     assert 'dpgate_budget_epsilon_left{analyst="ann"} 2.4\n' in text
     assert "dpgate_global_epsilon_spent 1.6\n" in text
+
+
+REFUSALS = {  # statement: (what the operator reads, what the analyst's hint offers)
+    "SELECT * FROM customers": ("rows of a private table asked without an aggregate",
+                                "Ask for an aggregate such as count(*)."),
+    "SELECT address, count(*) FROM customers GROUP BY address": (
+        "no domain for public.customers.address: policy setting "
+        "[tables.customers.columns.address] domain (or key_selection)",
+        "ask the data owner for a domain or key selection on public.customers.address"),
+    "SELECT sum(customer_id) FROM customers": (
+        "no bounds for public.customers.customer_id: policy setting "
+        "[tables.customers.columns.customer_id] bounds",
+        "count(…) needs no bounds; for SUM, ask the data owner for bounds of "
+        "public.customers.customer_id"),
+    "DELETE FROM orders": ("DELETE: a write (dpgate is read-only)", None),
+}
+
+
+def test_a_refusal_tells_the_analyst_what_to_do_and_the_operator_why(served):
+    running, directory, _ = served
+    hints = {}
+    with psycopg.connect(running.dsn(), autocommit=True) as connection:
+        for statement in REFUSALS:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege) as raised:
+                connection.execute(statement)
+            hints[statement] = raised.value.diag.message_hint
+    for statement, (_, hint) in REFUSALS.items():
+        assert hint is None or hint in (hints[statement] or ""), hints[statement]
+        # Not "Declare one: [policy.tables…]": only the data owner can edit the policy.
+        assert not re.search(r"\[(policy|tables)|\bdeclare\b", hints[statement] or "", re.I)
+    lines = [json.loads(line) for line in (directory / "audit.jsonl").read_text().splitlines()]
+    reasons = [line["reason"] for line in lines if line["outcome"] == "refused"
+               and line["kind"] == "refused"]
+    assert [reason for reason, _ in REFUSALS.values()] == reasons[-len(REFUSALS):]
+    # The dashboard groups by these words; without a reason, by the SQLSTATE's in words.
+    refused = Decision(now(), "carol", "", "private", "refused", "53400", 0.0, 0.0, "", 0.0)
+    assert reason(refused) == "configuration limit exceeded (53400)"

@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 import hmac
 import multiprocessing
+import re
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -53,12 +54,17 @@ def check_password(ledger: Ledger, admins: frozenset[str], user: str, password: 
     return hmac.compare_digest(hashlib.sha256(client_key).digest(), verifier.stored_key)
 
 
-def reason(sqlstate: str) -> str:
-    """A SQLSTATE with its condition name (psycopg's table of PostgreSQL's codes)."""
+def reason(decision: Decision) -> str:
+    """Why a statement was refused, in words: dpgate's reason (naming the policy setting
+    that decided), else the SQLSTATE's condition in words (psycopg's table of codes)."""
+    if decision.reason:
+        return decision.reason
+    sqlstate = decision.sqlstate
     try:
-        return f"{sqlstate} {psycopg.errors.lookup(sqlstate).__name__}"
+        name = psycopg.errors.lookup(sqlstate).__name__
     except KeyError:
         return sqlstate or "relayed error"
+    return f"{re.sub(r'(?<!^)(?=[A-Z])', ' ', name).lower()} ({sqlstate})"
 
 
 @dataclass(frozen=True)
@@ -114,7 +120,7 @@ def render(snapshot: Snapshot) -> str:
     since = snapshot.at - WINDOW
     recent = [d for d in snapshot.recent if d.at >= since]
     refusals = [d for d in recent if d.outcome in (REFUSED, FAILED)]
-    by_reason = Counter(reason(d.sqlstate) for d in refusals).most_common()
+    by_reason = Counter(reason(d) for d in refusals).most_common()
     minute_labels, minute_values = _per_minute(recent, snapshot.at)
 
     def cell(name: str, field: str, value: str) -> str:
@@ -135,7 +141,7 @@ def render(snapshot: Snapshot) -> str:
         '<tr><td colspan="2">none in the last hour</td></tr>'
     latest = "".join(
         f"<tr><td>{d.at:%H:%M:%S}</td><td>{escape(d.analyst)}</td>"
-        f"<td>{escape(reason(d.sqlstate))}</td><td>{escape(d.kind)}</td>"
+        f"<td>{escape(reason(d))}</td><td>{escape(d.kind)}</td>"
         f"<td><code>{escape(d.fingerprint[:16])}</code></td></tr>"
         for d in reversed(refusals[-RECENT_REFUSALS:])) or \
         '<tr><td colspan="5">none in the last hour</td></tr>'

@@ -193,7 +193,8 @@ class SessionOps:
         self.operations.record(Decision(
             at=now(), analyst=info.analyst, client=info.client, kind=kind, outcome=outcome,
             sqlstate=sqlstate or "", epsilon=tracker.epsilon, delta=tracker.delta,
-            fingerprint=tracker.fingerprint or statement_fingerprint(text), seconds=seconds))
+            fingerprint=tracker.fingerprint or statement_fingerprint(text), seconds=seconds,
+            reason=plan.reason if isinstance(plan, Refusal) and sqlstate else ""))
 
 
 class StatementReport:
