@@ -81,4 +81,4 @@ def policy_passes(config: Config) -> bool:
         return False
     for problem in problems:
         print(f"dpgate: policy {problem}", file=sys.stderr)
-    return not any(not problem.warning for problem in problems)
+    return not any(problem.level == "error" for problem in problems)

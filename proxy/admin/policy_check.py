@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from rewriter.explain import explain
+from rewriter.metrics import Metrics
 from rewriter.policy import ColumnDomain, Domain, Policy
 from rewriter.rewrite import domain_values_sql
 
@@ -28,20 +30,20 @@ _PREPARED = "dpgate_policy_check"
 @dataclass(frozen=True)
 class Problem:
     """One finding: the policy setting it concerns, what is wrong, and how to fix it.
-    A warning does not stop `serve`; anything else does."""
+    An error stops `serve`; a warning or a note (what a setting costs) does not."""
 
     setting: str
     message: str
     fix: str
-    warning: bool = False
+    level: str = "error"
 
     def __str__(self) -> str:
-        kind = "warning" if self.warning else "error"
-        return f"{kind}: {self.setting}: {self.message}\n  fix: {self.fix}"
+        return f"{self.level}: {self.setting}: {self.message}\n  fix: {self.fix}"
 
 
 def check_policy(config: Config) -> list[Problem]:
-    """Every problem of the configured policy against the configured backend."""
+    """Every problem of the configured policy against the configured backend, then a note
+    of the noise each bounded column's SUM gets."""
     if not config.backend.dsn:
         return [Problem("backend.dsn", "not set", "give the reader role's DSN in "
                         "[backend] dsn or DPGATE_BACKEND_DSN")]
@@ -49,7 +51,8 @@ def check_policy(config: Config) -> list[Problem]:
         reader = stack.enter_context(psycopg.connect(config.backend.dsn, autocommit=True))
         relay = (stack.enter_context(psycopg.connect(config.backend.relay_dsn, autocommit=True))
                  if config.backend.relay_dsn else None)
-        return list(_Checker(config.policy, reader, relay).problems())
+        problems = list(_Checker(config.policy, reader, relay).problems())
+    return problems + list(_bound_notes(config))
 
 
 class _Checker:
@@ -120,7 +123,7 @@ class _Checker:
                 yield Problem(f"[tables.{name}] unit", f"{key} does not say how its rows "
                               f"reach {unit.label}; analysts' queries on it are refused",
                               'add unit = "column" or "column -> table.key -> table.value"',
-                              warning=True)
+                              level="warning")
                 continue
             joins, previous = [], ("t0", path.column)
             for number, hop in enumerate(path.hops, 1):
@@ -154,7 +157,7 @@ class _Checker:
             yield Problem("backend.relay_dsn", "empty: relayed SQL runs as the reader, which "
                           "can read private rows, so only dpgate's classifier guards them",
                           "create a relay role (dpgate setup-roles) and set relay_dsn",
-                          warning=True)
+                          level="warning")
         named = set(self.columns)
         for key in self._private_tables():
             name = _shown(key)
@@ -174,7 +177,7 @@ class _Checker:
                 yield Problem(f"[tables.{key.split('.', 1)[1]}]", f"public table {key} is "
                               f"not readable by the relay role {relay_role}: analysts' "
                               "queries on it fail", f"GRANT SELECT ON {_shown(key)} TO "
-                              f"{relay_role}", warning=True)
+                              f"{relay_role}", level="warning")
 
     def _private_tables(self) -> list[str]:
         """The private tables that exist: those the policy names and those of its default
@@ -202,6 +205,27 @@ class _Checker:
             yield Problem(setting, f"PostgreSQL says: {message}", fix)
         else:
             self.reader.execute(f"DEALLOCATE {_PREPARED}")
+
+
+def _bound_notes(config: Config) -> Iterator[Problem]:
+    """Bounds look innocent but decide usefulness: the noise scale of a SUM over each
+    bounded column at the default ε, as `dpgate explain` computes it (where it can
+    without measured metrics)."""
+    epsilon = config.privacy.default_epsilon
+    for key, table in config.policy.tables.items():
+        for column, spec in table.columns.items():
+            if spec.bounds is None or not table.private:
+                continue
+            report = explain(f"SELECT sum({_id(column)}) FROM {_qualified(key)}", config.policy,
+                             Metrics(), epsilon, config.privacy.default_delta)
+            if report.get("supported"):
+                scale = report["columns"][0]["noise_scale"]
+                low, high = spec.bounds
+                yield Problem(f"[tables.{table.name}.columns.{column}] bounds",
+                              f"sum({column}) gets noise of scale {scale:,.0f} at epsilon "
+                              f"{epsilon:g} (bounds [{low:g}, {high:g}])",
+                              "narrower bounds (or a smaller max_contributions) lower it",
+                              level="note")
 
 
 def _id(name: str) -> str:
