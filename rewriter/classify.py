@@ -20,7 +20,7 @@ from sqlglot.tokens import Token, TokenType
 from .catalog import check_catalog_query, refuse_catalogs_with_private
 from .comments import annotate_columns
 from .errors import SYNTAX_ERROR, Refusal, policy_refusal
-from .functions import function_name, is_denied
+from .functions import changes_state, function_name, is_denied
 from .metrics import Metrics
 from .plan import EmptyStatement, Plan, Relay, SetDpSetting, ShowDpSetting
 from .policy import Policy
@@ -181,7 +181,7 @@ def _classify_set(text: str, tokens: list[Token]) -> Plan:
 def _classify_query(text: str, policy: Policy, metrics: Metrics, offset: int) -> Plan:
     tree, tables, private = _read_query(text, policy, offset)
     if private:
-        _refuse_writes_and_side_effects(tree, offset)
+        _refuse_writes_and_side_effects(tree, offset, volatile=metrics.volatile_functions)
         refuse_catalogs_with_private(tables, policy, offset)
         return plan_private_aggregate(tree, policy, offset, metrics)
     return _relay(text, tree, tables, offset, policy)
@@ -328,8 +328,11 @@ def _real_tables(tree: exp.Expression) -> list[exp.Table]:
             if isinstance(table.this, exp.Identifier) and id(table) not in cte_references]
 
 
-def _refuse_writes_and_side_effects(tree: exp.Expression, offset: int,
-                                    relayed: bool = False) -> None:
+def _refuse_writes_and_side_effects(tree: exp.Expression, offset: int, relayed: bool = False,
+                                    volatile: frozenset[str] | None = None) -> None:
+    """Refuse writes and denied functions; with `volatile` (a private statement: it runs on
+    the reader's and the post-processing pools' connections), also every function that may
+    change state, wherever it stands."""
     for node in tree.walk():
         if isinstance(node, WRITE_NODES):
             raise policy_refusal(
@@ -341,6 +344,12 @@ def _refuse_writes_and_side_effects(tree: exp.Expression, offset: int,
             continue
         if name and is_denied(name):
             raise policy_refusal(f"function {name} is refused", position=position_of(node, offset))
+        if name and volatile is not None and changes_state(name, volatile):
+            raise policy_refusal(
+                f"function {name} is refused in a query over private tables: it is volatile "
+                "and may change the state of the database or of dpgate's connections",
+                hint="Ask it without the function, or in a query over public tables only.",
+                position=position_of(node, offset))
     into = tree.find(exp.Into)  # also in the first branch of a UNION
     if into:
         raise policy_refusal("SELECT INTO is refused: dpgate is read-only",

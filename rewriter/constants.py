@@ -184,6 +184,15 @@ def substitute(sql: str, constants: tuple[Constant, ...], literals: list[str]) -
     return sql
 
 
+def as_expressions(sql: str, constants: tuple[Constant, ...]) -> str:
+    """SQL that is only ever described (the probe of output types, computed.py), with each
+    placeholder it holds replaced by the expression it stands for: the literal computed
+    later has that expression's type (evaluation_sql), and nothing here runs."""
+    for constant in constants:
+        sql = sql.replace(constant.token, f"({constant.sql})")
+    return sql
+
+
 def evaluation_sql(constants: tuple[Constant, ...]) -> str:
     """One statement computing every constant as a typed literal, in order."""
     values = ", ".join(f"{c.sql} AS v{i}" for i, c in enumerate(constants))

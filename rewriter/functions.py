@@ -156,6 +156,23 @@ def function_name(node: exp.Expr) -> str | None:
     return None
 
 
+# Volatile functions (pg_proc.provolatile = 'v') that only draw random numbers or read the
+# clock: allowed in a private statement, where every other volatile function is refused.
+DRAWS_OR_CLOCK = frozenset({
+    "random", "random_normal", "gen_random_uuid", "uuidv4", "uuidv7", "clock_timestamp",
+    "timeofday",
+})
+# Marked stable, yet they give the transaction an id for good (state that outlives it).
+STATE_CHANGING_STABLE = frozenset({"txid_current", "pg_current_xact_id"})
+
+
+def changes_state(name: str, volatile: frozenset[str]) -> bool:
+    """Whether a function (lower-case name) may change the state of a connection or of the
+    database: PostgreSQL marks it volatile (`volatile`, read from pg_proc) and it does more
+    than draw random numbers or read the clock, or it assigns a transaction id."""
+    return name in STATE_CHANGING_STABLE or (name in volatile and name not in DRAWS_OR_CLOCK)
+
+
 # Releases only the session's own advisory locks: asyncpg's pool runs it on every release.
 ALLOWED_NAMES = frozenset({"pg_advisory_unlock_all"})
 

@@ -1,4 +1,5 @@
-"""What the rewriter knows of the data besides the policy: FLEX metrics and column names.
+"""What the rewriter knows of the data besides the policy: FLEX metrics, column names and
+which functions are volatile.
 
 Both are measured by the proxy on the backend and handed in, so the rewriter stays pure.
 """
@@ -23,6 +24,9 @@ class Metrics:
     columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Each column's type as information_schema names it (integer, numeric, text…).
     column_types: Mapping[ColumnKey, str] = field(default_factory=dict)
+    # Names of the functions PostgreSQL marks volatile (any overload), lower case: refused
+    # in private statements (functions.changes_state).
+    volatile_functions: frozenset[str] = frozenset()
     version: int = 0
 
 

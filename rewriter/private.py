@@ -23,7 +23,7 @@ from .bounding import Bounding, window_count
 from .buckets import bucket_failure, mark_domain_only
 from .choice import ChoiceSpec, choice_spec
 from .computed import placeholder, post_sql, probe, substitute
-from .constants import Constant, extract_constants, placeholder_token
+from .constants import Constant, as_expressions, extract_constants, placeholder_token
 from .elastic import Elastic, constant, multiply
 from .errors import (
     INVALID_COLUMN_REFERENCE,
@@ -113,7 +113,11 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     refuse_unsafe_nodes(checked, offset)
     join_keys = JoinKeys(frozenset(analyzer.join_columns), tuple(analyzer.renamed),
                          frozenset(analyzer.domain_joins), frozenset(analyzer.group_columns))
-    return replace(plan, constants=constants + tuple(planner.bucket_checks.values()),
+    constants += tuple(planner.bucket_checks.values())
+    # The probe is described before the constants are computed: their placeholders would
+    # be a syntax error there (issue 23's XX000).
+    probe_sql = None if plan.probe_sql is None else as_expressions(plan.probe_sql, constants)
+    return replace(plan, constants=constants, probe_sql=probe_sql,
                    scans=tuple(sorted(analyzer.scans.elements())), join_keys=join_keys)
 
 

@@ -195,6 +195,8 @@ row_level = true
 # that failed and were charged (docs/totality.md: the generic 22000, a last resort).
 PROXY_LOG = "dpgate-proxy.log"
 FALLBACK_LINE = "private query failed and is charged"
+# And the sessions a statement ended with dpgate's internal error (XX000): each is a bug.
+INTERNAL_ERROR_LINE = "internal error in a client session"
 
 
 def start_proxy(config_path: Path) -> subprocess.Popen:
@@ -237,9 +239,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if factory is None:
         return
     logs = list(factory.getbasetemp().rglob(PROXY_LOG))
-    fallbacks = sum(path.read_text(errors="replace").count(FALLBACK_LINE) for path in logs)
+    texts = [path.read_text(errors="replace") for path in logs]
+    fallbacks = sum(text.count(FALLBACK_LINE) for text in texts)
+    internal = sum(text.count(INTERNAL_ERROR_LINE) for text in texts)
     terminalreporter.write_line(f"dpgate: {fallbacks} private queries failed and were "
-                                f"charged (generic 22000) in {len(logs)} proxy logs")
+                                f"charged (generic 22000), {internal} sessions ended in an "
+                                f"internal error (XX000) in {len(logs)} proxy logs")
 
 
 def wait_for_port(port: int, process: subprocess.Popen, seconds: float = 30) -> None:

@@ -38,8 +38,8 @@ async def _serve(config: Config, banner: str = "") -> None:
     server = await proxy.start()
     health = None
     if config.server.health_port:
-        health = await start_health(proxy, config.server.health_host or
-                                    config.server.listen_host, config.server.health_port)
+        health = await start_health(proxy, config.server.health_host,
+                                    config.server.health_port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -124,7 +124,7 @@ def endpoints(config: Config, login: tuple[str, str] | None = None) -> str:
         lines.append(f"Dashboard: http://{server.dashboard_host}:{server.dashboard_port}/"
                      + (f" (user {login[0]}, password {login[1]})" if login else ""))
     if server.health_port:
-        lines.append(f"Health: http://{server.health_host or server.listen_host}:"
+        lines.append(f"Health: http://{server.health_host}:"
                      f"{server.health_port}/health")
     if server.audit_log:
         where = "standard output" if server.audit_log == "-" else server.audit_log

@@ -87,10 +87,10 @@ def demo_config(data_dir: Path, host: str, port: int, dsns: dict[str, str],
 
 
 def demo_operations(config: Config, metrics_port: int, dashboard_port: int) -> Config:
-    """Metrics (and the dashboard if asked) on the demo's host; `admin` operates."""
+    """Metrics (and the dashboard if asked) on their own hosts, loopback unless configured
+    otherwise, even when the demo serves analysts on every address; `admin` operates."""
     return replace(config, server=replace(
-        config.server, metrics_host=config.server.listen_host, metrics_port=metrics_port,
-        dashboard_host=config.server.listen_host, dashboard_port=dashboard_port,
+        config.server, metrics_port=metrics_port, dashboard_port=dashboard_port,
         admin_users=DEMO_ADMIN[0]))
 
 

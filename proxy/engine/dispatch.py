@@ -22,6 +22,7 @@ from ..pgwire.running import Running
 from .charge_batches import ChargeBatches
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error
+from .fair import FairShares
 from .outcome import Answer, Outcome, Reply
 from .plan_check import PlanChecker
 from .planning import Planner
@@ -41,6 +42,10 @@ class Description:
     columns: tuple[tuple[str, int], ...] = ()
 
 
+# Anonymous records and their arrays: PostgreSQL has no input function for them.
+_NO_TEXT_INPUT = frozenset({2249, 2287})
+
+
 class Engine:
     """One analyst session's answers to the plans dpgate answers itself."""
 
@@ -48,16 +53,19 @@ class Engine:
                  rng: RandomSource, planner: Planner, checker: PlanChecker,
                  workers: Workers, running: Running,
                  report_charge: ChargeReport | None = None,
-                 charges: ChargeBatches | None = None):
+                 charges: ChargeBatches | None = None, readers: FairShares | None = None,
+                 released: BackendPool | None = None):
         self.pool = pool
         self.planner = planner
+        self.analyst = analyst.name
         self.settings = DpSettings(analyst, config, ledger, workers, planner)
         # report_charge: how proxy/ops learns what each statement was charged.
-        # charges: the proxy's ChargeBatches, shared by its sessions (this engine's own
-        # without one).
+        # charges, readers: the proxy's ChargeBatches and fair shares of the reader
+        # connections, shared by its sessions (this engine's own without them).
         self.private = PrivateAnswers(analyst, config, ledger, pool, rng, checker, workers,
                                       self.settings, running, report_charge,
-                                      charges or ChargeBatches(ledger, workers))
+                                      charges or ChargeBatches(ledger, workers), readers,
+                                      released)
         # Plan kind -> how it is answered: the whole of the dispatch.
         self._actions: dict[type, Callable[[Any, str, Parameters | None, int],
                                            Awaitable[Outcome]]] = {
@@ -69,7 +77,7 @@ class Engine:
 
     async def statements(self, sql: str) -> list[Statement]:
         """The plans of a query string (see Planner.statements)."""
-        return await self.planner.statements(sql, self.settings.values)
+        return await self.planner.statements(sql, self.settings.values, self.analyst)
 
     def cached(self, sql: str) -> list[Statement] | None:
         """A query string's plans if it was planned before (Planner.cached)."""
@@ -77,7 +85,7 @@ class Engine:
 
     async def lifted(self, sql: str) -> list[Statement] | None:
         """A simple-query string's plans through its lifted shape (Planner.lifted)."""
-        return await self.planner.lifted(sql, self.settings.values)
+        return await self.planner.lifted(sql, self.settings.values, self.analyst)
 
     async def execute(self, text: str, plan: Plan, parameters: Parameters | None = None,
                       offset: int = 0) -> Outcome:
@@ -130,6 +138,21 @@ class Engine:
                         return client_error(error, offset)
         return client_error(refusal)
 
+    @staticmethod
+    def refuse_unencodable(columns: tuple[tuple[str, int], ...], formats: tuple[int, ...]
+                           ) -> None:
+        """Refuse, before anything runs or is charged, binary results dpgate cannot make
+        (`encode` has PostgreSQL read each value's text form back, and it cannot read an
+        anonymous record: `SELECT (count(*), 1)`)."""
+        for index, (name, type_oid) in enumerate(columns):
+            binary = formats[index if len(formats) > 1 else 0] if formats else 0
+            if binary and type_oid in _NO_TEXT_INPUT:
+                raise StatementError(SqlState.FEATURE_NOT_SUPPORTED,
+                                     f'column "{name}" is an anonymous record, which dpgate '
+                                     "cannot send in binary format",
+                                     hint="Ask for text results, or select its fields as "
+                                     "columns of their own.")
+
     async def encode(self, answer: Answer, formats: tuple[int, ...]) -> list[bytes]:
         """DataRow messages of an answer in the client's result formats."""
         if not any(formats):
@@ -139,8 +162,12 @@ class Engine:
                 return await backend.encode(answer.rows, [oid for _, oid in answer.columns],
                                             list(formats))
             except BackendError as error:
-                raise StatementError(SqlState.INTERNAL_ERROR,
-                                     f"dpgate could not encode its answer: {error}"
+                # A type whose text form PostgreSQL cannot read back: a limit of dpgate's,
+                # not an internal error. The answer is stored, so asking again is free.
+                raise StatementError(SqlState.FEATURE_NOT_SUPPORTED,
+                                     f"dpgate cannot send this answer in binary format: "
+                                     f"{error}", hint="Ask again for text results: the "
+                                     "answer is stored, so it is not charged again."
                                      ) from None
 
 

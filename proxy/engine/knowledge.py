@@ -1,6 +1,7 @@
 """What the rewriter needs to know of the data, measured on the backend and kept current.
 
-FLEX metrics (maxFreq of join columns) are measured with one GROUP BY query per column as
+Which functions PostgreSQL marks volatile is read with the column names, once. FLEX metrics
+(maxFreq of join columns) are measured with one GROUP BY query per column as
 the reader role, stored in the ledger with the time measured, and measured on demand for a
 column first seen. Column names come from information_schema, to resolve unqualified
 columns in joins. `dpgate metrics refresh` measures every column again with the same
@@ -24,6 +25,9 @@ CATALOG_QUERY = (
     "FROM information_schema.columns "
     "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY ordinal_position")
 
+# Functions that may change state when run: refused in private statements (classify.py).
+VOLATILE_QUERY = "SELECT DISTINCT lower(proname) FROM pg_proc WHERE provolatile = 'v'"
+
 
 class Knowledge:
     """Metrics and column names, with a version that changes on every update.
@@ -38,8 +42,10 @@ class Knowledge:
 
     async def load_catalog(self, backend: BackendConnection) -> None:
         columns, types = await fetch_columns(backend)
+        volatile = frozenset(bytes(name or b"").decode()
+                             for (name,) in (await backend.fetch(VOLATILE_QUERY)).rows)
         self.metrics = replace(self.metrics, columns=columns, column_types=types,
-                               version=self.metrics.version + 1)
+                               volatile_functions=volatile, version=self.metrics.version + 1)
         self.catalog_loaded = True
 
     async def remember(self, measured: list[Metric]) -> None:

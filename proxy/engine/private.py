@@ -9,7 +9,9 @@ stored answer are one durable commit (accounting/one_commit.py) before anything 
 A backend connection is borrowed from the pool only while PostgreSQL works (the checks,
 the private query, each post-processing step) and is back in the pool before every ledger
 call: a slow fsync, or a wait for the ledger's lock, never keeps other sessions from
-PostgreSQL (tests/test_private_connections.py).
+PostgreSQL (tests/test_private_connections.py). Post-processing and the probe of its
+types borrow from the relay role's pool (`released`): that role cannot read private
+tables, and its connections are reset before each use (tests/test_released_values.py).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from .charge_batches import ChargeBatches
 from .connection_loss import connection_loss
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error, ledger_call
+from .fair import FairShares
 from .generic_plan import type_names
 from .literals import LiftedParameters, LiftFailed
 from .outcome import Answer, text_data_rows
@@ -90,11 +93,15 @@ class PrivateAnswers:
                  rng: RandomSource, checker: PlanChecker, workers: Workers,
                  settings: DpSettings, running: Running,
                  report_charge: ChargeReport | None = None,
-                 charges: ChargeBatches | None = None):
+                 charges: ChargeBatches | None = None, readers: FairShares | None = None,
+                 released: BackendPool | None = None):
         self.analyst = analyst
         self.config = config
         self.ledger = ledger
         self.pool = pool
+        # Where SQL over released values and the probes of their types run: the proxy's
+        # relay-role pool (server.py); the reader's only in-process setups without one.
+        self.released = released or pool
         self.rng = rng
         self.checker = checker
         self.workers = workers
@@ -103,6 +110,11 @@ class PrivateAnswers:
         self.report_charge = report_charge or _unreported
         # Where charges go to commit: with other sessions' (charge_batches.py).
         self.charges = charges or ChargeBatches(ledger, workers)
+        # The analyst's share of the reader connections, shared with the other sessions
+        # (fair.py): one analyst's slow statements hold at most
+        # backend.private_statements_per_analyst of them.
+        self.readers = readers or FairShares(config.backend.pool_size,
+                                             config.backend.private_statements_per_analyst)
         # Whether the statement under way reached its private query (never retried after:
         # from there a failure may depend on the rows, and is charged).
         self.charging = False
@@ -159,7 +171,7 @@ class PrivateAnswers:
         columns = result_columns(plan, key_types)
         if written is not None and len(written.columns) == len(columns):
             columns = written.columns
-        released = (await backend.describe(plan.probe_sql, types)).columns \
+        released = (await self._probe(plan.probe_sql, types)).columns \
             if plan.probe_sql is not None else []
         oids = tuple(t for _, t in released + columns)
         names = self.checker.type_names.get(oids)  # an OID names one type for good
@@ -171,6 +183,12 @@ class PrivateAnswers:
                      [(name, t) for name, (_, t) in zip(names[:len(released)], released,
                                                         strict=True)],
                      columns, names[len(released):])
+
+    async def _probe(self, sql: str, types: tuple[int, ...]) -> Described:
+        """The probe of the released outputs' types, described (never run) as the role
+        that cannot read private tables."""
+        async with self.released.connection() as backend:
+            return await self._describe(backend, sql, types)
 
     @staticmethod
     async def _describe(backend: BackendConnection, sql: str,
@@ -188,7 +206,13 @@ class PrivateAnswers:
         A database connection that fails before the private query runs (PostgreSQL
         restarted, starting up or down) is replaced and the statement tried once more; a
         second failure is this statement's error with PostgreSQL's SQLSTATE, uncharged
-        (connection_loss.py)."""
+        (connection_loss.py). The whole answer is run within the analyst's share of the
+        reader connections."""
+        async with self.readers.slot(self.analyst.name):
+            return await self._answer_twice(text, plan, parameters, offset)
+
+    async def _answer_twice(self, text: str, plan: PrivateAggregate,
+                            parameters: Parameters | None, offset: int) -> Answer:
         for attempt in range(2):
             self.charging = False
             try:
@@ -262,7 +286,7 @@ class PrivateAnswers:
                       f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
                       f"of {outcome.budget.epsilon_total:g})")
         # A long answer (fresh or stored) is encoded on a worker thread, as it was noised.
-        encoded = await self.workers.cpu(text_data_rows, rows) \
+        encoded = await self.workers.cpu(text_data_rows, rows, analyst=self.analyst.name) \
             if len(rows) > INLINE_RELEASE_ROWS else None
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice, encoded)
 
@@ -284,11 +308,19 @@ class PrivateAnswers:
             calibration = calibrate_cached.get(plan, settings.epsilon, settings.delta,
                                                settings.mechanism)
             if calibration is None:
-                # The first calibration of a join scans the smooth sensitivity: off the loop.
-                calibration = await self.workers.cpu(calibrate_cached, plan, settings.epsilon,
-                                                     settings.delta, settings.mechanism)
+                # The first calibration of a join scans the smooth sensitivity: off the loop,
+                # and stopped (free: nothing ran yet) when it takes longer than an analysis.
+                calibration = await self.workers.cpu_until(
+                    self.config.server.analysis_timeout, calibrate_cached, plan,
+                    settings.epsilon, settings.delta, settings.mechanism,
+                    analyst=self.analyst.name)
         except Refusal as refusal:
             raise client_error(refusal) from None
+        except TimeoutError:
+            raise StatementError(SqlState.PROGRAM_LIMIT_EXCEEDED, "dpgate gave up calibrating "
+                                 f"the noise after {self.config.server.analysis_timeout:g} s; "
+                                 "nothing was charged",
+                                 hint="Ask with a larger dp.epsilon.") from None
         types = parameters.types if parameters else ()
         # The shape of a statement with parameters is the same for all their values
         # (Parse/Describe read catalogs only). A bad value fails at the private query's
@@ -375,7 +407,7 @@ class PrivateAnswers:
         arguments = (plan, calibration, shape.key_types, true_rows, shift,
                      self.config.privacy, self.rng,
                      shape.released if plan.post_sql else shape.answer)
-        answer = await self.workers.cpu(release, *arguments) \
+        answer = await self.workers.cpu(release, *arguments, analyst=self.analyst.name) \
             if heavy_release(plan, calibration, true_rows) else release(*arguments)
         rows = answer.rows
         if plan.post_sql is not None:
@@ -410,7 +442,7 @@ class PrivateAnswers:
         not the session's end.
         """
         try:
-            async with self.pool.connection() as backend:
+            async with self.released.connection() as backend:
                 result = await backend.fetch(sql, parameters)
         except BackendError as error:
             await self._charge_failure(request)

@@ -3,7 +3,9 @@ for Prometheus (server.metrics_port) and the dashboard (server.dashboard_port)."
 
 from __future__ import annotations
 
-from aiohttp import web
+import hmac
+
+from aiohttp import BasicAuth, web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from accounting import Ledger
@@ -11,11 +13,19 @@ from accounting import Ledger
 from ..engine.workers import Workers
 from .hub import Operations
 
+METRICS_REALM = 'Basic realm="dpgate metrics", charset="UTF-8"'
 
-def metrics_app(ops: Operations, ledger: Ledger, workers: Workers) -> web.Application:
-    """GET /metrics: the counters, and the budget gauges read from the ledger now."""
 
-    async def metrics(_: web.Request) -> web.Response:
+def metrics_app(ops: Operations, ledger: Ledger, workers: Workers, token: str = ""
+                ) -> web.Application:
+    """GET /metrics: the counters, and the budget gauges read from the ledger now; with a
+    `token`, only for a request that shows it (`authorized`)."""
+
+    async def metrics(request: web.Request) -> web.Response:
+        if token and not authorized(request.headers.get("Authorization", ""), token):
+            return web.Response(status=401, text="dpgate metrics: show server.metrics_token "
+                                "as a bearer token or a basic-auth password\n",
+                                headers={"WWW-Authenticate": METRICS_REALM})
         try:
             ops.metrics.set_budgets(await workers.ledger_read(ledger.budgets))
         except Exception:  # a failing ledger must not take the counters down with it
@@ -26,6 +36,23 @@ def metrics_app(ops: Operations, ledger: Ledger, workers: Workers) -> web.Applic
     app = web.Application()
     app.router.add_get("/metrics", metrics)
     return app
+
+
+def authorized(header: str, token: str) -> bool:
+    """Whether an Authorization header shows `token`: `Bearer <token>`, or basic
+    authentication with it as the password (Prometheus' `authorization` or `basic_auth`).
+    Compared in constant time."""
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer":
+        shown = value.strip()
+    elif scheme.lower() == "basic":
+        try:
+            shown = BasicAuth.decode(header).password
+        except ValueError:
+            return False
+    else:
+        return False
+    return hmac.compare_digest(shown.encode(), token.encode())
 
 
 async def start_site(app: web.Application, host: str, port: int) -> web.AppRunner:

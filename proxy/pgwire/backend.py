@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import secrets
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -392,14 +393,40 @@ async def _open(endpoint: Endpoint) -> tuple[asyncio.StreamReader, asyncio.Strea
     return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
 
-class BackendPool:
-    """A few reusable connections for private aggregates (run as the reader role)."""
+# What DISCARD ALL does, which PostgreSQL refuses in a string of several statements, and
+# a seed for random() (setseed's state survives DISCARD ALL): a session as if just
+# started, its startup settings kept, in one round trip.
+RESET_SESSION = ("CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DEALLOCATE ALL; "
+                 "UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD PLANS; "
+                 "DISCARD SEQUENCES; DISCARD TEMP; ")
 
-    def __init__(self, endpoint: Endpoint, size: int, statement_timeout: float = 0):
+
+async def _reset(connection: BackendConnection) -> BackendConnection | None:
+    """`connection` with its session state reset, or None (closed) if that failed."""
+    seed = secrets.randbelow(2_000_001) / 1_000_000 - 1
+    try:
+        await connection.fetch(f"{RESET_SESSION}SELECT setseed({seed})")
+        return connection
+    except (OSError, EOFError, wire.ProtocolError, BackendError):
+        connection.close()
+        return None
+    except asyncio.CancelledError:
+        connection.close()
+        raise
+
+
+class BackendPool:
+    """A few reusable connections: the reader role's for private aggregates, or (with
+    `reset`) the relay role's for SQL over released values, each lent with no state left
+    by its last use."""
+
+    def __init__(self, endpoint: Endpoint, size: int, statement_timeout: float = 0,
+                 application_name: str = "dpgate-private", reset: bool = False):
         self.endpoint = endpoint
         # Startup settings of every connection (PostgreSQL takes any setting there).
-        self.options = {"application_name": "dpgate-private",
+        self.options = {"application_name": application_name,
                         "statement_timeout": f"{round(statement_timeout * 1000)}"}
+        self.reset = reset
         self._idle: asyncio.LifoQueue[BackendConnection] = asyncio.LifoQueue()
         self._slots = asyncio.Semaphore(size)
         self._lent = 0
@@ -420,6 +447,8 @@ class BackendPool:
                 if not connection.alive:  # terminated or restarted since it was idle
                     connection.close()
                     connection = None
+            if connection is not None and self.reset:
+                connection = await _reset(connection)
             if connection is None:
                 connection = await BackendConnection.connect(self.endpoint, **self.options)
             self._lent += 1

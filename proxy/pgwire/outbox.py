@@ -41,6 +41,10 @@ class Outbox:
     def write(self) -> None:
         """Hand what is queued to the transport (before a drain, or before closing)."""
         if self.parts:
+            if self.writer.is_closing():
+                # The client went away (uvloop raises RuntimeError on such a write): its
+                # session ends as any lost client's, not as dpgate's internal error.
+                raise ConnectionResetError("the client's connection is closed")
             self.writer.write(b"".join(self.parts))
             self.parts.clear()
             self.size = 0

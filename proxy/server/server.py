@@ -7,6 +7,7 @@ socket, a bug) ends that client's connection only.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import secrets
 import ssl
@@ -21,6 +22,7 @@ from rewriter.sqlstate import SqlState
 from ..config import Config
 from ..engine.charge_batches import ChargeBatches
 from ..engine.dispatch import Engine
+from ..engine.fair import FairShares
 from ..engine.knowledge import Knowledge
 from ..engine.plan_cache import PlanCache
 from ..engine.plan_check import PlanChecker
@@ -68,15 +70,28 @@ class Proxy:
         self.relay_endpoint = Endpoint.from_dsn(
             self.config.backend.relay_dsn or self.config.backend.dsn
         )
+        if not self.config.backend.relay_dsn:
+            log.warning("backend.relay_dsn is not set: relayed statements and the SQL over "
+                        "released values run as the reader role, guarded by the classifier "
+                        "alone")
         if self.relay_endpoint.database == CONSOLE_DATABASE:
             raise ValueError(f'the database behind dpgate may not be named "{CONSOLE_DATABASE}"'
                              ": that name is the admin console's")
-        self.pool = BackendPool(self.reader_endpoint, self.config.backend.pool_size,
-                                self.config.backend.private_statement_timeout)
+        backend = self.config.backend
+        self.pool = BackendPool(self.reader_endpoint, backend.pool_size,
+                                backend.private_statement_timeout)
+        # SQL over released values and the probes of their types: as the relay role, which
+        # cannot read private tables, on connections reset before each use.
+        self.released = BackendPool(self.relay_endpoint, backend.pool_size,
+                                    backend.private_statement_timeout,
+                                    application_name="dpgate-released", reset=True)
         self.knowledge = Knowledge(self.ledger)
         self.plans = PlanCache(max_bytes=self.config.server.plan_cache_bytes)
         self.checker = PlanChecker(self.config.policy)
-        self.workers = Workers()
+        self.workers = Workers(cpu_per_analyst=self.config.server.analyses_per_analyst)
+        # Every session's fair shares of the reader connections (engine/fair.py).
+        self.readers = FairShares(self.config.backend.pool_size,
+                                  self.config.backend.private_statements_per_analyst)
         self.charges = ChargeBatches(self.ledger, self.workers, prepare=True)  # every session's
         self.planner = Planner(self.config, self.knowledge, self.plans, self.pool, self.workers)
         server = self.config.server
@@ -93,8 +108,12 @@ class Proxy:
     async def start(self) -> asyncio.Server:
         server = self.config.server
         if server.metrics_port:
+            if not server.metrics_token and not _loopback(server.metrics_host):
+                log.warning("metrics on %s name analysts and their spend to anyone who "
+                            "can reach them: set server.metrics_token", server.metrics_host)
             self.sites.append(await start_site(
-                metrics_app(self.ops, self.ledger, self.workers), server.metrics_host,
+                metrics_app(self.ops, self.ledger, self.workers, server.metrics_token),
+                server.metrics_host,
                 server.metrics_port))
         if server.dashboard_port:
             self.sites.append(await start_site(
@@ -130,6 +149,7 @@ class Proxy:
             await site.cleanup()
         self.ops.close()
         self.pool.close()
+        self.released.close()
         self.workers.close()
 
     async def _accept(self, reader: ClientReader, writer: asyncio.StreamWriter) -> None:
@@ -316,7 +336,8 @@ class Proxy:
                                options["application_name"])
         engine = Engine(analyst, self.config, self.ledger, self.pool, self.rng, self.planner,
                         self.checker, self.workers, running, report_charge=ops.charge,
-                        charges=self.charges)
+                        charges=self.charges, readers=self.readers,
+                        released=self.released)
         session = Session(analyst, engine, relay,
                           reconnect=lambda: BackendConnection.connect(self.relay_endpoint,
                                                                       **options),
@@ -392,3 +413,11 @@ def _try_write(writer: asyncio.StreamWriter, data: bytes) -> None:
             writer.write(data)
     except (ConnectionError, RuntimeError):
         pass
+
+
+def _loopback(host: str) -> bool:
+    """Whether `host` is a loopback address or name (only this machine reaches it)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
