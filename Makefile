@@ -2,6 +2,8 @@
 VENV ?= .venv
 PYTHON ?= python3
 STAMP := $(VENV)/.installed
+# `make demo PORT=7432` when 6432 is taken.
+PORT ?= 6432
 
 .PHONY: demo test lint
 
@@ -12,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/dpgate demo
+	$(VENV)/bin/dpgate demo --port $(PORT)
 
 # ruff, then mypy over proxy/ rewriter/ accounting/ mechanisms/ ([tool.mypy] in pyproject.toml)
 lint: $(STAMP)

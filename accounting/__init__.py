@@ -31,6 +31,7 @@ from .store import (
     Repeated,
     ScramVerifier,
     UnknownAnalyst,
+    as_text,
     as_written,
 )
 
@@ -39,6 +40,6 @@ __all__ = [
     "Analyst", "AnalystBudget", "Budget", "BudgetExceeded", "ChargeRecord", "ChargeRequest",
     "Charged", "GlobalLoss", "Ledger", "LedgerOutdated", "LedgerUnavailable",
     "Metric", "Repeated", "ScramVerifier", "ShiftChanged", "SqliteLedger", "Standing",
-    "UnknownAnalyst", "as_written", "charge_answer", "charge_failure", "fingerprint",
+    "UnknownAnalyst", "as_text", "as_written", "charge_answer", "charge_failure", "fingerprint",
     "look_up", "look_up_at_once",
 ]

@@ -61,6 +61,12 @@ def as_written(value: float) -> float:
     return float(f"{value:.12g}")
 
 
+def as_text(value: float) -> str:
+    """A budget figure as the CLI, the console, the metrics and the dashboard all print it:
+    decimal, without float noise (4.0 and 0.3, not 4.000000000000001 or 0.30000000000000004)."""
+    return repr(as_written(value))
+
+
 def _left(total: float, spent: float) -> float:
     # What the tolerance forgives is not shown as budget left (no "1.1e-16 left").
     left = total - spent

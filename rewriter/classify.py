@@ -145,16 +145,16 @@ def _classify_one(text: str, tokens: list[Token], policy: Policy, metrics: Metri
     if first in REFUSED_STATEMENTS:
         raise policy_refusal(REFUSED_STATEMENTS[first],
                              hint="Ask SELECT queries of aggregates, or catalog queries.",
-                             position=offset + 1)
+                             position=offset + 1, reason=f"{first}: not served by dpgate")
     if first in WRITES:
         raise policy_refusal(
             f"{first} is refused: dpgate is read-only and {ONLY_AGGREGATES}",
-            position=offset + 1,
+            position=offset + 1, reason=f"{first}: a write (dpgate is read-only)",
         )
     raise policy_refusal(
         f"{first} statements are not allowed through dpgate",
         hint="Ask SELECT queries of aggregates, or catalog queries.",
-        position=offset + 1,
+        position=offset + 1, reason="a statement kind dpgate does not serve",
     )
 
 

@@ -31,13 +31,24 @@ class Refusal(Exception):
     message: str
     hint: str | None = None
     position: int | None = None
+    # For the operator (audit log, dashboard): why, in fixed words, naming the policy
+    # setting that decided when one did; never what the analyst typed. The analyst's hint
+    # says what they can do now instead.
+    reason: str = ""
 
     def __str__(self) -> str:
         return f"{self.sqlstate}: {self.message}"
 
 
-def policy_refusal(message: str, hint: str | None = None, position: int | None = None) -> Refusal:
-    return Refusal(INSUFFICIENT_PRIVILEGE, message, hint, position)
+def policy_refusal(message: str, hint: str | None = None, position: int | None = None,
+                   reason: str = "") -> Refusal:
+    return Refusal(INSUFFICIENT_PRIVILEGE, message, hint, position, reason)
+
+
+def missing_setting(table: str, column: str, setting: str) -> str:
+    """The operator's reason when a column's policy setting is missing."""
+    return (f"no {setting} for {table}.{column}: policy setting "
+            f"[tables.{table.split('.', 1)[1]}.columns.{column}] {setting}")
 
 
 def unsupported(message: str, hint: str | None = None, position: int | None = None) -> Refusal:

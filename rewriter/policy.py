@@ -184,8 +184,12 @@ def _column_policy(where: str, spec: Mapping[str, Any], default_schema: str) -> 
         raise ValueError(f"policy for column {where}: unknown key(s) {sorted(unknown)}")
     bounds = spec.get("bounds")
     if bounds is not None:
-        if len(bounds) != 2 or not float(bounds[0]) <= float(bounds[1]):
-            raise ValueError(f"policy for column {where}: bounds must be [lo, hi] with lo <= hi")
+        # Numbers only: a string such as "1930-01-01" would reach the clamp as text.
+        if not isinstance(bounds, list) or len(bounds) != 2 or not all(
+                isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds) \
+                or not bounds[0] <= bounds[1]:
+            raise ValueError(f"policy for column {where}: bounds must be two numbers [lo, hi] "
+                             f"with lo <= hi, not {bounds!r}")
         bounds = (float(bounds[0]), float(bounds[1]))
     max_freq = spec.get("max_freq")
     if max_freq is not None and int(max_freq) < 0:

@@ -29,6 +29,7 @@ from .errors import (
     INVALID_COLUMN_REFERENCE,
     UNDEFINED_COLUMN,
     Refusal,
+    missing_setting,
     policy_refusal,
     unsupported,
 )
@@ -55,6 +56,7 @@ from .totality import refuse_unsafe_nodes
 from .unit import NotOneUnit, UnitOfRows, unit_of_rows
 
 ONLY_AGGREGATES = "only aggregates of private tables are answered"
+NO_AGGREGATE_REASON = "rows of a private table asked without an aggregate"
 # Column types a domain value may be cast to, to compare it with a WHERE condition as the
 # column's own values compare.
 _CASTABLE_TYPES = frozenset({
@@ -212,7 +214,9 @@ class _Planner:
                 raise policy_refusal(
                     f"{refusal.reason}, so dpgate cannot protect each {unit.label} here "
                     "(policy setting privacy_unit; row_level_fallback = false)",
-                    hint=refusal.hint or None, position=position_of(self.tree, self.offset)
+                    hint=refusal.hint or None, position=position_of(self.tree, self.offset),
+                    reason="rows of no single privacy unit: policy setting "
+                    f"{refusal.setting or 'privacy_unit (row_level_fallback = false)'}"
                 ) from None
             self.row_level_reason = refusal.reason
 
@@ -262,7 +266,8 @@ class _Planner:
             raise policy_refusal(f"{ONLY_AGGREGATES}: this statement has no aggregate and "
                                  "would return one row per private row",
                                  hint="Ask for an aggregate such as count(*).",
-                                 position=position_of(self.tree, self.offset))
+                                 position=position_of(self.tree, self.offset),
+                                 reason=NO_AGGREGATE_REASON)
         return PostProcess(), sql
 
     def _refuse_row_reads(self, node: exp.Expression | None, clause: str) -> None:
@@ -347,7 +352,8 @@ class _Planner:
                 raise policy_refusal(
                     f"GROUP BY {target.sql(dialect='postgres')} needs a declared domain for "
                     f"{column.sql(dialect='postgres')}: its groups are the image of the domain",
-                    hint=self._domain_hint(resolved), position=position_of(item, self.offset))
+                    hint=self._domain_hint(resolved), position=position_of(item, self.offset),
+                    reason=self._domain_reason(resolved))
 
     def _key_spec(self, index: int, domain: Domain | None) -> KeySpec:
         """Key `index` as the rewriter takes it; a computed key gets the column's type and
@@ -501,7 +507,8 @@ class _Planner:
                     f"{ONLY_AGGREGATES}: output column {index + 1} "
                     f"({projection.sql(dialect='postgres')}) would reveal rows",
                     hint="Group by it (GROUP BY a column with a declared domain) or wrap it "
-                    "in an aggregate such as count(…).", position=position)
+                    "in an aggregate such as count(…).", position=position,
+                    reason=NO_AGGREGATE_REASON)
             return OutputColumn(name, OutputKind.KEY, None, (key,), hidden)
         if isinstance(inner, exp.Window):
             raise unsupported("window functions are not supported over private tables",
@@ -535,7 +542,7 @@ class _Planner:
             f"{ONLY_AGGREGATES}: output column {index + 1} "
             f"({projection.sql(dialect='postgres')}) is not an aggregate",
             hint="Ask for an aggregate such as SELECT count(*) FROM … WHERE ….",
-            position=position)
+            position=position, reason=NO_AGGREGATE_REASON)
 
     def _aggregate(self, node: exp.Expression, name: str, hidden: bool, position: int | None
                    ) -> OutputColumn:
@@ -612,11 +619,12 @@ class _Planner:
         rule = self.policy.column(*origin) if origin else None
         bounds = (rule.bounds or _domain_bounds(rule.domain)) if rule else None
         if bounds is None:
-            where = (f"[policy.tables.{origin[0].split('.', 1)[1]}.columns.{origin[1]}]"
-                     if origin else "the policy")
+            column = f"{origin[0]}.{origin[1]}" if origin else "the column"
             raise policy_refusal(
                 f"{what}({argument.sql(dialect='postgres')}) needs declared bounds for the "
-                "column", hint=f"Declare them: {where} bounds = [lo, hi].", position=position)
+                "column", hint=f"count(…) needs no bounds; for {what}, ask the data owner for "
+                f"bounds of {column}.", position=position,
+                reason=missing_setting(*origin, "bounds") if origin else "no bounds")
         return bounds
 
     def _part(self, aggregate: str, node: exp.Expression, magnitude: float,
@@ -670,7 +678,7 @@ class _Planner:
                     f"mode of {spec.column.sql(dialect='postgres')} needs a declared public "
                     "domain: every value of the domain is a candidate, so the answer never "
                     "reveals a value of the data", hint=self._domain_hint(resolved),
-                    position=position)
+                    position=position, reason=self._domain_reason(resolved))
             self._check_cells([domain], spec.column)
             sql, keys, grid = mode_sql(self.tree, self.policy, KeySpec(spec.column, domain),
                                        self._bounding()), 1, None
@@ -759,8 +767,13 @@ class _Planner:
         if resolved.origin is None:
             return "Use a column of a table, not a computed one."
         table, column = resolved.origin
-        return (f"Declare one: [policy.tables.{table.split('.', 1)[1]}.columns.{column}] "
-                "domain = […].")
+        return ("Use a column with a declared domain (SHOW dp.policy lists them), or ask the "
+                f"data owner for a domain of {table}.{column}.")
+
+    @staticmethod
+    def _domain_reason(resolved: Resolved) -> str:
+        return missing_setting(*resolved.origin, "domain") if resolved.origin else \
+            "a computed column has no domain"
 
     def _check_cells(self, domains: list[Domain], node: exp.Expression) -> None:
         """Refuse a histogram of more than max_cells; when a public table supplies a domain,
@@ -771,7 +784,8 @@ class _Planner:
             cells = math.prod(size for size in sizes if size is not None)
             if cells > self.policy.max_cells:
                 raise policy_refusal(too_many_cells(cells, self.policy.max_cells),
-                                     hint=CELLS_HINT, position=position_of(node, self.offset))
+                                     hint=CELLS_HINT, position=position_of(node, self.offset),
+                                     reason="histogram larger than policy setting max_cells")
             return
         if all(size is not None or isinstance(d, ColumnDomain) for d, size in
                zip(domains, sizes, strict=True)):
@@ -805,9 +819,10 @@ class _Planner:
                     f"GROUP BY {column.sql(dialect='postgres')} would reveal which groups "
                     f"exist: {origin[0]}.{origin[1]} has no declared public domain (policy "
                     "setting domain, or key_selection)",
-                    hint=f"Declare one ([policy.tables.{origin[0].split('.', 1)[1]}.columns."
-                    f"{origin[1]}] domain = […]) or allow private key selection there "
-                    "(key_selection = true).", position=position_of(column, self.offset))
+                    hint="Group by a column with a declared domain (SHOW dp.policy lists them), "
+                    f"or ask the data owner for a domain or key selection on {origin[0]}."
+                    f"{origin[1]}.", position=position_of(column, self.offset),
+                    reason=missing_setting(*origin, "domain") + " (or key_selection)")
         if self.relation.stability.depends_on_k and self.unit is None:
             raise unsupported("key selection over joins of private tables is not supported",
                               hint="Declare a domain for the grouped column.",
@@ -1051,8 +1066,8 @@ def _default_name(node: exp.Expression) -> str:
     return "?column?"
 
 
-CELLS_HINT = ("Group by fewer columns, filter on a narrower domain in the policy, or raise "
-              "[policy] max_cells.")
+CELLS_HINT = ("Group by fewer columns, or keep fewer keys with WHERE (IN (…), BETWEEN); the "
+              "limit is the data owner's (max_cells).")
 
 
 def too_many_cells(cells: int, limit: int) -> str:

@@ -55,7 +55,7 @@ class KeySpec:
 
     def _values_sql(self, name: str) -> str:
         """The domain's values, restricted by the WHERE conjuncts on the key alone."""
-        values = _domain_sql(self.domain, name)
+        values = domain_values_sql(self.domain, name)
         if self.restriction:
             kept = exp.and_(*(self._on_domain(c, "kept", name) for c in self.restriction))
             values = (f"SELECT kept.{name} FROM ({values}) AS kept "
@@ -72,7 +72,7 @@ class KeySpec:
         bucket = self.expression.transform(
             lambda n: exp.column("_dp_raw", table="r")
             if isinstance(n, exp.Column) else n).sql(dialect="postgres")
-        values = self._values_sql('"v"') if restricted else _domain_sql(self.domain, '"v"')
+        values = self._values_sql('"v"') if restricted else domain_values_sql(self.domain, '"v"')
         return (f"SELECT r._dp_raw, {bucket} AS _dp_bucket FROM (SELECT DISTINCT "
                 f"{raw.sql(dialect='postgres')} AS _dp_raw FROM ({values}) AS dom) AS r")
 
@@ -278,7 +278,8 @@ def _outer_aggregate(part: PartSpec, index: int) -> str:
     return f"count({column})"
 
 
-def _domain_sql(domain: Domain | None, name: str) -> str:
+def domain_values_sql(domain: Domain | None, name: str) -> str:
+    """The domain's values as a one-column SELECT (also what `dpgate policy check` types)."""
     if isinstance(domain, ValuesDomain):
         rows = ", ".join(f"({_literal(value)})" for value in domain.values)
         return f"SELECT v AS {name} FROM (VALUES {rows}) AS t(v)"

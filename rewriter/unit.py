@@ -22,12 +22,14 @@ Node = tuple[str, str]  # (FROM alias, column of its base table)
 
 
 class NotOneUnit(Exception):
-    """The rows of this query are not each one unit's: `reason` says why, `hint` what to do."""
+    """The rows of this query are not each one unit's: `reason` says why, `hint` what the
+    analyst can do, `setting` the policy setting that would decide (for the operator)."""
 
-    def __init__(self, reason: str, hint: str):
+    def __init__(self, reason: str, hint: str, setting: str = ""):
         super().__init__(reason)
         self.reason = reason
         self.hint = hint
+        self.setting = setting
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> Un
                 f"the join mixes rows of different units: {first[0]}.{first[1]} and "
                 f"{node[0]}.{node[1]} are not made equal by the join",
                 f"Join on the unit ({unit.column}), e.g. ON {first[0]}.{first[1]} = "
-                f"{node[0]}.{node[1]}, or allow row_level_fallback in the policy.")
+                f"{node[0]}.{node[1]}, or ask the data owner for row_level_fallback.")
     bounds = UnitBounds(unit.label, unit.max_contributions, unit.max_groups,
                         unit.max_group_contributions)
     for table in hops.scans:
@@ -104,8 +106,8 @@ def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: 
         name = table.split(".", 1)[1]
         raise NotOneUnit(
             f"the private table {table} has no path to the privacy unit",
-            f"Declare one: [policy.tables.{name}] unit = \"<column>\" or "
-            "\"<column> -> <table>.<key> -> <table>.<unit column>\".")
+            f"Ask about the tables that reach the unit (SHOW dp.policy), or ask the data "
+            f"owner to say how {name} reaches it.", f"[tables.{name}] unit")
     node: Node = (source.alias, path.column)
     node_table = table
     for hop in path.hops:

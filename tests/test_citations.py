@@ -35,3 +35,33 @@ def test_the_pattern_finds_what_it_is_meant_to() -> None:
         assert MISSING_SOURCE.search(text), text
     for text in ("--seed 3", "SEEDED with 3", "seeded_source.py", "a spec of the column"):
         assert not MISSING_SOURCE.search(text), text
+
+
+# Where docs point into the repository: relative links, and `paths` under its folders.
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+CODE_PATH = re.compile(r"`((?:proxy|rewriter|accounting|mechanisms|tests|bench|docs|examples|"
+                       r"deploy|\.ci)/[^`\s*<>{}…|$]*)`")
+
+
+def test_every_repository_path_the_docs_cite_exists() -> None:
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
+            *sorted((ROOT / "bench").glob("*.md")), *sorted((ROOT / "examples").rglob("*.md"))]
+    missing = []
+    for path in docs:
+        text = path.read_text()
+        for link in LINK.findall(text):
+            target = link.split("#", 1)[0]
+            if target and not target.startswith(("http:", "https:", "mailto:")) \
+                    and not (path.parent / target).exists():
+                missing.append(f"{path.relative_to(ROOT)}: ({link})")
+        for cited in CODE_PATH.findall(text):
+            if not (ROOT / cited.split(":", 1)[0].rstrip(".,")).exists():
+                missing.append(f"{path.relative_to(ROOT)}: `{cited}`")
+    assert missing == []
+
+
+def test_the_citation_patterns_find_what_they_are_meant_to() -> None:
+    assert LINK.findall("see [the unit](docs/privacy-unit.md#tau).") == [
+        "docs/privacy-unit.md#tau"]
+    assert CODE_PATH.findall("in `proxy/demo/demo_policy.toml` and `tests/*.py`") == [
+        "proxy/demo/demo_policy.toml"]

@@ -118,7 +118,7 @@ def test_budget_show_lists_spend_and_the_global_loss(ledger_path, capsys):
     assert shown["global"]["delta_allocated"] == pytest.approx(2e-6)
     code, out, _ = dpgate(capsys, "budget", "show", "--ledger", str(ledger_path))
     assert "cy (removed)" in out
-    assert "global loss if all analysts collude: epsilon 0.7 spent (allocated 3)" in out
+    assert "global loss if all analysts collude: epsilon 0.7 spent (allocated 3.0)" in out
 
 
 def test_budget_plan_prints_budgets_checks_and_tie_break(capsys):

@@ -123,7 +123,7 @@ def test_the_audit_log_has_one_line_per_decision_and_no_value(ops: Ops):
     assert [line["outcome"] for line in lines] == ["answered", "refused", "relayed"]
     answered, refused, relayed = lines
     assert set(answered) == {"time", "analyst", "client", "kind", "fingerprint", "outcome",
-                             "sqlstate", "epsilon", "delta", "duration_ms"}
+                             "sqlstate", "epsilon", "delta", "duration_ms", "reason"}
     assert answered["analyst"] == USER and answered["kind"] == "private"
     assert answered["epsilon"] == pytest.approx(0.1) and answered["sqlstate"] is None
     assert re.fullmatch(r"127\.0\.0\.1:\d+", answered["client"])

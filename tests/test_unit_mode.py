@@ -137,7 +137,10 @@ def test_a_private_table_without_a_path_is_refused_naming_the_setting():
                                                   "orders": {"private": True}}})
     with pytest.raises(Refusal, match="public.orders has no path to the privacy unit") as raised:
         plan_of("SELECT count(*) FROM orders", policy)
-    assert "[policy.tables.orders] unit" in (raised.value.hint or "")
+    # The operator reads the setting; the analyst is told what they can do.
+    assert raised.value.reason == "rows of no single privacy unit: policy setting " \
+        "[tables.orders] unit"
+    assert "ask the data owner to say how orders reaches it" in (raised.value.hint or "")
 
 
 def test_a_foreign_key_chain_reaches_the_unit_through_a_joined_table():

@@ -13,15 +13,21 @@ import socket
 import sys
 from pathlib import Path
 
-from accounting import LedgerOutdated, LedgerUnavailable, UnknownAnalyst
+from accounting import LedgerOutdated, LedgerUnavailable, UnknownAnalyst, as_text
 
 from ..config import Config, default_data_dir, load_config
 from ..demo.analysts import create_analyst, draw_shift
 from ..server import event_loop
 from ..server.health import start_health
 from ..server.server import Proxy
-from . import cli_analysis, cli_experiment, cli_ledger
-from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
+from . import cli_analysis, cli_experiment, cli_ledger, cli_policy
+from .cli_common import (
+    add_config_arguments,
+    config_from_args,
+    ledger_name,
+    open_configured_ledger,
+    open_existing_ledger,
+)
 
 DEMO_METRICS_PORT = 9632
 
@@ -40,8 +46,7 @@ async def _serve(config: Config, banner: str = "") -> None:
         loop.add_signal_handler(signum, stop.set)
     host, port = config.server.listen_host, config.server.listen_port
     print(f"dpgate listening on {host}:{port}", flush=True)
-    if banner:
-        print(banner, flush=True)
+    print(banner or endpoints(config).rstrip(), flush=True)
     await stop.wait()
     server.close()  # before the message, so that whoever reads it finds the port closed
     print(f"dpgate shutting down: running statements get up to "
@@ -58,17 +63,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("dpgate: backend.dsn is not set (use --config, DPGATE_BACKEND_DSN, "
               "or `dpgate demo` for an embedded database)", file=sys.stderr)
         return 2
+    # A policy that does not fit the database would reach analysts as raw errors.
+    if not cli_policy.policy_passes(config):
+        print("dpgate: not serving: fix the policy (dpgate policy check)", file=sys.stderr)
+        return 1
     event_loop.run(_serve(config))
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..demo.demo import (
+        DEMO_ADMIN,
         DEMO_ANALYSTS,
         DEMO_DATABASE,
         demo_config,
         demo_operations,
         ensure_demo_analysts,
+        has_demo_data,
         prepare_database,
         start_embedded_postgres,
     )
@@ -77,8 +88,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"dpgate demo: starting PostgreSQL in {data_dir / 'pgdata'}", flush=True)
     server, admin = start_embedded_postgres(data_dir / "pgdata")
     try:
-        print("dpgate demo: preparing database 'demo' (first start loads 111,000 rows)",
-              flush=True)
+        print("dpgate demo: preparing database 'demo' (" + (
+            "the data of the last start" if has_demo_data(admin, DEMO_DATABASE) else
+            "first start: loading 111,000 rows") + ")", flush=True)
         dsns = prepare_database(admin, DEMO_DATABASE)
         config = demo_config(data_dir, args.host, args.port, dsns,
                              load_config(args.config) if args.config else Config())
@@ -88,27 +100,35 @@ def cmd_demo(args: argparse.Namespace) -> int:
         lines = [f'  psql "postgresql://{name}:{password}@{args.host}:{args.port}/'
                  f'{DEMO_DATABASE}"' for name, password in DEMO_ANALYSTS.items()]
         banner = ("Connect as an analyst:\n" + "\n".join(lines) +
-                  f"\nLedger: {config.ledger.path}\n"
-                  f"  dpgate user show alice --ledger {config.ledger.path}\n"
-                  + _operations_banner(config) + "Press Ctrl-C to stop.")
+                  f"\n{endpoints(config, DEMO_ADMIN)}"
+                  f"An analyst's budget: dpgate user show alice --ledger {config.ledger.path}\n"
+                  "Press Ctrl-C to stop.")
         event_loop.run(_serve(config, banner))
     finally:
         server.cleanup()
     return 0
 
 
-def _operations_banner(config: Config) -> str:
-    """Where the demo's operator tools answer."""
-    from ..demo.demo import DEMO_ADMIN
-
-    server, (name, password) = config.server, DEMO_ADMIN
-    lines = [f'Admin console: psql "postgresql://{name}:{password}@{server.listen_host}:'
-             f'{server.listen_port}/dpgate" -c "SHOW ANALYSTS"']
+def endpoints(config: Config, login: tuple[str, str] | None = None) -> str:
+    """Where the operator finds everything this proxy serves and writes (`login`: the
+    demo's console account, printed with it)."""
+    server = config.server
+    console = f"{login[0]}:{login[1]}@" if login else "ADMIN@"
+    lines = [f"Ledger: {ledger_name(config)}"]
+    if server.admin_users or login:
+        lines.append(f'Admin console: psql "postgresql://{console}{server.listen_host}:'
+                     f'{server.listen_port}/dpgate" -c "SHOW ANALYSTS"')
     if server.metrics_port:
         lines.append(f"Metrics: http://{server.metrics_host}:{server.metrics_port}/metrics")
     if server.dashboard_port:
-        lines.append(f"Dashboard: http://{server.dashboard_host}:{server.dashboard_port}/ "
-                     f"(user {name}, password {password})")
+        lines.append(f"Dashboard: http://{server.dashboard_host}:{server.dashboard_port}/"
+                     + (f" (user {login[0]}, password {login[1]})" if login else ""))
+    if server.health_port:
+        lines.append(f"Health: http://{server.health_host}:"
+                     f"{server.health_port}/health")
+    if server.audit_log:
+        where = "standard output" if server.audit_log == "-" else server.audit_log
+        lines.append(f"Audit log: {where}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -148,26 +168,30 @@ def cmd_user_add(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"dpgate: {error}", file=sys.stderr)
         return 1
-    print(f"analyst {args.name} added with epsilon {epsilon:g}, delta {args.delta:g}")
+    print(f"analyst {args.name} added with epsilon {as_text(epsilon)}, delta "
+          f"{as_text(args.delta)}")
     return 0
 
 
 def cmd_user_list(args: argparse.Namespace) -> int:
-    ledger = open_configured_ledger(config_from_args(args))
+    ledger = open_existing_ledger(config_from_args(args))
     print(f"{'analyst':<20} {'epsilon':>10} {'spent':>10} {'left':>10} {'queries':>8}")
     for analyst in ledger.analysts():
         budget = ledger.budget(analyst.name)
-        print(f"{analyst.name:<20} {budget.epsilon_total:>10g} {budget.epsilon_spent:>10g} "
-              f"{budget.epsilon_left:>10g} {budget.queries:>8}")
+        print(f"{analyst.name:<20} {as_text(budget.epsilon_total):>10} "
+              f"{as_text(budget.epsilon_spent):>10} {as_text(budget.epsilon_left):>10} "
+              f"{budget.queries:>8}")
     return 0
 
 
 def cmd_user_show(args: argparse.Namespace) -> int:
-    ledger = open_configured_ledger(config_from_args(args))
+    config = config_from_args(args)
+    ledger = open_existing_ledger(config)
     try:
         budget = ledger.budget(args.name)
     except UnknownAnalyst:
-        print(f"dpgate: no analyst named {args.name}", file=sys.stderr)
+        print(f"dpgate: no analyst named {args.name} in the ledger {ledger_name(config)}",
+              file=sys.stderr)
         return 1
     charges = ledger.charges(args.name)
     if args.json:
@@ -178,18 +202,19 @@ def cmd_user_show(args: argparse.Namespace) -> int:
             "charges": [charge.__dict__ for charge in charges],
         }, indent=2))
         return 0
-    print(f"analyst {args.name}: epsilon {budget.epsilon_spent:g} spent of "
-          f"{budget.epsilon_total:g} ({budget.epsilon_left:g} left), "
-          f"delta {budget.delta_spent:g} of {budget.delta_total:g}, {budget.queries} queries")
+    print(f"analyst {args.name}: epsilon {as_text(budget.epsilon_spent)} spent of "
+          f"{as_text(budget.epsilon_total)} ({as_text(budget.epsilon_left)} left), "
+          f"delta {as_text(budget.delta_spent)} of {as_text(budget.delta_total)}, "
+          f"{budget.queries} queries")
     for charge in charges:
-        print(f"  #{charge.id} {charge.at} epsilon {charge.epsilon:g} {charge.mechanism} "
+        print(f"  #{charge.id} {charge.at} epsilon {as_text(charge.epsilon)} {charge.mechanism} "
               f"{charge.outcome}: {' '.join(charge.statement.split())}")
     return 0
 
 
 def cmd_user_remove(args: argparse.Namespace) -> int:
     try:
-        open_configured_ledger(config_from_args(args)).remove_analyst(args.name)
+        open_existing_ledger(config_from_args(args)).remove_analyst(args.name)
     except UnknownAnalyst:
         print(f"dpgate: no analyst named {args.name}", file=sys.stderr)
         return 1
@@ -200,7 +225,7 @@ def cmd_user_remove(args: argparse.Namespace) -> int:
 def cmd_user_rotate_shift(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     try:
-        open_configured_ledger(config).rotate_shift(args.name, draw_shift(config.privacy))
+        open_existing_ledger(config).rotate_shift(args.name, draw_shift(config.privacy))
     except UnknownAnalyst:
         print(f"dpgate: no analyst named {args.name}", file=sys.stderr)
         return 1
@@ -222,12 +247,20 @@ def cmd_setup_roles(args: argparse.Namespace) -> int:
         print("dpgate: need --admin-dsn (or DPGATE_ADMIN_DSN), DPGATE_READER_PASSWORD and "
               "DPGATE_RELAY_PASSWORD", file=sys.stderr)
         return 2
+    tables = config.policy.tables.values()
+    private = [t.name for t in tables if t.private]
+    public = [t.name for t in tables if not t.private]
+    if not private and not public:
+        # The grants follow the policy: without one there is nothing to grant.
+        print("dpgate: the policy names no table, so no grant would be made: give --config "
+              "(or DPGATE_CONFIG) with the policy of the database", file=sys.stderr)
+        return 2
     if args.load_demo_data and load_demo_dataset(admin):
         print("demo dataset loaded")
-    tables = config.policy.tables.values()
-    prepare_roles(admin, [t.name for t in tables if t.private],
-                  [t.name for t in tables if not t.private], *passwords)
-    print("roles dpgate_reader and dpgate_relay are ready")
+    prepare_roles(admin, private, public, *passwords)
+    print(f"roles dpgate_reader and dpgate_relay are ready: dpgate_reader may SELECT "
+          f"{', '.join(private + public)}; dpgate_relay may SELECT {', '.join(public) or 'none'}"
+          f" and sees the columns of {', '.join(private)}")
     return 0
 
 
@@ -289,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     rotate.add_argument("name")
     add_config_arguments(rotate)
     rotate.set_defaults(func=cmd_user_rotate_shift)
-    for module in (cli_analysis, cli_ledger, cli_experiment):
+    for module in (cli_analysis, cli_ledger, cli_experiment, cli_policy):
         module.add_commands(commands)
     return parser
 

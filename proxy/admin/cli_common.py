@@ -33,3 +33,18 @@ def open_configured_ledger(config: Config, upgrade: bool = False) -> Ledger:
     """The ledger the configuration names: PostgreSQL if ledger.dsn is set, else SQLite."""
     return open_ledger(config.ledger.path, config.ledger.dsn, config.ledger.schema,
                        upgrade=upgrade)
+
+
+def open_existing_ledger(config: Config) -> Ledger:
+    """The configured ledger for a command that only reads or changes what is there: a
+    SQLite file that does not exist is an error naming it, not a new empty ledger."""
+    if not config.ledger.dsn and not os.path.exists(config.ledger.path):
+        raise ValueError(f"no ledger at {config.ledger.path}: give --config (or "
+                         "DPGATE_CONFIG) or --ledger; `dpgate user add` creates one")
+    return open_configured_ledger(config)
+
+
+def ledger_name(config: Config) -> str:
+    """Where the ledger is, for messages (a PostgreSQL ledger by its schema, no password)."""
+    return f"schema {config.ledger.schema} of ledger.dsn" if config.ledger.dsn \
+        else config.ledger.path

@@ -6,6 +6,7 @@ import argparse
 import csv
 import dataclasses
 import json
+import os
 import sys
 import textwrap
 from collections.abc import Callable, Iterable, Mapping
@@ -18,6 +19,7 @@ from accounting import (
     GlobalLoss,
     Ledger,
     UnknownAnalyst,
+    as_text,
     as_written,
 )
 from mechanisms.budget_plan import (
@@ -33,7 +35,7 @@ from mechanisms.budget_plan import (
 
 from ..ops.progress import Progress
 from . import cli_ledger_store
-from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
+from .cli_common import add_config_arguments, config_from_args, open_existing_ledger
 
 EXPORT_FIELDS = [field.name for field in dataclasses.fields(ChargeRecord)]
 # Without a terminal, an export reports progress every this many rows at least.
@@ -123,7 +125,7 @@ def _add_forget_answers(ledger: argparse._SubParsersAction) -> None:
 
 
 def _ledger(args: argparse.Namespace) -> Ledger:
-    return open_configured_ledger(config_from_args(args))
+    return open_existing_ledger(config_from_args(args))
 
 
 # budget show
@@ -139,9 +141,9 @@ def cmd_budget_show(args: argparse.Namespace) -> int:
           f"{'spent':>9} {'queries':>8}")
     for entry in budgets:
         print(_budget_line(entry))
-    print(f"global loss if all analysts collude: epsilon {loss.epsilon_spent:g} spent "
-          f"(allocated {loss.epsilon_allocated:g}), delta {loss.delta_spent:g} spent "
-          f"(allocated {loss.delta_allocated:g})")
+    print(f"global loss if all analysts collude: epsilon {as_text(loss.epsilon_spent)} spent "
+          f"(allocated {as_text(loss.epsilon_allocated)}), delta {as_text(loss.delta_spent)} "
+          f"spent (allocated {as_text(loss.delta_allocated)})")
     return 0
 
 
@@ -159,12 +161,13 @@ def _figures(values: dict[str, Any]) -> dict[str, Any]:
 def _budget_line(entry: AnalystBudget) -> str:
     budget = entry.budget
     if entry.active:
-        return (f"{entry.name:<24} {budget.epsilon_total:>9g} {budget.epsilon_spent:>9g} "
-                f"{budget.epsilon_left:>9g} {budget.delta_total:>9g} "
-                f"{budget.delta_spent:>9g} {budget.queries:>8}")
+        return (f"{entry.name:<24} {as_text(budget.epsilon_total):>9} "
+                f"{as_text(budget.epsilon_spent):>9} {as_text(budget.epsilon_left):>9} "
+                f"{as_text(budget.delta_total):>9} {as_text(budget.delta_spent):>9} "
+                f"{budget.queries:>8}")
     name = f"{entry.name} (removed)"
-    return (f"{name:<24} {'-':>9} {budget.epsilon_spent:>9g} {'-':>9} {'-':>9} "
-            f"{budget.delta_spent:>9g} {budget.queries:>8}")
+    return (f"{name:<24} {'-':>9} {as_text(budget.epsilon_spent):>9} {'-':>9} {'-':>9} "
+            f"{as_text(budget.delta_spent):>9} {budget.queries:>8}")
 
 
 # budget plan and apply
@@ -326,7 +329,13 @@ def cmd_ledger_export(args: argparse.Namespace) -> int:
                 write_charges(charges, args.format, out, progress.step)
             print(f"{len(charges)} charges written to {args.output}", file=sys.stderr)
         else:
-            write_charges(charges, args.format, sys.stdout, progress.step)
+            try:
+                write_charges(charges, args.format, sys.stdout, progress.step)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                # The reader stopped (`| head`): what it wanted is written. Python would
+                # flush stdout again at exit and fail, so stdout now goes nowhere.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

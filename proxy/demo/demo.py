@@ -16,7 +16,7 @@ from accounting import SqliteLedger
 
 from ..config import BackendSettings, Config, LedgerSettings, load_policy_file
 from .analysts import create_analyst
-from .demo_data import load_demo_dataset
+from .demo_data import demo_tables_exist, load_demo_dataset
 from .roles import READER, RELAY, prepare_roles
 
 if TYPE_CHECKING:
@@ -44,6 +44,16 @@ def start_embedded_postgres(pgdata: Path) -> tuple[pgserver.PostgresServer, str]
         import pgserver
     server = pgserver.get_server(pgdata, cleanup_mode="stop")
     return server, server.get_uri()
+
+
+def has_demo_data(admin_conninfo: str, database: str) -> bool:
+    """Whether a previous start left the demo tables in `database`."""
+    try:
+        with psycopg.connect(make_conninfo(admin_conninfo, dbname=database)) as connection, \
+                connection.cursor() as cursor:
+            return demo_tables_exist(cursor)
+    except psycopg.OperationalError:  # no such database yet
+        return False
 
 
 def prepare_database(admin_conninfo: str, database: str) -> dict[str, str]:

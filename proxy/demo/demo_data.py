@@ -247,7 +247,7 @@ def generate_demo_dataset() -> DemoDataset:
     return DemoDataset(customers, products, orders, _make_recommendations(rng))
 
 
-def _demo_tables_exist(cur: psycopg.Cursor) -> bool:
+def demo_tables_exist(cur: psycopg.Cursor) -> bool:
     cur.execute(
         "SELECT bool_and(to_regclass('public.' || t) IS NOT NULL) FROM unnest(%s::text[]) AS t",
         (list(DEMO_TABLES),),
@@ -267,7 +267,7 @@ def load_demo_dataset(conninfo: str) -> bool:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_LOCK_KEY,))
-            if _demo_tables_exist(cur):
+            if demo_tables_exist(cur):
                 return False
             data = generate_demo_dataset()
             cur.execute(_SCHEMA_DDL)

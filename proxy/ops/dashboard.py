@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 import hmac
 import multiprocessing
+import re
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -24,12 +25,11 @@ from html import escape
 import psycopg.errors
 from aiohttp import BasicAuth, web
 
-from accounting import AnalystBudget, ChargeRecord, GlobalLoss, Ledger
+from accounting import AnalystBudget, ChargeRecord, GlobalLoss, Ledger, as_text
 
 from ..engine.workers import Workers
 from .decision import ANSWERED, FAILED, REFUSED, REPEATED, Decision, now
 from .hub import Operations
-from .views import number
 
 CACHE_SECONDS = 5.0  # a page younger than this is served again
 WINDOW = timedelta(hours=1)  # refusals and answers per minute over this much time
@@ -54,12 +54,17 @@ def check_password(ledger: Ledger, admins: frozenset[str], user: str, password: 
     return hmac.compare_digest(hashlib.sha256(client_key).digest(), verifier.stored_key)
 
 
-def reason(sqlstate: str) -> str:
-    """A SQLSTATE with its condition name (psycopg's table of PostgreSQL's codes)."""
+def reason(decision: Decision) -> str:
+    """Why a statement was refused, in words: dpgate's reason (naming the policy setting
+    that decided), else the SQLSTATE's condition in words (psycopg's table of codes)."""
+    if decision.reason:
+        return decision.reason
+    sqlstate = decision.sqlstate
     try:
-        return f"{sqlstate} {psycopg.errors.lookup(sqlstate).__name__}"
+        name = psycopg.errors.lookup(sqlstate).__name__
     except KeyError:
         return sqlstate or "relayed error"
+    return f"{re.sub(r'(?<!^)(?=[A-Z])', ' ', name).lower()} ({sqlstate})"
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,7 @@ def render(snapshot: Snapshot) -> str:
     since = snapshot.at - WINDOW
     recent = [d for d in snapshot.recent if d.at >= since]
     refusals = [d for d in recent if d.outcome in (REFUSED, FAILED)]
-    by_reason = Counter(reason(d.sqlstate) for d in refusals).most_common()
+    by_reason = Counter(reason(d) for d in refusals).most_common()
     minute_labels, minute_values = _per_minute(recent, snapshot.at)
 
     def cell(name: str, field: str, value: str) -> str:
@@ -123,11 +128,11 @@ def render(snapshot: Snapshot) -> str:
 
     rows = "".join(
         f"<tr><th>{escape(e.name)}</th>"
-        + cell(e.name, "epsilon_total", number(e.budget.epsilon_total))
-        + cell(e.name, "epsilon_spent", number(e.budget.epsilon_spent))
-        + cell(e.name, "epsilon_left", number(e.budget.epsilon_left))
-        + cell(e.name, "delta_total", number(e.budget.delta_total))
-        + cell(e.name, "delta_spent", number(e.budget.delta_spent))
+        + cell(e.name, "epsilon_total", as_text(e.budget.epsilon_total))
+        + cell(e.name, "epsilon_spent", as_text(e.budget.epsilon_spent))
+        + cell(e.name, "epsilon_left", as_text(e.budget.epsilon_left))
+        + cell(e.name, "delta_total", as_text(e.budget.delta_total))
+        + cell(e.name, "delta_spent", as_text(e.budget.delta_spent))
         + cell(e.name, "queries", str(e.budget.queries))
         + cell(e.name, "sessions", str(sessions.get(e.name, 0))) + "</tr>"
         for e in analysts)
@@ -136,7 +141,7 @@ def render(snapshot: Snapshot) -> str:
         '<tr><td colspan="2">none in the last hour</td></tr>'
     latest = "".join(
         f"<tr><td>{d.at:%H:%M:%S}</td><td>{escape(d.analyst)}</td>"
-        f"<td>{escape(reason(d.sqlstate))}</td><td>{escape(d.kind)}</td>"
+        f"<td>{escape(reason(d))}</td><td>{escape(d.kind)}</td>"
         f"<td><code>{escape(d.fingerprint[:16])}</code></td></tr>"
         for d in reversed(refusals[-RECENT_REFUSALS:])) or \
         '<tr><td colspan="5">none in the last hour</td></tr>'
@@ -154,9 +159,9 @@ def render(snapshot: Snapshot) -> str:
                              "refusals (last hour)", "no refusal in the last hour", "#c0504d")
     return PAGE.format(
         at=f"{snapshot.at:%Y-%m-%d %H:%M:%S} UTC", rows=rows,
-        epsilon_spent=number(loss.epsilon_spent), delta_spent=number(loss.delta_spent),
-        epsilon_allocated=number(loss.epsilon_allocated),
-        delta_allocated=number(loss.delta_allocated), analysts=len(analysts),
+        epsilon_spent=as_text(loss.epsilon_spent), delta_spent=as_text(loss.delta_spent),
+        epsilon_allocated=as_text(loss.epsilon_allocated),
+        delta_allocated=as_text(loss.delta_allocated), analysts=len(analysts),
         answers=int(sum(minute_values)), refusals=len(refusals), reasons=reasons,
         latest=latest, spend_plot=spend_plot, budget_plot=budget_plot,
         minute_plot=minute_plot, reason_plot=reason_plot)

@@ -81,6 +81,9 @@ class Decision:
     delta: float
     fingerprint: str
     seconds: float
+    # A refusal's reason in the operator's words (Refusal.reason: the policy setting that
+    # decided); "" when dpgate has none beyond the SQLSTATE.
+    reason: str = ""
 
     def as_json(self) -> dict[str, object]:
         """The audit log's record: every field, times in UTC ISO 8601."""
@@ -88,7 +91,8 @@ class Decision:
                 "analyst": self.analyst, "client": self.client, "kind": self.kind,
                 "fingerprint": self.fingerprint, "outcome": self.outcome,
                 "sqlstate": self.sqlstate or None, "epsilon": self.epsilon,
-                "delta": self.delta, "duration_ms": round(self.seconds * 1000, 3)}
+                "delta": self.delta, "duration_ms": round(self.seconds * 1000, 3),
+                "reason": self.reason or None}
 
 
 def now() -> datetime:

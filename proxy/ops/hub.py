@@ -101,6 +101,14 @@ class Operations:
         self.sessions.remove(info)
         self.metrics.sessions.dec()
 
+    def login_refused(self, user: str, client: str, reason: str, sqlstate: str) -> None:
+        """A login refused: counted by reason and audited (kind "login"). Not kept per
+        user for the views: the name is only the client's claim."""
+        self.metrics.login_failures.labels(reason).inc()
+        if self.audit is not None:
+            self.audit.write(Decision(now(), user, client, "login", REFUSED, sqlstate, 0.0, 0.0,
+                                      "", 0.0))
+
     def record(self, decision: Decision) -> None:
         """One statement decided: count it, log it, keep it for the views."""
         self.metrics.observe(decision)
@@ -185,7 +193,8 @@ class SessionOps:
         self.operations.record(Decision(
             at=now(), analyst=info.analyst, client=info.client, kind=kind, outcome=outcome,
             sqlstate=sqlstate or "", epsilon=tracker.epsilon, delta=tracker.delta,
-            fingerprint=tracker.fingerprint or statement_fingerprint(text), seconds=seconds))
+            fingerprint=tracker.fingerprint or statement_fingerprint(text), seconds=seconds,
+            reason=plan.reason if isinstance(plan, Refusal) and sqlstate else ""))
 
 
 class StatementReport:

@@ -11,7 +11,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from accounting import AnalystBudget
+from accounting import AnalystBudget, GlobalLoss, as_written
 
 from .decision import BACKEND_ERRORS, LEDGER_ERRORS, Decision
 
@@ -44,6 +44,10 @@ class Metrics:
             "refused or lost, private queries failed after their charge)", registry=r)
         self.ledger_errors = Counter("dpgate_ledger_errors",
                                      "Privacy ledger reads or writes that failed", registry=r)
+        self.login_failures = Counter(
+            "dpgate_login_failures", "Logins refused, by reason: password (wrong, or no such "
+            "account), database (not the one served), console (an analyst at the admin "
+            "console, or an operator at the data)", ["reason"], registry=r)
         self.epsilon_left = Gauge("dpgate_budget_epsilon_left", "Epsilon left, per analyst "
                                   "(from the ledger)", ["analyst"], registry=r)
         self.epsilon_spent = Gauge("dpgate_budget_epsilon_spent", "Epsilon spent, per analyst "
@@ -80,10 +84,11 @@ class Metrics:
             gauge.clear()
         for entry in budgets:
             if entry.active:
-                self.epsilon_left.labels(entry.name).set(entry.budget.epsilon_left)
-                self.epsilon_spent.labels(entry.name).set(entry.budget.epsilon_spent)
-                self.delta_left.labels(entry.name).set(entry.budget.delta_left)
-        self.global_epsilon.set(sum(entry.budget.epsilon_spent for entry in budgets))
+                # As written (1.6, not 1.5999999999999999), like every other view.
+                self.epsilon_left.labels(entry.name).set(as_written(entry.budget.epsilon_left))
+                self.epsilon_spent.labels(entry.name).set(as_written(entry.budget.epsilon_spent))
+                self.delta_left.labels(entry.name).set(as_written(entry.budget.delta_left))
+        self.global_epsilon.set(as_written(GlobalLoss.of(budgets).epsilon_spent))
 
     def exposition(self) -> bytes:
         """The text format Prometheus scrapes."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accounting import AnalystBudget, ChargeRecord, GlobalLoss, as_written
+from accounting import AnalystBudget, ChargeRecord, GlobalLoss, as_text
 
 from ..pgwire import wire
 from .hub import Operations
@@ -24,11 +24,6 @@ class Table:
     rows: list[list[str | None]]
 
 
-def number(value: float) -> str:
-    """A budget figure as the ledger's CLI writes it (0.3, not 0.30000000000000004)."""
-    return repr(as_written(value))
-
-
 def analysts(ops: Operations, budgets: list[AnalystBudget]) -> Table:
     """SHOW ANALYSTS: every name in the ledger, its budget and its sessions now."""
     sessions: dict[str, int] = {}
@@ -38,9 +33,9 @@ def analysts(ops: Operations, budgets: list[AnalystBudget]) -> Table:
                ("epsilon_left", FLOAT8), ("delta_total", FLOAT8), ("delta_spent", FLOAT8),
                ("queries", INT8), ("active", TEXT), ("admin", TEXT), ("sessions", INT8)]
     rows: list[list[str | None]] = [
-            [entry.name, number(entry.budget.epsilon_total), number(entry.budget.epsilon_spent),
-             number(entry.budget.epsilon_left), number(entry.budget.delta_total),
-             number(entry.budget.delta_spent), str(entry.budget.queries),
+            [entry.name, as_text(entry.budget.epsilon_total), as_text(entry.budget.epsilon_spent),
+             as_text(entry.budget.epsilon_left), as_text(entry.budget.delta_total),
+             as_text(entry.budget.delta_spent), str(entry.budget.queries),
              "yes" if entry.active else "no (removed)",
              "yes" if entry.name in ops.admins else "no", str(sessions.get(entry.name, 0))]
             for entry in budgets]
@@ -55,7 +50,7 @@ def sessions(ops: Operations) -> Table:
     rows: list[list[str | None]] = [[info.analyst, info.client, info.database, info.application,
              info.connected_at.isoformat(timespec="seconds"),
              "active" if info.active else "idle", str(info.statements),
-             number(info.epsilon), number(info.delta)] for info in ops.sessions]
+             as_text(info.epsilon), as_text(info.delta)] for info in ops.sessions]
     return Table(columns, rows)
 
 
@@ -70,8 +65,8 @@ def stats(ops: Operations) -> Table:
         epsilon, delta = ops.charged.get(analyst, [0.0, 0.0])
         total = sum(counts.values())
         average = ops.seconds.get(analyst, 0.0) * 1000 / total if total else 0.0
-        rows.append([analyst, *[str(counts[name]) for name in OUTCOMES], number(epsilon),
-                     number(delta), f"{average:.3f}"])
+        rows.append([analyst, *[str(counts[name]) for name in OUTCOMES], as_text(epsilon),
+                     as_text(delta), f"{average:.3f}"])
     return Table(columns, rows)
 
 
@@ -81,7 +76,7 @@ def charges(records: list[ChargeRecord]) -> Table:
                ("delta", FLOAT8), ("mechanism", TEXT), ("sensitivity", FLOAT8),
                ("outcome", TEXT), ("fingerprint", TEXT), ("statement", TEXT)]
     rows: list[list[str | None]] = [
-            [str(r.id), r.at, r.analyst, number(r.epsilon), number(r.delta), r.mechanism,
+            [str(r.id), r.at, r.analyst, as_text(r.epsilon), as_text(r.delta), r.mechanism,
              repr(r.sensitivity), r.outcome, r.fingerprint, r.statement] for r in records]
     return Table(columns, rows)
 
@@ -92,5 +87,5 @@ def global_loss(budgets: list[AnalystBudget]) -> Table:
     loss = GlobalLoss.of(budgets)
     return Table([("epsilon_spent", FLOAT8), ("delta_spent", FLOAT8),
                   ("epsilon_allocated", FLOAT8), ("delta_allocated", FLOAT8)],
-                 [[number(loss.epsilon_spent), number(loss.delta_spent),
-                   number(loss.epsilon_allocated), number(loss.delta_allocated)]])
+                 [[as_text(loss.epsilon_spent), as_text(loss.delta_spent),
+                   as_text(loss.epsilon_allocated), as_text(loss.delta_allocated)]])

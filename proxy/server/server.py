@@ -257,6 +257,8 @@ class Proxy:
         database = params.get("database") or user
         console = database == CONSOLE_DATABASE
         if not console and database != self.relay_endpoint.database:
+            self.ops.login_refused(user, _peer(writer), "database",
+                                   SqlState.INVALID_CATALOG_NAME)
             writer.write(wire.error_response(
                 SqlState.INVALID_CATALOG_NAME, f'database "{database}" does not exist',
                 hint=f'dpgate serves the database "{self.relay_endpoint.database}".',
@@ -268,6 +270,7 @@ class Proxy:
                                          self.tls.end_point if self.tls and startup.tls
                                          else None)
         except AuthenticationFailed:
+            self.ops.login_refused(user, _peer(writer), "password", SqlState.INVALID_PASSWORD)
             writer.write(wire.error_response(
                 SqlState.INVALID_PASSWORD, f'password authentication failed for user "{user}"',
                 severity="FATAL"))
@@ -278,6 +281,8 @@ class Proxy:
                              hint="Try again in a moment.") from None
         if console != (analyst.name in self.ops.admins):
             # Operators see every analyst's spend, analysts see the data: never both.
+            self.ops.login_refused(user, _peer(writer), "console",
+                                   SqlState.INSUFFICIENT_PRIVILEGE)
             raise FatalError(SqlState.INSUFFICIENT_PRIVILEGE, f'permission denied for database '
                              f'"{database}"', hint="The console database \"dpgate\" is for "
                              "the accounts of server.admin_users, the data for the others.")
