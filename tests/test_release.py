@@ -58,7 +58,8 @@ def test_having_order_by_and_limit_run_on_the_released_values():
 def test_empty_sum_is_released_as_a_noisy_zero_not_null():
     plan = plan_of("SELECT sum(quantity), avg(quantity) FROM orders WHERE customer_id = -1")
     calibration = calibrate(plan, 1e9, 1e-8)
-    answer = release(plan, calibration, [], [[None, b"0"]], 0.0, NO_SHIFT,
+    # sum(quantity), then avg's sum of quantity − 5.5 and its count
+    answer = release(plan, calibration, [], [[None, None, b"0"]], 0.0, NO_SHIFT,
                      SeededRandomSource(4))
     total, average = answer.rows[0]
     assert abs(float(total)) < 1e-3

@@ -26,6 +26,7 @@ from .outcome import Answer, Outcome, Reply
 from .plan_check import PlanChecker
 from .planning import Planner
 from .private import ChargeReport, PrivateAnswers
+from .recent import RecentAnswers
 from .workers import Workers
 
 _MULTIPLE_COMMANDS = "cannot insert multiple commands into a prepared statement"
@@ -48,10 +49,12 @@ class Engine:
                  rng: RandomSource, planner: Planner, checker: PlanChecker,
                  workers: Workers, running: Running,
                  report_charge: ChargeReport | None = None,
-                 charges: ChargeBatches | None = None):
+                 charges: ChargeBatches | None = None, recent: RecentAnswers | None = None):
         self.pool = pool
         self.planner = planner
-        self.settings = DpSettings(analyst, config, ledger, workers, planner)
+        # recent: the proxy's memory of answers for SHOW dp.last_answers (this engine's
+        # own without one).
+        self.settings = DpSettings(analyst, config, ledger, workers, planner, recent)
         # report_charge: how proxy/ops learns what each statement was charged.
         # charges: the proxy's ChargeBatches, shared by its sessions (this engine's own
         # without one).

@@ -16,22 +16,13 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import cast
 
-from mechanisms.accuracy import (
-    discrete_gaussian_bound,
-    real_noise_bound,
-    shifted_laplace_bound,
-)
 from mechanisms.gaussian import gaussian_count
 from mechanisms.laplace import laplace_scale, sample_discrete_laplace
 from mechanisms.names import Mechanism
 from mechanisms.random_source import RandomSource
-from mechanisms.reals import (
-    RealNoise,
-    calibrate_real_gaussian,
-    calibrate_real_laplace,
-    noisy_real,
-)
+from mechanisms.reals import noisy_real
 from rewriter.calibrate import Calibration, PartCalibration
+from rewriter.error_bars import average_interval, noise_bound, real_noise
 from rewriter.plan import Comparison, Condition, OutputColumn, OutputKind, PrivateAggregate
 
 from ..config import PrivacySettings
@@ -72,6 +63,7 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         return _released(plan, columns, rows, _choice_bounds(
             plan, calibration, len(true_rows), 1 - settings.confidence))
     noisers = _noisers(plan, calibration, shift_draw, settings, rng)
+    averages = _AverageIntervals.of(plan, calibration, settings)
     rows = []
     for true_row in true_rows:
         keys = [None if v is None else v.decode() for v in true_row[:plan.keys]]
@@ -84,13 +76,15 @@ def release(plan: PrivateAggregate, calibration: Calibration,
             # the shift is a data-independent constant added afterwards.
             if unshifted[plan.grouping.selection_part] <= calibration.threshold:
                 continue
-        rows.append([_output_value(o, keys, noisy) for o in plan.outputs])
+        row = [_output_value(o, keys, noisy) for o in plan.outputs]
+        averages.widen(row, noisy)
+        rows.append(row)
+    bounds = _bounds(plan, calibration, settings) | averages.bounds()
     if plan.post_sql is not None:  # every output, for the statement's own expressions
         return Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
                                   in zip(row, columns, strict=True)] for row in rows],
-                       _bounds(plan, calibration, settings))
-    return _released(plan, columns, _post_process(plan, key_types, rows),
-                     _bounds(plan, calibration, settings))
+                       bounds)
+    return _released(plan, columns, _post_process(plan, key_types, rows), bounds)
 
 
 def _released(plan: PrivateAggregate, columns: list[tuple[str, int]], rows: list[list],
@@ -162,14 +156,6 @@ def _real_noiser(part: PartCalibration, calibration: Calibration, shift: float,
     return noise
 
 
-def real_noise(part: PartCalibration, calibration: Calibration) -> RealNoise:
-    """Grid noise for a real answer (floating-point safe, mechanisms/reals.py)."""
-    if calibration.mechanism == Mechanism.GAUSSIAN:
-        return calibrate_real_gaussian(part.l2_sensitivity, part.epsilon, part.delta)
-    sensitivity = part.elastic_sensitivity if calibration.pure else part.smooth_sensitivity
-    return calibrate_real_laplace(sensitivity, part.scale)
-
-
 def _output_value(output: OutputColumn, keys: list[str | None], noisy: list[int | float]
                   ) -> str | int | float | None:
     if output.kind == OutputKind.KEY:
@@ -180,8 +166,13 @@ def _output_value(output: OutputColumn, keys: list[str | None], noisy: list[int 
         total, count = (noisy[i] for i in output.parts)
         assert output.bounds is not None
         lo, hi = output.bounds
-        # Post-processing of two noisy values; a tiny or negative count says little.
-        return min(max(total / count, lo), hi) if count >= 1 else None
+        # Post-processing of two noisy values: the sum is of x − m, m the bounds' midpoint
+        # (private.py), so a noisy sum far off moves the answer from m, not from 0; a tiny
+        # or negative count says little.
+        return min(max((lo + hi) / 2 + total / count, lo), hi) if count >= 1 else None
+    if output.aggregate in ("count", "count_distinct"):
+        # No count is negative: 0 is closer to the truth than any noisy value below it.
+        return max(noisy[output.parts[0]], 0)
     return noisy[output.parts[0]]
 
 
@@ -279,23 +270,67 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
     """
     if not calibration.pure:
         return {}
-    shifted = calibration.mechanism == Mechanism.SHIFTED_LAPLACE
-    widest_draw = max(abs(x) for x in settings.shift_interval) if shifted else 0.0
     beta = 1 - settings.confidence
     bounds: dict[str, int | str] = {}
     for output in plan.visible:
         if output.kind != OutputKind.NOISY or output.aggregate == "avg":
             continue
-        part = calibration.parts[output.parts[0]]
-        widest = shift_for(widest_draw, part.shift_scale, settings)
-        if part.scale == 0:
-            bound = 0.0
-        elif plan.parts[output.parts[0]].aggregate == "sum":
-            bound = real_noise_bound(real_noise(part, calibration), widest, beta)
-        elif calibration.mechanism == Mechanism.GAUSSIAN:
-            assert part.variance is not None
-            bound = discrete_gaussian_bound(part.variance, 0.0, beta)
-        else:
-            bound = shifted_laplace_bound(part.scale, widest, beta)
-        bounds[output.name] = math.ceil(bound)
+        bounds[output.name] = math.ceil(
+            noise_bound(plan, calibration, output.parts[0],
+                        widest_shift(calibration, output.parts[0], settings), beta))
     return bounds
+
+
+def widest_shift(calibration: Calibration, index: int, settings: PrivacySettings) -> float:
+    """The widest analyst shift the configuration allows, in part `index`'s units."""
+    if calibration.mechanism != Mechanism.SHIFTED_LAPLACE:
+        return 0.0
+    widest_draw = max(abs(x) for x in settings.shift_interval)
+    return shift_for(widest_draw, calibration.parts[index].shift_scale, settings)
+
+
+@dataclass
+class _AverageIntervals:
+    """The error of each released AVG, at the configured confidence (pure path): the
+    widest distance from a released average to the ends of its interval
+    (error_bars.average_interval), over the answer's rows."""
+
+    outputs: list[tuple[int, OutputColumn, float, float]]  # (index, output, a_s, a_n)
+    widths: dict[str, float]
+
+    @classmethod
+    def of(cls, plan: PrivateAggregate, calibration: Calibration,
+           settings: PrivacySettings) -> _AverageIntervals:
+        beta = (1 - settings.confidence) / 2
+        outputs = [(index, output, *(noise_bound(plan, calibration, i,
+                                                 widest_shift(calibration, i, settings), beta)
+                                     for i in output.parts))
+                   for index, output in enumerate(plan.outputs)
+                   if calibration.pure and not output.hidden and
+                   output.kind == OutputKind.NOISY and output.aggregate == "avg"]
+        return cls(cast(list[tuple[int, OutputColumn, float, float]], outputs), {})
+
+    def widen(self, row: list, noisy: list[int | float]) -> None:
+        """Take in one released row (plan.outputs' values) and its noisy parts."""
+        for index, output, total_bound, count_bound in self.outputs:
+            released = row[index]
+            if released is None:
+                continue
+            total, count = (noisy[i] for i in output.parts)
+            low, high = average_interval(total, count, total_bound, count_bound,
+                                         cast(tuple[float, float], output.bounds))
+            width = max(released - low, high - released, 0.0)
+            self.widths[output.name] = max(self.widths.get(output.name, 0.0), width)
+
+    def bounds(self) -> dict[str, int | str]:
+        return {name: _rounded_up(width) for name, width in self.widths.items()}
+
+
+def _rounded_up(width: float) -> int | str:
+    """A width for the NOTICE, rounded up: to an integer from 10, else to two digits."""
+    if width >= 10:
+        return math.ceil(width)
+    if width == 0:
+        return 0
+    digits = 1 - math.floor(math.log10(width))
+    return f"{math.ceil(width * 10**digits) / 10**digits:g}"

@@ -20,8 +20,8 @@ SELECT COUNT(CASE WHEN quantity > 3 THEN 1 END) AS "c0", COUNT(*) AS "c1" FROM "
 -- ROUND and a cast of an avg
 SELECT round(avg(order_cost)::numeric, 2) FROM orders;
 -- expect:
-SELECT SUM(CASE WHEN order_cost IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(order_cost AS DECIMAL), 0.0), 5000.0) END) AS "c0", COUNT(order_cost) AS "c1" FROM "public"."orders";
--- part: sum ES(k)=1 × 5000 S*=5000 k*=0 scale=100000 flex_scale=200000
+SELECT SUM(CASE WHEN (CAST(order_cost AS DECIMAL) - 2500.0) IS NULL THEN NULL ELSE LEAST(GREATEST(CAST((CAST(order_cost AS DECIMAL) - 2500.0) AS DECIMAL), -2500.0), 2500.0) END) AS "c0", COUNT(order_cost) AS "c1" FROM "public"."orders";
+-- part: sum ES(k)=1 × 2500 S*=2500 k*=0 scale=50000 flex_scale=100000
 -- part: count ES(k)=1 S*=1 k*=0 scale=20 flex_scale=40
 -- privacy: global sensitivity (ES/ε), delta 0
 -- hidden outputs (for HAVING / ORDER BY only): [1]

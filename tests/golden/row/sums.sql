@@ -8,21 +8,21 @@ SELECT SUM(CASE WHEN order_cost IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(order
 -- avg is a noisy sum over a noisy count, ε split between them
 SELECT avg(quantity) FROM orders WHERE order_date < DATE '2024-07-01';
 -- expect:
-SELECT SUM(CASE WHEN quantity IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(quantity AS DECIMAL), 1.0), 10.0) END) AS "c0", COUNT(quantity) AS "c1" FROM "public"."orders" WHERE order_date < CAST('2024-07-01' AS DATE);
--- part: sum ES(k)=1 × 10 S*=10 k*=0 scale=200 flex_scale=400
+SELECT SUM(CASE WHEN (CAST(quantity AS DECIMAL) - 5.5) IS NULL THEN NULL ELSE LEAST(GREATEST(CAST((CAST(quantity AS DECIMAL) - 5.5) AS DECIMAL), -4.5), 4.5) END) AS "c0", COUNT(quantity) AS "c1" FROM "public"."orders" WHERE order_date < CAST('2024-07-01' AS DATE);
+-- part: sum ES(k)=1 × 4.5 S*=4.5 k*=0 scale=90 flex_scale=180
 -- part: count ES(k)=1 S*=1 k*=0 scale=20 flex_scale=40
 -- privacy: global sensitivity (ES/ε), delta 0
 -- ----
 -- stddev from noisy count, sum and sum of squares
 SELECT stddev(quantity) FROM orders;
 -- expect:
-SELECT COUNT(quantity) AS "c0", SUM(CASE WHEN CAST(quantity AS DECIMAL) * CAST(quantity AS DECIMAL) IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(CAST(quantity AS DECIMAL) * CAST(quantity AS DECIMAL) AS DECIMAL), 1.0), 100.0) END) AS "c1", SUM(CASE WHEN quantity IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(quantity AS DECIMAL), 1.0), 10.0) END) AS "c2" FROM "public"."orders";
+SELECT COUNT(quantity) AS "c0", SUM(CASE WHEN (CAST(quantity AS DECIMAL) - 5.5) * (CAST(quantity AS DECIMAL) - 5.5) IS NULL THEN NULL ELSE LEAST(GREATEST(CAST((CAST(quantity AS DECIMAL) - 5.5) * (CAST(quantity AS DECIMAL) - 5.5) AS DECIMAL), 0.0), 20.25) END) AS "c1", SUM(CASE WHEN (CAST(quantity AS DECIMAL) - 5.5) IS NULL THEN NULL ELSE LEAST(GREATEST(CAST((CAST(quantity AS DECIMAL) - 5.5) AS DECIMAL), -4.5), 4.5) END) AS "c2" FROM "public"."orders";
 -- part: count ES(k)=1 S*=1 k*=0 scale=30 flex_scale=60
--- part: sum ES(k)=1 × 100 S*=100 k*=0 scale=3000 flex_scale=6000
--- part: sum ES(k)=1 × 10 S*=10 k*=0 scale=300 flex_scale=600
+-- part: sum ES(k)=1 × 20.25 S*=20.25 k*=0 scale=607.5 flex_scale=1215
+-- part: sum ES(k)=1 × 4.5 S*=4.5 k*=0 scale=135 flex_scale=270
 -- privacy: global sensitivity (ES/ε), delta 0
 -- hidden outputs (for HAVING / ORDER BY only): [1, 2, 3, 4, 5, 6]
--- post: SELECT SQRT(CASE WHEN "r"."o1" > 1 THEN GREATEST("r"."o2" - CAST("r"."o3" AS DECIMAL) * CAST("r"."o4" AS DECIMAL) / "r"."o5", 0) / ("r"."o6" - 1) END) AS "stddev" FROM __dpgate_released__ AS r
+-- post: SELECT SQRT(CASE WHEN "r"."o1" > 1 THEN GREATEST("r"."o2" - "r"."o3" * "r"."o4" / "r"."o5", 0) / ("r"."o6" - 1) END) AS "stddev" FROM __dpgate_released__ AS r
 -- ----
 -- sum of a CASE: bounded by its branches
 SELECT sum(CASE WHEN quantity > 5 THEN 1 ELSE 0 END) FROM orders;
