@@ -77,12 +77,19 @@ class Answer:
 def _prepared(connection: psycopg.Connection, sql: str, policy, metrics) -> Answer:
     plan = plan_private_aggregate(parse_query(sql), policy, 0, metrics)
     cursor = connection.execute(plan.sql)
-    rows = [[None if v is None else str(v).encode() for v in row] for row in cursor.fetchall()]
+    rows = [[None if v is None else _as_text(v) for v in row] for row in cursor.fetchall()]
     key_types = [column.type_code for column in cursor.description[:plan.keys]]
     truth = {}
     for row in connection.execute(sql).fetchall():
         truth[tuple(str(k) for k in row[:-1])] = float(row[-1] or 0)
     return Answer(plan, rows, key_types, truth)
+
+
+def _as_text(value: object) -> bytes:
+    """A value as PostgreSQL's text form (an array of a bucketed sum as {…})."""
+    if isinstance(value, list):
+        return ("{" + ",".join(str(v) for v in value) + "}").encode()
+    return str(value).encode()
 
 
 def _errors(answer: Answer, epsilon: float, rng: SeededRandomSource, draws: int

@@ -40,9 +40,11 @@ def noise_bound(plan: PrivateAggregate, calibration: Calibration, index: int,
 
 
 def average_interval(total: float, count: float, total_bound: float, count_bound: float,
-                     bounds: tuple[float, float]) -> tuple[float, float]:
-    """Where the true average lies when the noisy sum of x − m (m the bounds' midpoint)
-    `total` and the noisy `count` are within `total_bound` and `count_bound` of the truth.
+                     bounds: tuple[float, float], centre: float | None = None
+                     ) -> tuple[float, float]:
+    """Where the true average lies when the noisy sum of x − m (m = `centre`, by default
+    the bounds' midpoint) `total` and the noisy `count` are within `total_bound` and
+    `count_bound` of the truth.
 
     The true mean of x − m is S/N for some S in [ŝ − a_s, ŝ + a_s] and N in
     [n̂ − a_n, n̂ + a_n] with N >= 1 (an average of rows), and lies in [lo − m, hi − m]:
@@ -50,7 +52,7 @@ def average_interval(total: float, count: float, total_bound: float, count_bound
     probability 1 − β/2, it covers the truth with probability 1 − β.
     """
     lo, hi = bounds
-    centre = (lo + hi) / 2
+    centre = (lo + hi) / 2 if centre is None else centre
     smallest = max(count - count_bound, 1.0)
     if count + count_bound < smallest:
         return lo, hi

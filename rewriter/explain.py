@@ -104,6 +104,11 @@ def _error_bar(plan: PrivateAggregate, calibration: Calibration, output: OutputC
     if not calibration.pure:
         return {"error": "not stated: the noise follows the smooth sensitivity of this "
                 "join, which depends on the data"}
+    if plan.parts[output.parts[0]].edges is not None:
+        return {"clamping_bounds": "chosen when answering, inside the declared bounds, from "
+                "a noisy histogram of the values (privacy.bounds_share of this column's "
+                "epsilon)", "error": "stated with each answer: the noise for the chosen "
+                "bounds and the estimated clamping bias", "confidence": 1 - beta}
     if output.aggregate != "avg":
         return {"error": noise_bound(plan, calibration, output.parts[0], 0.0, beta),
                 "confidence": 1 - beta}

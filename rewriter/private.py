@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import cast
 
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
+from mechanisms.approx_bounds import bucket_edges
 from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 
 from .arithmetic import TOTAL
@@ -555,16 +557,33 @@ class _Planner:
             return OutputColumn(name, OutputKind.NOISY, "count", (part,), hidden)
         bounds = self._bounds(node, position)
         lo, hi = bounds
+        edges = self._edges(argument, bounds)
         if isinstance(node, exp.Sum):
-            total = self._part("sum", node, max(abs(lo), abs(hi)), bounds)
+            total = self._part("sum", node, max(abs(lo), abs(hi)), bounds, edges)
             return OutputColumn(name, OutputKind.NOISY, "sum", (total,), hidden, bounds)
         # AVG: the sum of x − m, m the bounds' midpoint, has sensitivity (hi − lo)/2 per
-        # row instead of max(|lo|, |hi|); release.py adds m back after the division.
+        # row instead of max(|lo|, |hi|); release.py adds m back after the division. With
+        # bounds chosen at release, m is theirs and release.py centres the sum.
         centre = (lo + hi) / 2
-        centred = exp.Sum(this=_centred(argument, centre))
-        total = self._part("sum", centred, (hi - lo) / 2, (lo - centre, hi - centre))
+        if edges is not None:
+            total = self._part("sum", exp.Sum(this=argument.copy()), (hi - lo) / 2, bounds,
+                               edges, centred=True)
+        else:
+            total = self._part("sum", exp.Sum(this=_centred(argument, centre)), (hi - lo) / 2,
+                               (lo - centre, hi - centre))
         count = self._part("count", exp.Count(this=argument.copy()), 1.0, None)
         return OutputColumn(name, OutputKind.NOISY, "avg", (total, count), hidden, bounds)
+
+    def _edges(self, argument: exp.Expression, bounds: tuple[float, float]
+               ) -> tuple[Fraction, ...] | None:
+        """The buckets of a sum whose clamping bounds are chosen from the data at release
+        (mechanisms/approx_bounds.py): a plain column's, where the sensitivity does not
+        depend on the data (unit mode, or no join of private tables)."""
+        if not isinstance(argument, exp.Column) or \
+                (self.unit is None and self.relation.stability.depends_on_k):
+            return None
+        edges = bucket_edges(*bounds)
+        return edges if len(edges) > 2 else None
 
     def _centre(self, node: exp.Expression) -> float:
         """The midpoint of the declared bounds of a variance's column (see _variance)."""
@@ -637,9 +656,11 @@ class _Planner:
         return bounds
 
     def _part(self, aggregate: str, node: exp.Expression, magnitude: float,
-              bounds: tuple[float, float] | None) -> int:
-        # The same aggregate asked twice (SUM and AVG of one column) is noised once.
-        spec = PartSpec(aggregate, node.copy(), magnitude, bounds)
+              bounds: tuple[float, float] | None,
+              edges: tuple[Fraction, ...] | None = None, centred: bool = False) -> int:
+        # The same aggregate asked twice (the SUM of a column in a statement and in its
+        # ORDER BY) is noised once.
+        spec = PartSpec(aggregate, node.copy(), magnitude, bounds, edges, centred)
         text = _part_text(spec)
         for index, existing in enumerate(self.parts):
             if _part_text(existing) == text:
@@ -652,10 +673,11 @@ class _Planner:
         if self.keys:  # a histogram: one changed row leaves one bin and enters another
             stability = multiply(constant(2), stability)
         if self.unit is None:
-            return NoisyPart(part.aggregate, stability, part.magnitude)
+            return NoisyPart(part.aggregate, stability, part.magnitude, edges=part.edges,
+                             centred=part.centred)
         l1, l2 = unit_sensitivities(self.unit.bounds, bool(self.keys))
         return NoisyPart(part.aggregate, constant(l1), part.magnitude, row_elastic=stability,
-                         l2=l2)
+                         l2=l2, edges=part.edges, centred=part.centred)
 
     # -- choices of the exponential mechanism ----------------------------------------
 
@@ -1063,7 +1085,8 @@ def _number(node: exp.Expression) -> float | None:
 
 def _part_text(part: PartSpec) -> str:
     argument = part.node.this
-    return f"{part.aggregate}:{argument.sql(dialect='postgres', normalize=True)}"
+    centred = "centred " if part.centred else ""
+    return f"{part.aggregate}:{centred}{argument.sql(dialect='postgres', normalize=True)}"
 
 
 def _unalias(node: exp.Expression) -> exp.Expression:

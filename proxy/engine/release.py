@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import cast
 
+from mechanisms.accuracy import real_noise_bound
 from mechanisms.gaussian import gaussian_count
 from mechanisms.laplace import laplace_scale, sample_discrete_laplace
 from mechanisms.names import Mechanism
@@ -28,6 +27,7 @@ from rewriter.plan import Comparison, Condition, OutputColumn, OutputKind, Priva
 from ..config import PrivacySettings
 from ..pgwire import wire
 from ..pgwire.backend import Row
+from .bounded_sums import Drawn, Noiser, bounded_sum_noiser
 from .choices import choice_bound, choice_type, choose
 
 
@@ -58,28 +58,26 @@ def release(plan: PrivateAggregate, calibration: Calibration,
     if plan.parts and all(part.choice for part in plan.parts):
         chosen = choose(plan, calibration, key_types, true_rows, rng)
         rows = _post_process(plan, key_types,
-                             [[_output_value(o, [], cast(list[int | float], chosen))
+                             [[chosen[o.parts[0]] if o.kind == OutputKind.CHOICE else None
                                for o in plan.outputs]])
         return _released(plan, columns, rows, _choice_bounds(
             plan, calibration, len(true_rows), 1 - settings.confidence))
     noisers = _noisers(plan, calibration, shift_draw, settings, rng)
-    averages = _AverageIntervals.of(plan, calibration, settings)
+    errors = _RowErrors.of(plan, calibration, settings)
     rows = []
     for true_row in true_rows:
         keys = [None if v is None else v.decode() for v in true_row[:plan.keys]]
         drawn = [noise(raw) for noise, raw in zip(noisers, true_row[plan.keys:], strict=True)]
-        unshifted = [plain for plain, _ in drawn]
-        noisy = [released for _, released in drawn]
         if calibration.threshold is not None:
             assert plan.grouping is not None and plan.grouping.selection_part is not None
             # Decided on the unshifted noisy count: τ was derived for unshifted noise, and
             # the shift is a data-independent constant added afterwards.
-            if unshifted[plan.grouping.selection_part] <= calibration.threshold:
+            if drawn[plan.grouping.selection_part].plain <= calibration.threshold:
                 continue
-        row = [_output_value(o, keys, noisy) for o in plan.outputs]
-        averages.widen(row, noisy)
+        row = [_output_value(o, keys, drawn) for o in plan.outputs]
+        errors.widen(row, drawn)
         rows.append(row)
-    bounds = _bounds(plan, calibration, settings) | averages.bounds()
+    bounds = _bounds(plan, calibration, settings) | errors.bounds()
     if plan.post_sql is not None:  # every output, for the statement's own expressions
         return Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
                                   in zip(row, columns, strict=True)] for row in rows],
@@ -108,18 +106,19 @@ def _number(raw: bytes | None, integer: bool) -> int | Fraction:
     return int(raw) if integer else Fraction(Decimal(raw.decode()))
 
 
-Noiser = Callable[[bytes | None], tuple[int | float, int | float]]
-
-
 def _noisers(plan: PrivateAggregate, calibration: Calibration, shift_draw: float,
              settings: PrivacySettings, rng: RandomSource) -> list[Noiser]:
-    """One function per part, (true text value) -> (unshifted noisy, released); the noise
-    parameters are derived once per answer, not once per row."""
+    """One function per part, (true text value) -> Drawn; the noise parameters are derived
+    once per answer, not once per row (a sum with bounds chosen at release: per row)."""
     shifted = calibration.mechanism == Mechanism.SHIFTED_LAPLACE
     noisers = []
     for part, calibrated in zip(plan.parts, calibration.parts, strict=True):
         shift = shift_for(shift_draw, calibrated.shift_scale, settings) if shifted else 0.0
-        if part.integer:
+        if part.edges is not None:
+            noisers.append(bounded_sum_noiser(part, calibrated, calibration, shift,
+                                              settings.bounds_share,
+                                              1 - settings.confidence, rng))
+        elif part.integer:
             noisers.append(_count_noiser(calibrated, calibration.mechanism, round(shift), rng))
         else:
             noisers.append(_real_noiser(calibrated, calibration, shift, rng))
@@ -132,7 +131,7 @@ def _count_noiser(part: PartCalibration, mechanism: str, shift: int, rng: Random
     laplace = laplace_scale(part.scale, 1.0) if part.scale and mechanism != Mechanism.GAUSSIAN \
         else None
 
-    def noise(raw: bytes | None) -> tuple[int, int]:
+    def noise(raw: bytes | None) -> Drawn:
         value = _number(raw, integer=True)
         if part.scale == 0:  # only public tables: nothing to protect
             plain = int(value)
@@ -141,7 +140,7 @@ def _count_noiser(part: PartCalibration, mechanism: str, shift: int, rng: Random
             plain = gaussian_count(int(value), part.variance, 0.0, rng)
         else:
             plain = int(value) + sample_discrete_laplace(laplace, rng)
-        return plain, plain + shift
+        return Drawn(plain, plain + shift)
     return noise
 
 
@@ -149,31 +148,42 @@ def _real_noiser(part: PartCalibration, calibration: Calibration, shift: float,
                  rng: RandomSource) -> Noiser:
     grid = real_noise(part, calibration) if part.scale else None
 
-    def noise(raw: bytes | None) -> tuple[float, float]:
+    def noise(raw: bytes | None) -> Drawn:
         value = Fraction(_number(raw, integer=False))
         released = float(value) if grid is None else noisy_real(value, grid, shift, rng)
-        return released, released
+        return Drawn(released, released)
     return noise
 
 
-def _output_value(output: OutputColumn, keys: list[str | None], noisy: list[int | float]
+def _output_value(output: OutputColumn, keys: list[str | None], drawn: list[Drawn]
                   ) -> str | int | float | None:
     if output.kind == OutputKind.KEY:
         return keys[output.parts[0]]
     if output.kind == OutputKind.COMPUTED:
         return None
     if output.aggregate == "avg":
-        total, count = (noisy[i] for i in output.parts)
+        total, count = (drawn[i] for i in output.parts)
         assert output.bounds is not None
         lo, hi = output.bounds
-        # Post-processing of two noisy values: the sum is of x − m, m the bounds' midpoint
-        # (private.py), so a noisy sum far off moves the answer from m, not from 0; a tiny
-        # or negative count says little.
-        return min(max((lo + hi) / 2 + total / count, lo), hi) if count >= 1 else None
+        # Post-processing of two noisy values: the sum is of x − m, m the midpoint of the
+        # bounds (declared, or chosen at release), so a noisy sum far off moves the answer
+        # from m, not from 0; a tiny or negative count says little.
+        if count.released < 1:
+            return None
+        mean = _centre(output, total) + total.released / count.released
+        return min(max(mean, lo), hi)
     if output.aggregate in ("count", "count_distinct"):
         # No count is negative: 0 is closer to the truth than any noisy value below it.
-        return max(noisy[output.parts[0]], 0)
-    return noisy[output.parts[0]]
+        return max(drawn[output.parts[0]].released, 0)
+    return drawn[output.parts[0]].released
+
+
+def _centre(output: OutputColumn, total: Drawn) -> float:
+    """The m an AVG's noisy sum of x − m is centred on."""
+    if total.chosen is not None:
+        return float(total.chosen.centre)
+    assert output.bounds is not None
+    return (output.bounds[0] + output.bounds[1]) / 2
 
 
 def _post_process(plan: PrivateAggregate, key_types: list[int], rows: list[list]
@@ -273,8 +283,8 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
     beta = 1 - settings.confidence
     bounds: dict[str, int | str] = {}
     for output in plan.visible:
-        if output.kind != OutputKind.NOISY or output.aggregate == "avg":
-            continue
+        if output.kind != OutputKind.NOISY or _per_row(plan, output):
+            continue  # _RowErrors
         bounds[output.name] = math.ceil(
             noise_bound(plan, calibration, output.parts[0],
                         widest_shift(calibration, output.parts[0], settings), beta))
@@ -290,40 +300,66 @@ def widest_shift(calibration: Calibration, index: int, settings: PrivacySettings
 
 
 @dataclass
-class _AverageIntervals:
-    """The error of each released AVG, at the configured confidence (pure path): the
-    widest distance from a released average to the ends of its interval
-    (error_bars.average_interval), over the answer's rows."""
+class _RowErrors:
+    """Error bars that depend on each row (pure path): an AVG's (its interval,
+    error_bars.average_interval, from the released noisy sum and count) and a sum's whose
+    bounds were chosen at release (its row's noise and the bias of the chosen bounds).
+    The NOTICE gives the widest distance from a released value to its interval's ends."""
 
-    outputs: list[tuple[int, OutputColumn, float, float]]  # (index, output, a_s, a_n)
+    plan: PrivateAggregate
+    calibration: Calibration
+    settings: PrivacySettings
+    outputs: list[tuple[int, OutputColumn]]  # visible AVGs and bucketed sums
     widths: dict[str, float]
 
     @classmethod
     def of(cls, plan: PrivateAggregate, calibration: Calibration,
-           settings: PrivacySettings) -> _AverageIntervals:
-        beta = (1 - settings.confidence) / 2
-        outputs = [(index, output, *(noise_bound(plan, calibration, i,
-                                                 widest_shift(calibration, i, settings), beta)
-                                     for i in output.parts))
-                   for index, output in enumerate(plan.outputs)
+           settings: PrivacySettings) -> _RowErrors:
+        outputs = [(index, output) for index, output in enumerate(plan.outputs)
                    if calibration.pure and not output.hidden and
-                   output.kind == OutputKind.NOISY and output.aggregate == "avg"]
-        return cls(cast(list[tuple[int, OutputColumn, float, float]], outputs), {})
+                   output.kind == OutputKind.NOISY and _per_row(plan, output)]
+        return cls(plan, calibration, settings, outputs, {})
 
-    def widen(self, row: list, noisy: list[int | float]) -> None:
-        """Take in one released row (plan.outputs' values) and its noisy parts."""
-        for index, output, total_bound, count_bound in self.outputs:
+    def widen(self, row: list, drawn: list[Drawn]) -> None:
+        """Take in one released row (plan.outputs' values) and its drawn parts."""
+        for index, output in self.outputs:
             released = row[index]
             if released is None:
                 continue
-            total, count = (noisy[i] for i in output.parts)
-            low, high = average_interval(total, count, total_bound, count_bound,
-                                         cast(tuple[float, float], output.bounds))
-            width = max(released - low, high - released, 0.0)
+            width = self._average(output, released, drawn) if output.aggregate == "avg" \
+                else self._sum(output.parts[0], drawn[output.parts[0]], 1 / 2)
             self.widths[output.name] = max(self.widths.get(output.name, 0.0), width)
+
+    def _average(self, output: OutputColumn, released: float, drawn: list[Drawn]) -> float:
+        total, count = output.parts
+        # β/2 each for the sum and the count; with chosen bounds, half of that is the
+        # sum's noise and the other half the count's, β/2 being the bounds' bias.
+        share = 1 / 4 if drawn[total].chosen is not None else 1 / 2
+        count_bound = noise_bound(self.plan, self.calibration, count,
+                                  widest_shift(self.calibration, count, self.settings),
+                                  (1 - self.settings.confidence) * share)
+        assert output.bounds is not None
+        low, high = average_interval(drawn[total].released, drawn[count].released,
+                                     self._sum(total, drawn[total], share), count_bound,
+                                     output.bounds, _centre(output, drawn[total]))
+        return max(released - low, high - released, 0.0)
+
+    def _sum(self, index: int, drawn: Drawn, share: float) -> float:
+        """The error of a sum part at β·share, plus the bias of its chosen bounds."""
+        beta = (1 - self.settings.confidence) * share
+        widest = widest_shift(self.calibration, index, self.settings)
+        if drawn.chosen is None:
+            return noise_bound(self.plan, self.calibration, index, widest, beta)
+        noise = real_noise_bound(drawn.grid, widest, beta) if drawn.grid is not None else 0.0
+        return noise + float(max(drawn.chosen.bias_low, drawn.chosen.bias_high))
 
     def bounds(self) -> dict[str, int | str]:
         return {name: _rounded_up(width) for name, width in self.widths.items()}
+
+
+def _per_row(plan: PrivateAggregate, output: OutputColumn) -> bool:
+    """Whether the output's error bar depends on its row's released values."""
+    return output.aggregate == "avg" or plan.parts[output.parts[0]].edges is not None
 
 
 def _rounded_up(width: float) -> int | str:
