@@ -27,8 +27,8 @@ group g, Σ n_g ≤ Δ, the privacy loss is Σ_g n_g·M_g/(Δ·M_g/ε_s) ≤ ε_
 With zero noise (a test's ε of 10¹²) t is below one row, so [L, U] covers every value and
 the answer is exactly PostgreSQL's. Values cut off by [L, U] bias the answer; the bias is
 estimated from the noisy counts beyond the bounds: their sum (whose noise partly cancels)
-of rows, each as far as the next bucket's edge (`ChosenBounds.bias_low/high`). It is an
-estimate, not a bound: no private bound on the rows beyond can be tighter than about a
+plus two standard deviations of its noise, of rows each as far as the next bucket's edge
+(`ChosenBounds.bias_low/high`). It is an estimate, not a bound: no private bound on the rows beyond can be tighter than about a
 noise scale of rows per bucket, which at the far edge of a wide range would cost more than
 the declared bounds' own noise. Its coverage is measured instead (bench/accuracy.py
 --coverage).
@@ -94,9 +94,16 @@ def choose_bounds(counts: list[int], edges: tuple[Fraction, ...], scale: Fractio
     if not kept:
         return ChosenBounds(edges[0], edges[-1], Fraction(0), Fraction(0))
     # The bias with L = edges[i] (U = edges[j]): the rows below (above), one bucket away.
-    bias_low = [max(sum(noisy[:i]), 0) * (edges[i] - edges[i - 1]) if i else Fraction(0)
+    # The rows beyond: their noisy count plus two standard deviations of its noise
+    # (k buckets' discrete Laplace noise has variance about 2k·scale²), so that a cut is
+    # taken only where the counts show it is cheap.
+    def beyond(counts: list[int]) -> Fraction:
+        slack = Fraction(2 * math.sqrt(2 * len(counts)) * float(scale))
+        return max(sum(counts) + slack, Fraction(0))
+
+    bias_low = [beyond(noisy[:i]) * (edges[i] - edges[i - 1]) if i else Fraction(0)
                 for i in range(kept[0] + 1)]
-    bias_high = {j: max(sum(noisy[j:]), 0) * (edges[j + 1] - edges[j]) if j < buckets
+    bias_high = {j: beyond(noisy[j:]) * (edges[j + 1] - edges[j]) if j < buckets
                  else Fraction(0) for j in range(kept[-1] + 1, buckets + 1)}
     low, high = min(((i, j) for i in range(kept[0] + 1) for j in bias_high),
                     key=lambda ij: noise(edges[ij[0]], edges[ij[1]]) +
