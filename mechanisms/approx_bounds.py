@@ -28,10 +28,10 @@ With zero noise (a test's ε of 10¹²) t is below one row, so [L, U] covers eve
 the answer is exactly PostgreSQL's. Values cut off by [L, U] bias the answer; the bias is
 estimated from the noisy counts beyond the bounds: their sum (whose noise partly cancels)
 plus two standard deviations of its noise, of rows each as far as the next bucket's edge
-(`ChosenBounds.bias_low/high`). It is an estimate, not a bound: no private bound on the rows beyond can be tighter than about a
-noise scale of rows per bucket, which at the far edge of a wide range would cost more than
-the declared bounds' own noise. Its coverage is measured instead (bench/accuracy.py
---coverage).
+(`ChosenBounds.bias_low/high`). It is an estimate, not a bound: no private bound on the
+rows beyond can be tighter than about a noise scale of rows per bucket, which at the far
+edge of a wide range would cost more than the declared bounds' own noise. Its coverage is
+measured instead (bench/accuracy.py --coverage).
 """
 
 from __future__ import annotations
