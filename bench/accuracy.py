@@ -11,6 +11,10 @@ its truncation bias. The script prints the median absolute errors and their rati
 
     .venv/bin/python bench/accuracy.py [--dsn postgresql://…] [--queries 200]
 
+With --coverage it measures instead how often the error bar each answer states (the
+NOTICE's ±) covers PostgreSQL's exact answer, per shape (count, sum, avg, avg per category),
+at row level and in unit mode, and the median relative error.
+
 Without --dsn it starts an embedded PostgreSQL (pgserver) with the demo dataset. With
 --smartnoise PATH (a Python with smartnoise-sql installed, see bench/README.md) it also
 runs SmartNoise SQL on the single-table shapes at the same ε.
@@ -73,12 +77,19 @@ class Answer:
 def _prepared(connection: psycopg.Connection, sql: str, policy, metrics) -> Answer:
     plan = plan_private_aggregate(parse_query(sql), policy, 0, metrics)
     cursor = connection.execute(plan.sql)
-    rows = [[None if v is None else str(v).encode() for v in row] for row in cursor.fetchall()]
+    rows = [[None if v is None else _as_text(v) for v in row] for row in cursor.fetchall()]
     key_types = [column.type_code for column in cursor.description[:plan.keys]]
     truth = {}
     for row in connection.execute(sql).fetchall():
         truth[tuple(str(k) for k in row[:-1])] = float(row[-1] or 0)
     return Answer(plan, rows, key_types, truth)
+
+
+def _as_text(value: object) -> bytes:
+    """A value as PostgreSQL's text form (an array of a bucketed sum as {…})."""
+    if isinstance(value, list):
+        return ("{" + ",".join(str(v) for v in value) + "}").encode()
+    return str(value).encode()
 
 
 def _errors(answer: Answer, epsilon: float, rng: SeededRandomSource, draws: int
@@ -154,6 +165,81 @@ def run(dsn: str, count: int, draws: int, smartnoise: str | None) -> None:
             print(line, flush=True)
 
 
+# Error-bar coverage (issue 29): the NOTICE's bound against PostgreSQL's exact answer.
+COVERAGE_SHAPES = {
+    "count": "SELECT count(*) FROM orders WHERE product_id = {n}",
+    "sum": "SELECT sum(order_cost) FROM orders WHERE product_id = {n}",
+    "avg": "SELECT avg(order_cost) FROM orders WHERE product_id = {n}",
+    "avg per category": ("SELECT p.category, avg(o.order_cost) FROM orders o JOIN products p "
+                         "ON o.product_id = p.product_id WHERE o.product_id % 50 = {n} % 50 "
+                         "GROUP BY p.category"),
+    # issue 29's question over all orders: one statement, answered `queries` times
+    "avg per category, all": ("SELECT p.category, avg(o.order_cost) FROM orders o JOIN "
+                              "products p ON o.product_id = p.product_id GROUP BY p.category"),
+    "sum per category, all": ("SELECT p.category, sum(o.order_cost) FROM orders o JOIN "
+                              "products p ON o.product_id = p.product_id GROUP BY p.category"),
+}
+
+
+def _coverage(answer: Answer, epsilon: float, rng: SeededRandomSource, draws: int
+              ) -> tuple[int, int, int, list[float]]:
+    """(cells covered, cells, NULL answers, relative errors) over `draws` releases: a
+    cell is covered when |released − true| <= the bound the NOTICE states for it."""
+    calibration = calibrate(answer.plan, epsilon, DELTA)
+    keys = answer.plan.keys
+    name = answer.plan.visible[keys].name
+    covered = cells = nulls = 0
+    relative = []
+    for _ in range(draws):
+        released = release(answer.plan, calibration, answer.key_types, answer.rows, 0.0,
+                           NO_SHIFT, rng)
+        bound = float(released.bounds[name]) if name in released.bounds else None
+        for row in released.rows:
+            truth = answer.truth.get(tuple(row[:keys]))
+            if truth is None:  # a key PostgreSQL does not list (an empty category)
+                continue
+            if row[keys] is None:
+                nulls += 1
+                continue
+            error = abs(float(Decimal(row[keys])) - truth)
+            cells += 1
+            covered += bound is not None and error <= bound
+            if truth:
+                relative.append(error / abs(truth))
+    return covered, cells, nulls, relative
+
+
+def run_coverage(dsn: str, count: int, draws: int, shapes: list[str]) -> None:
+    """Coverage of the stated error bars at ε 0.1 and 1, row level and unit mode."""
+    metrics = measured_metrics(dsn)
+    modes = {"row": demo_policy(unit=False), "unit": demo_policy()}
+    rng = SeededRandomSource(29)
+    print(f"error-bar coverage over {count} queries per shape, {draws} draws each, "
+          "against PostgreSQL's exact (untruncated) answer; unit: tau = 10")
+    print(f"{'shape':22} {'mode':>5} {'eps':>4} {'cells':>7} {'covered':>8} {'NULL':>5} "
+          f"{'median rel. error':>17}")
+    with psycopg.connect(dsn) as connection:
+        for shape, template in COVERAGE_SHAPES.items():
+            if shapes and not any(part in shape for part in shapes):
+                continue
+            texts = [template.format(n=n) for n in range(1, count + 1)]
+            for mode, policy in modes.items():
+                prepared = {text: _prepared(connection, text, policy, metrics)
+                            for text in dict.fromkeys(texts)}  # a repeated text: once
+                answers = [prepared[text] for text in texts]
+                for epsilon in EPSILONS:
+                    covered = cells = nulls = 0
+                    relative: list[float] = []
+                    for answer in answers:
+                        c, n, z, r = _coverage(answer, epsilon, rng, draws)
+                        covered, cells, nulls = covered + c, cells + n, nulls + z
+                        relative += r
+                    share = covered / cells if cells else float("nan")
+                    median = statistics.median(relative) if relative else float("nan")
+                    print(f"{shape:22} {mode:>5} {epsilon:>4g} {cells:>7} {share:>8.1%} "
+                          f"{nulls:>5} {median:>17.1%}", flush=True)
+
+
 def _ratio(a: float, b: float) -> float:
     return a / b if b else float("inf")
 
@@ -165,6 +251,10 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=5,
                         help="noisy releases per query (a steadier median)")
     parser.add_argument("--smartnoise", help="a Python interpreter with smartnoise-sql")
+    parser.add_argument("--coverage", action="store_true",
+                        help="measure the error bars' coverage instead (issue 29)")
+    parser.add_argument("--shape", action="append", default=[],
+                        help="with --coverage: only the shapes whose name contains this")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         server = None
@@ -180,7 +270,10 @@ def main() -> None:
             load_demo_dataset(server.get_uri())
             dsn = server.get_uri()
         try:
-            run(dsn, args.queries, args.draws, args.smartnoise)
+            if args.coverage:
+                run_coverage(dsn, args.queries, args.draws, args.shape)
+            else:
+                run(dsn, args.queries, args.draws, args.smartnoise)
         finally:
             if server is not None:
                 server.cleanup()

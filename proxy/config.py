@@ -132,6 +132,10 @@ class PrivacySettings:
     shift_interval: tuple[float, float] = (0.5, 1.5)
     # Confidence of the accuracy bound in the NOTICE (0.95 gives a 95% bound).
     confidence: float = 0.95
+    # Share of a SUM's (an AVG's sum's) ε spent choosing its clamping bounds inside the
+    # declared ones from a noisy histogram of the values (mechanisms/approx_bounds.py);
+    # 0 uses the declared bounds as they are.
+    bounds_share: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -182,6 +186,8 @@ class Config:
                              "gaussian")
         if not 0 < privacy.confidence < 1:
             raise ValueError("privacy.confidence must be between 0 and 1")
+        if not 0 <= privacy.bounds_share < 1:
+            raise ValueError("privacy.bounds_share must be at least 0 and below 1")
         return self
 
 

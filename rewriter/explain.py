@@ -6,6 +6,7 @@ from typing import Any
 
 from .calibrate import Calibration, PartCalibration, calibrate
 from .classify import classify, parse_query
+from .error_bars import noise_bound
 from .errors import Refusal
 from .metrics import Metrics, MissingMetrics
 from .plan import NoisyPart, OutputColumn, PrivateAggregate, Relay
@@ -17,8 +18,12 @@ from .unit_report import mode_report
 OBJECT_NOT_IN_PREREQUISITE_STATE = SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE
 
 
+# The confidence of the error bars explain reports (the proxy's privacy.confidence).
+CONFIDENCE = 0.95
+
+
 def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: float,
-            k: int = 0) -> dict[str, Any]:
+            k: int = 0, confidence: float = CONFIDENCE) -> dict[str, Any]:
     """The analysis of one statement: sensitivities and scales, or why it is refused."""
     try:
         statements = classify(sql, policy, metrics)
@@ -34,7 +39,7 @@ def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: f
             plan = public
         if not isinstance(plan, PrivateAggregate):
             return {"supported": True, "kind": "session"}
-        return _report(plan, calibrate(plan, epsilon, delta, k))
+        return _report(plan, calibrate(plan, epsilon, delta, k), 1 - confidence)
     except Refusal as refusal:
         return {"supported": False, "sqlstate": refusal.sqlstate, "error": refusal.message,
                 "hint": refusal.hint, "position": refusal.position}
@@ -51,7 +56,8 @@ def _public_aggregate(text: str, policy: Policy, metrics: Metrics) -> PrivateAgg
         return None
 
 
-def _report(plan: PrivateAggregate, calibration: Calibration) -> dict[str, Any]:
+def _report(plan: PrivateAggregate, calibration: Calibration, beta: float
+            ) -> dict[str, Any]:
     columns = []
     for output in plan.visible:
         if output.kind == "key":
@@ -71,6 +77,7 @@ def _report(plan: PrivateAggregate, calibration: Calibration) -> dict[str, Any]:
             **({"unit_sensitivity": first.elastic_sensitivity} if plan.unit else {}),
             "epsilon": sum(p.epsilon for p in parts),
             **({"count_noise_scale": parts[1].scale} if len(parts) > 1 else {}),
+            **_error_bar(plan, calibration, output, beta),
         })
     report: dict[str, Any] = {
         "supported": True, "epsilon": calibration.epsilon, "delta": calibration.delta,
@@ -86,6 +93,31 @@ def _report(plan: PrivateAggregate, calibration: Calibration) -> dict[str, Any]:
     if hidden:
         report["hidden_aggregates"] = hidden  # noised for HAVING / ORDER BY, not sent
     return report
+
+
+def _error_bar(plan: PrivateAggregate, calibration: Calibration, output: OutputColumn,
+               beta: float) -> dict[str, Any]:
+    """The column's error at confidence 1 − β before the analyst's shift (which the
+    NOTICE's bound also covers, at its widest): a ± for a count or a sum; for an average
+    the bounds of its centred sum and its count, each at 1 − β/2, from which the NOTICE
+    computes the interval of each released average (error_bars.average_interval)."""
+    if not calibration.pure:
+        return {"error": "not stated: the noise follows the smooth sensitivity of this "
+                "join, which depends on the data"}
+    if plan.parts[output.parts[0]].edges is not None:
+        return {"clamping_bounds": "chosen when answering, inside the declared bounds, from "
+                "a noisy histogram of the values (privacy.bounds_share of this column's "
+                "epsilon)", "error": "stated with each answer: the noise for the chosen "
+                "bounds and the estimated clamping bias", "confidence": 1 - beta}
+    if output.aggregate != "avg":
+        return {"error": noise_bound(plan, calibration, output.parts[0], 0.0, beta),
+                "confidence": 1 - beta}
+    total, count = (noise_bound(plan, calibration, i, 0.0, beta / 2) for i in output.parts)
+    assert output.bounds is not None
+    lo, hi = output.bounds
+    return {"confidence": 1 - beta, "centred_sum_error": total, "count_error": count,
+            "error": f"m + (sum ± {total:.6g}) / (count ± {count:.6g}) with m = "
+            f"{(lo + hi) / 2:g}, within [{lo:g}, {hi:g}]"}
 
 
 def _choice_report(output: OutputColumn, part: NoisyPart, calibrated: PartCalibration

@@ -64,6 +64,10 @@ class NoisyPart:
     # `l2` the L2 sensitivity per unit (in units of `magnitude`) for the Gaussian.
     row_elastic: Elastic | None = None
     l2: float | None = None
+    # A sum whose clamping bounds are chosen at release (rewrite.PartSpec.edges), and
+    # whether it is an AVG's sum of x − (L + U)/2.
+    edges: tuple[Fraction, ...] | None = None
+    centred: bool = False
 
     @property
     def integer(self) -> bool:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import cast
 
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
+from mechanisms.approx_bounds import bucket_edges
 from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 
 from .arithmetic import TOTAL
@@ -285,7 +287,7 @@ class _Planner:
 
     def _substitute(self, node: exp.Expression) -> exp.Expr:
         expanded = node.copy().transform(
-            lambda n: _variance(n) if isinstance(n, _VARIANCES) else n)
+            lambda n: _variance(n, self._centre(n)) if isinstance(n, _VARIANCES) else n)
         return substitute(expanded, self._hidden_aggregate, self._hidden_key, self.offset,
                           self._hidden_bucket)
 
@@ -565,24 +567,62 @@ class _Planner:
             part = self._part("count", node, 1.0, None)
             return OutputColumn(name, OutputKind.NOISY, "count", (part,), hidden)
         bounds = self._bounds(node, position)
-        magnitude = max(abs(bounds[0]), abs(bounds[1]))
-        total = self._part("sum", node, magnitude, bounds)
+        lo, hi = bounds
+        edges = self._edges(argument, bounds)
         if isinstance(node, exp.Sum):
+            total = self._part("sum", node, max(abs(lo), abs(hi)), bounds, edges)
             return OutputColumn(name, OutputKind.NOISY, "sum", (total,), hidden, bounds)
+        # AVG: the sum of x − m, m the bounds' midpoint, has sensitivity (hi − lo)/2 per
+        # row instead of max(|lo|, |hi|); release.py adds m back after the division. With
+        # bounds chosen at release, m is theirs and release.py centres the sum.
+        centre = (lo + hi) / 2
+        if edges is not None:
+            total = self._part("sum", exp.Sum(this=argument.copy()), (hi - lo) / 2, bounds,
+                               edges, centred=True)
+        else:
+            total = self._part("sum", exp.Sum(this=_centred(argument, centre)), (hi - lo) / 2,
+                               (lo - centre, hi - centre))
         count = self._part("count", exp.Count(this=argument.copy()), 1.0, None)
         return OutputColumn(name, OutputKind.NOISY, "avg", (total, count), hidden, bounds)
 
+    def _edges(self, argument: exp.Expression, bounds: tuple[float, float]
+               ) -> tuple[Fraction, ...] | None:
+        """The buckets of a sum whose clamping bounds are chosen from the data at release
+        (mechanisms/approx_bounds.py): a plain column's, where the sensitivity does not
+        depend on the data (unit mode, or no join of private tables)."""
+        if not isinstance(argument, exp.Column) or \
+                (self.unit is None and self.relation.stability.depends_on_k):
+            return None
+        edges = bucket_edges(*bounds)
+        return edges if len(edges) > 2 else None
+
+    def _centre(self, node: exp.Expression) -> float:
+        """The midpoint of the declared bounds of a variance's column (see _variance)."""
+        if not isinstance(node.this, exp.Column):
+            return 0.0  # refused by _variance
+        assert isinstance(node, exp.Func)
+        lo, hi = self._column_bounds(node.this, node.sql_name(), None)
+        return (lo + hi) / 2
+
     def _bounds(self, node: exp.Expression, position: int | None) -> tuple[float, float]:
-        argument = node.this
         assert isinstance(node, exp.Func)  # an aggregate call
-        what = node.sql_name()
-        if isinstance(argument, exp.Distinct):
-            raise unsupported(f"{what}(DISTINCT …) is not supported", position=position)
+        if isinstance(node.this, exp.Distinct):
+            raise unsupported(f"{node.sql_name()}(DISTINCT …) is not supported",
+                              position=position)
+        return self._value_bounds(node.this, node.sql_name(), position)
+
+    def _value_bounds(self, argument: exp.Expression, what: str, position: int | None
+                      ) -> tuple[float, float]:
+        centred = _centred_value(argument)
+        if centred is not None:  # x − m that dpgate wrote: x's bounds, shifted
+            value, centre = centred
+            lo, hi = self._value_bounds(value, what, position)
+            return lo - centre, hi - centre
         if isinstance(argument, exp.Case):
             return self._case_bounds(argument, what, position)
-        square = _squared_column(argument)
+        square = _squared_value(argument)
         if square is not None:  # the sum of squares of a variance
-            lo, hi = self._column_bounds(square, what, position)
+            lo, hi = self._value_bounds(square, what, position)
             low = 0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)
             return low, max(lo * lo, hi * hi)
         if not isinstance(argument, exp.Column):
@@ -628,9 +668,11 @@ class _Planner:
         return bounds
 
     def _part(self, aggregate: str, node: exp.Expression, magnitude: float,
-              bounds: tuple[float, float] | None) -> int:
-        # The same aggregate asked twice (SUM and AVG of one column) is noised once.
-        spec = PartSpec(aggregate, node.copy(), magnitude, bounds)
+              bounds: tuple[float, float] | None,
+              edges: tuple[Fraction, ...] | None = None, centred: bool = False) -> int:
+        # The same aggregate asked twice (the SUM of a column in a statement and in its
+        # ORDER BY) is noised once.
+        spec = PartSpec(aggregate, node.copy(), magnitude, bounds, edges, centred)
         text = _part_text(spec)
         for index, existing in enumerate(self.parts):
             if _part_text(existing) == text:
@@ -643,10 +685,11 @@ class _Planner:
         if self.keys:  # a histogram: one changed row leaves one bin and enters another
             stability = multiply(constant(2), stability)
         if self.unit is None:
-            return NoisyPart(part.aggregate, stability, part.magnitude)
+            return NoisyPart(part.aggregate, stability, part.magnitude, edges=part.edges,
+                             centred=part.centred)
         l1, l2 = unit_sensitivities(self.unit.bounds, bool(self.keys))
         return NoisyPart(part.aggregate, constant(l1), part.magnitude, row_elastic=stability,
-                         l2=l2)
+                         l2=l2, edges=part.edges, centred=part.centred)
 
     # -- choices of the exponential mechanism ----------------------------------------
 
@@ -955,19 +998,21 @@ def _distinct_as_group_by(tree: exp.Select) -> None:
 _VARIANCES = (exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop)
 
 
-def _variance(node: exp.Expression) -> exp.Expr:
-    """var_samp, var_pop, stddev… of x from released n = count(x), s = sum(x) and
-    q = sum(x·x), post-processing of released values: (q − s²/n) / (n − 1) or / n,
-    clamped at 0, NULL for too few rows as in PostgreSQL; the square root for a standard
-    deviation."""
+def _variance(node: exp.Expression, centre: float) -> exp.Expr:
+    """var_samp, var_pop, stddev… of x from released n = count(x), and with d = x − m (m
+    the bounds' midpoint) s = sum(d) and q = sum(d·d), post-processing of released values:
+    (q − s²/n) / (n − 1) or / n, clamped at 0, NULL for too few rows as in PostgreSQL; the
+    square root for a standard deviation. The formula does not depend on m; centred, s
+    and q have sensitivities (hi − lo)/2 and ((hi − lo)/2)², not max(|lo|, |hi|) and its
+    square."""
     x = node.this
     assert isinstance(node, exp.Func)  # one of _VARIANCES
     if not isinstance(x, exp.Column):
         raise unsupported(f"{node.sql_name()} takes a plain column with declared bounds")
-    value = exp.cast(x.copy(), "numeric")
+    value = _centred(x, centre)
     n = exp.Count(this=x.copy())
-    total = exp.cast(exp.Sum(this=x.copy()), "numeric")
-    square = exp.Mul(this=value, expression=value.copy())
+    total = exp.Sum(this=value)
+    square = exp.Mul(this=value.copy(), expression=value.copy())
     square.meta[TOTAL] = True  # numeric × numeric of a bounded column cannot fail
     squares = exp.Sum(this=square)
     # typed: PostgreSQL's own division, not a float one sqlglot would emulate.
@@ -995,11 +1040,38 @@ def _domain_bounds(domain: Domain | None) -> tuple[float, float] | None:
     return None
 
 
-def _squared_column(node: exp.Expression) -> exp.Column | None:
-    """x in CAST(x AS numeric) * CAST(x AS numeric)."""
+# Marks the x − m that dpgate writes to centre a sum (_centred).
+CENTRED = "dpgate_centred"
+
+
+def _centred(value: exp.Expression, centre: float) -> exp.Paren:
+    """(CAST(value AS numeric) − centre): exact, and clamping it to [lo − m, hi − m] is
+    clamping value to [lo, hi], then subtracting m (rewrite.py clamps the argument)."""
+    difference = exp.Sub(this=exp.cast(value.copy(), "numeric"),
+                         expression=exp.Literal.number(repr(centre)))
+    difference.meta[CENTRED] = True
+    difference.meta[TOTAL] = True  # numeric − a constant cannot fail
+    return exp.Paren(this=difference)
+
+
+def _centred_value(node: exp.Expression) -> tuple[exp.Expression, float] | None:
+    """(value, m) of a (CAST(value AS numeric) − m) that _centred wrote."""
+    node = _unparen(node)
+    if not (isinstance(node, exp.Sub) and node.meta.get(CENTRED)):
+        return None
+    cast_value, centre = node.this, node.expression
+    assert isinstance(cast_value, exp.Cast) and isinstance(centre, exp.Literal)
+    return cast_value.this, float(centre.this)
+
+
+def _squared_value(node: exp.Expression) -> exp.Expression | None:
+    """v in v * v, v a centred value (_centred) or a column (CAST(x AS numeric) * …)."""
     if not isinstance(node, exp.Mul):
         return None
-    factors = [f.this if isinstance(f, exp.Cast) else f for f in (node.this, node.expression)]
+    factors = [_unparen(f) for f in (node.this, node.expression)]
+    if all(f.meta.get(CENTRED) for f in factors):
+        return factors[0] if factors[0] == factors[1] else None
+    factors = [f.this if isinstance(f, exp.Cast) else f for f in factors]
     if all(isinstance(f, exp.Column) for f in factors) and factors[0] == factors[1]:
         return factors[0]
     return None
@@ -1032,7 +1104,8 @@ def _number(node: exp.Expression) -> float | None:
 
 def _part_text(part: PartSpec) -> str:
     argument = part.node.this
-    return f"{part.aggregate}:{argument.sql(dialect='postgres', normalize=True)}"
+    centred = "centred " if part.centred else ""
+    return f"{part.aggregate}:{centred}{argument.sql(dialect='postgres', normalize=True)}"
 
 
 def _unalias(node: exp.Expression) -> exp.Expression:

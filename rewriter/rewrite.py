@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from fractions import Fraction
 
 from sqlglot import exp
 
@@ -122,6 +123,11 @@ class PartSpec:
     node: exp.Expression
     magnitude: float
     bounds: tuple[float, float] | None
+    # A sum whose clamping bounds are chosen at release (mechanisms/approx_bounds.py):
+    # the backend returns per bucket between these edges the count and the sum, as one
+    # numeric[] (counts first); `centred` for an AVG's sum of x − (L + U)/2.
+    edges: tuple[Fraction, ...] | None = None
+    centred: bool = False
 
 
 def rewrite(tree: exp.Select, policy: Policy, keys: list[KeySpec], parts: list[PartSpec],
@@ -129,7 +135,8 @@ def rewrite(tree: exp.Select, policy: Policy, keys: list[KeySpec], parts: list[P
     """The backend's SQL: keys k0…, aggregates c0…; with `bounding`, over the rows each
     privacy unit may contribute (bounding.py)."""
     base = _base(tree, policy)
-    if bounding is not None and parts:
+    if parts and (bounding is not None or any(p.edges is not None for p in parts)):
+        # Over a subquery of the rows' values: a bucketed sum reads its value many times.
         return _bounded_aggregate(base, keys, parts, grouping, bounding)
     if not keys:
         return base.select(*(_alias(_aggregate(p), f"c{i}") for i, p in enumerate(parts)),
@@ -208,8 +215,28 @@ def _clamped(argument: exp.Expression, bounds: tuple[float, float]) -> exp.Expre
 def _aggregate(part: PartSpec) -> exp.Expression:
     if part.aggregate == "count":
         return part.node.copy()
-    assert part.bounds is not None
+    assert part.bounds is not None and part.edges is None  # bucketed: _outer_aggregate
     return exp.Sum(this=_clamped(part.node.this, part.bounds))
+
+
+def _buckets(value: str, edges: tuple[Fraction, ...]) -> str:
+    """ARRAY[count per bucket…, sum per bucket…] of a value clamped to [edges[0],
+    edges[-1]]: bucket i holds edges[i] <= v < edges[i + 1], the last one v = edges[-1]."""
+    conditions = []
+    for i in range(len(edges) - 1):
+        parts = ([f"{value} >= {_edge(edges[i])}"] if i else []) + \
+            ([f"{value} < {_edge(edges[i + 1])}"] if i < len(edges) - 2 else [])
+        conditions.append(" AND ".join(parts) or "TRUE")
+    counts = [f"count({value}) FILTER (WHERE {c})" for c in conditions]
+    sums = [f"COALESCE(sum({value}) FILTER (WHERE {c}), 0)" for c in conditions]
+    return f"ARRAY[{', '.join(counts + sums)}]::numeric[]"
+
+
+def _edge(edge: Fraction) -> str:
+    """An edge as an exact NUMERIC literal (a power of two is a finite decimal)."""
+    if float(edge) == edge:
+        return repr(float(edge))
+    return f"({edge.numerator}::numeric / {edge.denominator})"
 
 
 def _inner_rows(base: exp.Select, keys: list[KeySpec], parts: list[PartSpec],
@@ -227,7 +254,7 @@ def _inner_rows(base: exp.Select, keys: list[KeySpec], parts: list[PartSpec],
 
 
 def _bounded_aggregate(base: exp.Select, keys: list[KeySpec], parts: list[PartSpec],
-                       grouping: Grouping | None, bounding: Bounding) -> str:
+                       grouping: Grouping | None, bounding: Bounding | None) -> str:
     if keys and not (grouping is not None and grouping.key_selection):
         return _filled_histogram(base, keys, parts, bounding)
     rows = _inner_rows(base, keys, parts, bounding)
@@ -272,7 +299,7 @@ def _argument(part: PartSpec) -> exp.Expression:
 def _outer_aggregate(part: PartSpec, index: int) -> str:
     column = f"q.{quote_identifier(f'a{index}')}"
     if part.aggregate == "sum":
-        return f"sum({column})"
+        return f"sum({column})" if part.edges is None else _buckets(column, part.edges)
     if isinstance(part.node.this, exp.Distinct):
         return f"count(DISTINCT {column})"
     return f"count({column})"

@@ -191,10 +191,14 @@ def test_measured_metric_counts_but_declared_wins():
 
 def test_sum_and_avg_use_bounds_and_split_epsilon():
     plan = plan_of("SELECT sum(order_cost), avg(order_cost) FROM orders")
-    assert [p.aggregate for p in plan.parts] == ["sum", "count"]
-    calibration = calibrate(plan, 0.2, 1e-8)
+    # The sum, avg's sum (centred on the bounds' midpoint at release) and avg's count.
+    assert [(p.aggregate, p.centred) for p in plan.parts] == \
+        [("sum", False), ("sum", True), ("count", False)]
+    calibration = calibrate(plan, 0.3, 1e-8)
+    # Scales for the declared bounds; release.py rescales a sum to the bounds it chooses.
     assert calibration.parts[0].scale == pytest.approx(5000 / 0.1)
-    assert calibration.parts[1].scale == pytest.approx(1 / 0.1)
+    assert calibration.parts[1].scale == pytest.approx(2500 / 0.1)
+    assert calibration.parts[2].scale == pytest.approx(1 / 0.1)
     # The clamp in the rewritten SQL: tests/golden/row/sums.sql.
 
 

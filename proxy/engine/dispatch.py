@@ -27,6 +27,7 @@ from .outcome import Answer, Outcome, Reply
 from .plan_check import PlanChecker
 from .planning import Planner
 from .private import ChargeReport, PrivateAnswers
+from .recent import RecentAnswers
 from .workers import Workers
 
 _MULTIPLE_COMMANDS = "cannot insert multiple commands into a prepared statement"
@@ -54,11 +55,13 @@ class Engine:
                  workers: Workers, running: Running,
                  report_charge: ChargeReport | None = None,
                  charges: ChargeBatches | None = None, readers: FairShares | None = None,
-                 released: BackendPool | None = None):
+                 released: BackendPool | None = None, recent: RecentAnswers | None = None):
         self.pool = pool
         self.planner = planner
         self.analyst = analyst.name
-        self.settings = DpSettings(analyst, config, ledger, workers, planner)
+        # recent: the proxy's memory of answers for SHOW dp.last_answers (this engine's
+        # own without one).
+        self.settings = DpSettings(analyst, config, ledger, workers, planner, recent)
         # report_charge: how proxy/ops learns what each statement was charged.
         # charges, readers: the proxy's ChargeBatches and fair shares of the reader
         # connections, shared by its sessions (this engine's own without them).

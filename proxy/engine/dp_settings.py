@@ -1,5 +1,6 @@
 """A session's dp.* settings: SET/RESET dp.epsilon, dp.delta, dp.mechanism,
-dp.max_contributions and dp.max_groups, and SHOW of them, of dp.budget and of dp.policy."""
+dp.max_contributions and dp.max_groups, and SHOW of them, of dp.budget, of dp.policy and
+of dp.last_answers (recent.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ..pgwire import wire
 from .errors import StatementError, ledger_call
 from .outcome import Answer
 from .planning import Planner
+from .recent import LAST_ANSWERS_COLUMNS, RecentAnswers
 from .workers import Workers
 
 # SHOW dp.budget
@@ -70,8 +72,10 @@ class DpSettings:
     """One session's dp.* values (the configured defaults until SET)."""
 
     def __init__(self, analyst: Analyst, config: Config, ledger: Ledger, workers: Workers,
-                 planner: Planner):
+                 planner: Planner, recent: RecentAnswers | None = None):
         self.analyst = analyst
+        # The proxy's memory of recent answers (SHOW dp.last_answers), shared by sessions.
+        self.recent = recent or RecentAnswers()
         self.config = config
         self.ledger = ledger
         self.workers = workers
@@ -153,7 +157,8 @@ class DpSettings:
                 f"privacy.max_{setting}).")
 
     async def show(self, plan: ShowDpSetting) -> Answer:
-        """SHOW dp.epsilon / dp.delta / dp.mechanism / dp.budget / dp.policy."""
+        """SHOW dp.epsilon / dp.delta / dp.mechanism / dp.budget / dp.policy /
+        dp.last_answers."""
         if plan.name in DP_SETTINGS:
             unit = self.policy.unit
             value = {"dp.epsilon": repr(self.epsilon), "dp.delta": repr(self.delta),
@@ -168,6 +173,9 @@ class DpSettings:
                       budget.delta_total, budget.delta_spent, budget.queries]
             return Answer(BUDGET_COLUMNS, [[repr(as_written(v) if isinstance(v, float) else v)
                                             for v in values]], "SHOW")
+        if plan.name == "dp.last_answers":
+            rows = self.recent.rows(self.analyst.name)
+            return Answer(LAST_ANSWERS_COLUMNS, rows, f"SELECT {len(rows)}")
         if plan.name == "dp.policy":
             knowledge = self.planner.knowledge
             if not knowledge.catalog_loaded:
@@ -176,12 +184,14 @@ class DpSettings:
             return Answer(POLICY_ANSWER_COLUMNS, rows, f"SELECT {len(rows)}")
         raise StatementError(SqlState.UNDEFINED_OBJECT,
                              f'unrecognized configuration parameter "{plan.name}"',
-                             hint=f"dpgate knows {', '.join(DP_SETTINGS)}, dp.budget and "
-                             "dp.policy.")
+                             hint=f"dpgate knows {', '.join(DP_SETTINGS)}, dp.budget, "
+                             "dp.policy and dp.last_answers.")
 
     @staticmethod
     def show_columns(plan: ShowDpSetting) -> list[tuple[str, int]]:
         """The columns `show` answers with, for Describe (which must not run anything)."""
         if plan.name == "dp.policy":
             return POLICY_ANSWER_COLUMNS
+        if plan.name == "dp.last_answers":
+            return LAST_ANSWERS_COLUMNS
         return BUDGET_COLUMNS if plan.name == "dp.budget" else [(plan.name, wire.TEXT_OID)]

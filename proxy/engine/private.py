@@ -70,6 +70,7 @@ from .literals import LiftedParameters, LiftFailed
 from .outcome import Answer, text_data_rows
 from .plan_cache import calibrate_cached
 from .plan_check import PlanChecker
+from .recent import RecentAnswer, recent_answer, repeated_answer
 from .release import Release, release, result_columns
 from .workers import Workers
 
@@ -280,6 +281,8 @@ class PrivateAnswers:
         self.report_charge(request.fingerprint, request.epsilon, request.delta,
                            isinstance(outcome, Repeated))
         if isinstance(outcome, Repeated):
+            self._remember(repeated_answer(request.statement, [n for n, _ in shape.columns],
+                                           self.config.privacy.confidence))
             # Stored as released: text or NULL.
             rows = cast(list[list[str | None]], outcome.rows)
             notice = (f"dpgate: repeated question, the stored answer is returned and "
@@ -357,13 +360,21 @@ class PrivateAnswers:
                     return cast(list[list[str | None]], outcome.rows), "", outcome
                 if isinstance(outcome, Charged):
                     self.shift = outcome.shift  # a rotation applies to the next answers
+                    self._remember(recent_answer(
+                        request.statement, plan, answer.bounds,
+                        self.config.privacy.confidence, calibration.epsilon,
+                        calibration.delta, calibration.pure))
                     return rows, answer_notice(plan, calibration, answer, outcome.budget,
-                                               self.config.privacy.confidence), outcome
+                                               self.config.privacy.confidence,
+                                               len(rows)), outcome
                 shift = outcome.shift
         finally:
             self.workers.free(true_rows)  # 182,000 rows take ~8 ms to free: not here
         raise StatementError(SqlState.IO_ERROR, "the analyst's secret shift kept changing; "
                              "nothing was released", hint="Ask again.")
+
+    def _remember(self, answer: RecentAnswer) -> None:
+        self.settings.recent.add(self.analyst.name, answer)
 
     async def _run(self, sql: str, parameters: Parameters | None, calibration: Calibration,
                    request: ChargeRequest) -> list[Row]:
@@ -471,8 +482,9 @@ def _exhausted(exceeded: BudgetExceeded) -> StatementError:
 
 
 def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Release,
-                  budget: Budget, confidence: float) -> str:
-    """What the analyst is told after a fresh answer: cost, budget left, accuracy."""
+                  budget: Budget, confidence: float, rows: int | None = None) -> str:
+    """What the analyst is told after a fresh answer: cost, budget left, accuracy; `rows`
+    is how many rows are sent (after the statement's own expressions)."""
     if not plan.parts:
         return ("dpgate: nothing charged: every key of the declared domain that the WHERE "
                 "admits is listed, whatever the data holds")
@@ -493,6 +505,8 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
     elif plan.grouping is not None:
         lines.append("every key of the declared domain that the WHERE admits is listed, "
                      "empty ones with noise")
+    if plan.grouping is not None and not (len(answer.rows) if rows is None else rows):
+        lines.append(_no_group(plan, calibration))
     if (mode := mode_notice(plan)) is not None:
         lines.append(mode)
     if plan.post_sql is not None or plan.outer_sql is not None:
@@ -500,6 +514,20 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
     elif any(o.hidden for o in plan.outputs):
         lines.append("HAVING and ORDER BY used noisy aggregates")
     return "; ".join(lines)
+
+
+def _no_group(plan: PrivateAggregate, calibration: Calibration) -> str:
+    """Why a GROUP BY answer has no row: decided from noisy values only, never from
+    whether the data holds groups."""
+    reasons = []
+    if calibration.threshold is not None:
+        reasons.append("no group's noisy count passed the key-selection threshold")
+    if plan.post.having is not None or plan.post_sql is not None:
+        reasons.append("HAVING, applied to the noisy values, kept none")
+    if plan.post.limit == 0 or plan.post.offset:
+        reasons.append("LIMIT/OFFSET left none")
+    why = " or ".join(reasons) or "the declared domain admits no key here"
+    return f"no group was released ({why})"
 
 
 def _parameters_text(parameters: Parameters | None) -> str:

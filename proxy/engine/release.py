@@ -10,33 +10,24 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import cast
 
-from mechanisms.accuracy import (
-    discrete_gaussian_bound,
-    real_noise_bound,
-    shifted_laplace_bound,
-)
+from mechanisms.accuracy import real_noise_bound
 from mechanisms.gaussian import gaussian_count
 from mechanisms.laplace import laplace_scale, sample_discrete_laplace
 from mechanisms.names import Mechanism
 from mechanisms.random_source import RandomSource
-from mechanisms.reals import (
-    RealNoise,
-    calibrate_real_gaussian,
-    calibrate_real_laplace,
-    noisy_real,
-)
+from mechanisms.reals import noisy_real
 from rewriter.calibrate import Calibration, PartCalibration
+from rewriter.error_bars import average_interval, noise_bound, real_noise
 from rewriter.plan import Comparison, Condition, OutputColumn, OutputKind, PrivateAggregate
 
 from ..config import PrivacySettings
 from ..pgwire import wire
 from ..pgwire.backend import Row
+from .bounded_sums import Drawn, Noiser, bounded_sum_noiser
 from .choices import choice_bound, choice_type, choose
 
 
@@ -67,30 +58,31 @@ def release(plan: PrivateAggregate, calibration: Calibration,
     if plan.parts and all(part.choice for part in plan.parts):
         chosen = choose(plan, calibration, key_types, true_rows, rng)
         rows = _post_process(plan, key_types,
-                             [[_output_value(o, [], cast(list[int | float], chosen))
+                             [[chosen[o.parts[0]] if o.kind == OutputKind.CHOICE else None
                                for o in plan.outputs]])
         return _released(plan, columns, rows, _choice_bounds(
             plan, calibration, len(true_rows), 1 - settings.confidence))
     noisers = _noisers(plan, calibration, shift_draw, settings, rng)
+    errors = _RowErrors.of(plan, calibration, settings)
     rows = []
     for true_row in true_rows:
         keys = [None if v is None else v.decode() for v in true_row[:plan.keys]]
         drawn = [noise(raw) for noise, raw in zip(noisers, true_row[plan.keys:], strict=True)]
-        unshifted = [plain for plain, _ in drawn]
-        noisy = [released for _, released in drawn]
         if calibration.threshold is not None:
             assert plan.grouping is not None and plan.grouping.selection_part is not None
             # Decided on the unshifted noisy count: τ was derived for unshifted noise, and
             # the shift is a data-independent constant added afterwards.
-            if unshifted[plan.grouping.selection_part] <= calibration.threshold:
+            if drawn[plan.grouping.selection_part].plain <= calibration.threshold:
                 continue
-        rows.append([_output_value(o, keys, noisy) for o in plan.outputs])
+        row = [_output_value(o, keys, drawn) for o in plan.outputs]
+        errors.widen(row, drawn)
+        rows.append(row)
+    bounds = _bounds(plan, calibration, settings) | errors.bounds()
     if plan.post_sql is not None:  # every output, for the statement's own expressions
         return Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
                                   in zip(row, columns, strict=True)] for row in rows],
-                       _bounds(plan, calibration, settings))
-    return _released(plan, columns, _post_process(plan, key_types, rows),
-                     _bounds(plan, calibration, settings))
+                       bounds)
+    return _released(plan, columns, _post_process(plan, key_types, rows), bounds)
 
 
 def _released(plan: PrivateAggregate, columns: list[tuple[str, int]], rows: list[list],
@@ -114,18 +106,19 @@ def _number(raw: bytes | None, integer: bool) -> int | Fraction:
     return int(raw) if integer else Fraction(Decimal(raw.decode()))
 
 
-Noiser = Callable[[bytes | None], tuple[int | float, int | float]]
-
-
 def _noisers(plan: PrivateAggregate, calibration: Calibration, shift_draw: float,
              settings: PrivacySettings, rng: RandomSource) -> list[Noiser]:
-    """One function per part, (true text value) -> (unshifted noisy, released); the noise
-    parameters are derived once per answer, not once per row."""
+    """One function per part, (true text value) -> Drawn; the noise parameters are derived
+    once per answer, not once per row (a sum with bounds chosen at release: per row)."""
     shifted = calibration.mechanism == Mechanism.SHIFTED_LAPLACE
     noisers = []
     for part, calibrated in zip(plan.parts, calibration.parts, strict=True):
         shift = shift_for(shift_draw, calibrated.shift_scale, settings) if shifted else 0.0
-        if part.integer:
+        if part.edges is not None:
+            noisers.append(bounded_sum_noiser(part, calibrated, calibration, shift,
+                                              settings.bounds_share,
+                                              1 - settings.confidence, rng))
+        elif part.integer:
             noisers.append(_count_noiser(calibrated, calibration.mechanism, round(shift), rng))
         else:
             noisers.append(_real_noiser(calibrated, calibration, shift, rng))
@@ -138,7 +131,7 @@ def _count_noiser(part: PartCalibration, mechanism: str, shift: int, rng: Random
     laplace = laplace_scale(part.scale, 1.0) if part.scale and mechanism != Mechanism.GAUSSIAN \
         else None
 
-    def noise(raw: bytes | None) -> tuple[int, int]:
+    def noise(raw: bytes | None) -> Drawn:
         value = _number(raw, integer=True)
         if part.scale == 0:  # only public tables: nothing to protect
             plain = int(value)
@@ -147,7 +140,7 @@ def _count_noiser(part: PartCalibration, mechanism: str, shift: int, rng: Random
             plain = gaussian_count(int(value), part.variance, 0.0, rng)
         else:
             plain = int(value) + sample_discrete_laplace(laplace, rng)
-        return plain, plain + shift
+        return Drawn(plain, plain + shift)
     return noise
 
 
@@ -155,34 +148,42 @@ def _real_noiser(part: PartCalibration, calibration: Calibration, shift: float,
                  rng: RandomSource) -> Noiser:
     grid = real_noise(part, calibration) if part.scale else None
 
-    def noise(raw: bytes | None) -> tuple[float, float]:
+    def noise(raw: bytes | None) -> Drawn:
         value = Fraction(_number(raw, integer=False))
         released = float(value) if grid is None else noisy_real(value, grid, shift, rng)
-        return released, released
+        return Drawn(released, released)
     return noise
 
 
-def real_noise(part: PartCalibration, calibration: Calibration) -> RealNoise:
-    """Grid noise for a real answer (floating-point safe, mechanisms/reals.py)."""
-    if calibration.mechanism == Mechanism.GAUSSIAN:
-        return calibrate_real_gaussian(part.l2_sensitivity, part.epsilon, part.delta)
-    sensitivity = part.elastic_sensitivity if calibration.pure else part.smooth_sensitivity
-    return calibrate_real_laplace(sensitivity, part.scale)
-
-
-def _output_value(output: OutputColumn, keys: list[str | None], noisy: list[int | float]
+def _output_value(output: OutputColumn, keys: list[str | None], drawn: list[Drawn]
                   ) -> str | int | float | None:
     if output.kind == OutputKind.KEY:
         return keys[output.parts[0]]
     if output.kind == OutputKind.COMPUTED:
         return None
     if output.aggregate == "avg":
-        total, count = (noisy[i] for i in output.parts)
+        total, count = (drawn[i] for i in output.parts)
         assert output.bounds is not None
         lo, hi = output.bounds
-        # Post-processing of two noisy values; a tiny or negative count says little.
-        return min(max(total / count, lo), hi) if count >= 1 else None
-    return noisy[output.parts[0]]
+        # Post-processing of two noisy values: the sum is of x − m, m the midpoint of the
+        # bounds (declared, or chosen at release), so a noisy sum far off moves the answer
+        # from m, not from 0; a tiny or negative count says little.
+        if count.released < 1:
+            return None
+        mean = _centre(output, total) + total.released / count.released
+        return min(max(mean, lo), hi)
+    if output.aggregate in ("count", "count_distinct"):
+        # No count is negative: 0 is closer to the truth than any noisy value below it.
+        return max(drawn[output.parts[0]].released, 0)
+    return drawn[output.parts[0]].released
+
+
+def _centre(output: OutputColumn, total: Drawn) -> float:
+    """The m an AVG's noisy sum of x − m is centred on."""
+    if total.chosen is not None:
+        return float(total.chosen.centre)
+    assert output.bounds is not None
+    return (output.bounds[0] + output.bounds[1]) / 2
 
 
 def _post_process(plan: PrivateAggregate, key_types: list[int], rows: list[list]
@@ -279,23 +280,93 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
     """
     if not calibration.pure:
         return {}
-    shifted = calibration.mechanism == Mechanism.SHIFTED_LAPLACE
-    widest_draw = max(abs(x) for x in settings.shift_interval) if shifted else 0.0
     beta = 1 - settings.confidence
     bounds: dict[str, int | str] = {}
     for output in plan.visible:
-        if output.kind != OutputKind.NOISY or output.aggregate == "avg":
-            continue
-        part = calibration.parts[output.parts[0]]
-        widest = shift_for(widest_draw, part.shift_scale, settings)
-        if part.scale == 0:
-            bound = 0.0
-        elif plan.parts[output.parts[0]].aggregate == "sum":
-            bound = real_noise_bound(real_noise(part, calibration), widest, beta)
-        elif calibration.mechanism == Mechanism.GAUSSIAN:
-            assert part.variance is not None
-            bound = discrete_gaussian_bound(part.variance, 0.0, beta)
-        else:
-            bound = shifted_laplace_bound(part.scale, widest, beta)
-        bounds[output.name] = math.ceil(bound)
+        if output.kind != OutputKind.NOISY or _per_row(plan, output):
+            continue  # _RowErrors
+        bounds[output.name] = math.ceil(
+            noise_bound(plan, calibration, output.parts[0],
+                        widest_shift(calibration, output.parts[0], settings), beta))
     return bounds
+
+
+def widest_shift(calibration: Calibration, index: int, settings: PrivacySettings) -> float:
+    """The widest analyst shift the configuration allows, in part `index`'s units."""
+    if calibration.mechanism != Mechanism.SHIFTED_LAPLACE:
+        return 0.0
+    widest_draw = max(abs(x) for x in settings.shift_interval)
+    return shift_for(widest_draw, calibration.parts[index].shift_scale, settings)
+
+
+@dataclass
+class _RowErrors:
+    """Error bars that depend on each row (pure path): an AVG's (its interval,
+    error_bars.average_interval, from the released noisy sum and count) and a sum's whose
+    bounds were chosen at release (its row's noise and the bias of the chosen bounds).
+    The NOTICE gives the widest distance from a released value to its interval's ends."""
+
+    plan: PrivateAggregate
+    calibration: Calibration
+    settings: PrivacySettings
+    outputs: list[tuple[int, OutputColumn]]  # visible AVGs and bucketed sums
+    widths: dict[str, float]
+
+    @classmethod
+    def of(cls, plan: PrivateAggregate, calibration: Calibration,
+           settings: PrivacySettings) -> _RowErrors:
+        outputs = [(index, output) for index, output in enumerate(plan.outputs)
+                   if calibration.pure and not output.hidden and
+                   output.kind == OutputKind.NOISY and _per_row(plan, output)]
+        return cls(plan, calibration, settings, outputs, {})
+
+    def widen(self, row: list, drawn: list[Drawn]) -> None:
+        """Take in one released row (plan.outputs' values) and its drawn parts."""
+        for index, output in self.outputs:
+            released = row[index]
+            if released is None:
+                continue
+            width = self._average(output, released, drawn) if output.aggregate == "avg" \
+                else self._sum(output.parts[0], drawn[output.parts[0]], 1 / 2)
+            self.widths[output.name] = max(self.widths.get(output.name, 0.0), width)
+
+    def _average(self, output: OutputColumn, released: float, drawn: list[Drawn]) -> float:
+        total, count = output.parts
+        # β/2 each for the sum and the count; with chosen bounds, half of that is the
+        # sum's noise and the other half the count's, β/2 being the bounds' bias.
+        share = 1 / 4 if drawn[total].chosen is not None else 1 / 2
+        count_bound = noise_bound(self.plan, self.calibration, count,
+                                  widest_shift(self.calibration, count, self.settings),
+                                  (1 - self.settings.confidence) * share)
+        assert output.bounds is not None
+        low, high = average_interval(drawn[total].released, drawn[count].released,
+                                     self._sum(total, drawn[total], share), count_bound,
+                                     output.bounds, _centre(output, drawn[total]))
+        return max(released - low, high - released, 0.0)
+
+    def _sum(self, index: int, drawn: Drawn, share: float) -> float:
+        """The error of a sum part at β·share, plus the bias of its chosen bounds."""
+        beta = (1 - self.settings.confidence) * share
+        widest = widest_shift(self.calibration, index, self.settings)
+        if drawn.chosen is None:
+            return noise_bound(self.plan, self.calibration, index, widest, beta)
+        noise = real_noise_bound(drawn.grid, widest, beta) if drawn.grid is not None else 0.0
+        return noise + float(max(drawn.chosen.bias_low, drawn.chosen.bias_high))
+
+    def bounds(self) -> dict[str, int | str]:
+        return {name: _rounded_up(width) for name, width in self.widths.items()}
+
+
+def _per_row(plan: PrivateAggregate, output: OutputColumn) -> bool:
+    """Whether the output's error bar depends on its row's released values."""
+    return output.aggregate == "avg" or plan.parts[output.parts[0]].edges is not None
+
+
+def _rounded_up(width: float) -> int | str:
+    """A width for the NOTICE, rounded up: to an integer from 10, else to two digits."""
+    if width >= 10:
+        return math.ceil(width)
+    if width == 0:
+        return 0
+    digits = 1 - math.floor(math.log10(width))
+    return f"{math.ceil(width * 10**digits) / 10**digits:g}"

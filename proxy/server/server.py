@@ -29,6 +29,7 @@ from ..engine.knowledge import Knowledge
 from ..engine.plan_cache import PlanCache
 from ..engine.plan_check import PlanChecker
 from ..engine.planning import Planner
+from ..engine.recent import RecentAnswers
 from ..engine.workers import Workers
 from ..ops import Operations
 from ..ops.console import CONSOLE_DATABASE, Console, serve_console
@@ -96,6 +97,7 @@ class Proxy:
         self.readers = FairShares(self.config.backend.pool_size,
                                   self.config.backend.private_statements_per_analyst)
         self.charges = ChargeBatches(self.ledger, self.workers, prepare=True)  # every session's
+        self.recent = RecentAnswers()  # SHOW dp.last_answers, every session's
         self.planner = Planner(self.config, self.knowledge, self.plans, self.pool, self.workers)
         server = self.config.server
         self.tls = ServerTls.load(server.tls_cert, server.tls_key) if server.tls_cert else None
@@ -343,7 +345,7 @@ class Proxy:
         engine = Engine(analyst, self.config, self.ledger, self.pool, self.rng, self.planner,
                         self.checker, self.workers, running, report_charge=ops.charge,
                         charges=self.charges, readers=self.readers,
-                        released=self.released)
+                        released=self.released, recent=self.recent)
         session = Session(analyst, engine, relay,
                           reconnect=lambda: BackendConnection.connect(self.relay_endpoint, pinned,
                                                                       **options),

@@ -1,0 +1,125 @@
+"""Clamping bounds chosen from the data, privately (in the manner of Google's ApproxBounds).
+
+A SUM or AVG of a column with declared bounds [lo, hi] would add noise for a value as
+large as max(|lo|, |hi|) (AVG: (hi − lo)/2) even when the rows hold far smaller ones. Here
+the declared range is cut at 0 and at the powers of two inside it (a log scale, as
+ApproxBounds) into buckets; the backend returns, per group, how many values fall in each
+bucket and their sum. Then:
+
+1. every bucket count gets discrete Laplace noise of scale Δ/ε_b, Δ the L1 sensitivity of
+   the query's histogram of counts (a unit's, or a row's, rows land in one bucket each,
+   so the (group × bucket) histogram has the sensitivity of the group histogram);
+2. the buckets whose noisy count exceeds t = scale·ln(buckets/0.05) must lie inside the
+   chosen bounds [L, U] (none: the declared bounds); of the edges that allow, L and U are
+   those that minimise the stated error, the noise for [L, U] plus the estimated bias of
+   the rows beyond them (so the error stated never exceeds the declared bounds' by more
+   than the share of ε spent here);
+3. the group's sum is computed from the bucket sums exactly as if clamped to [L, U]
+   (values below L count as L, above U as U: L and U are edges), and released with noise
+   for the sensitivity of that clamp.
+
+Steps 2 and 3 use only the noisy counts of step 1 (post-processing), so step 1 is ε_b-DP
+and step 3, whose scale is a function of step 1's output, is ε_s-DP for every such output:
+the pair is (ε_b + ε_s)-DP by adaptive sequential composition. Per group, the noise scale
+of step 3 is proportional to that group's max(|L|, |U|): with one unit moving n_g rows of
+group g, Σ n_g ≤ Δ, the privacy loss is Σ_g n_g·M_g/(Δ·M_g/ε_s) ≤ ε_s.
+
+With zero noise (a test's ε of 10¹²) t is below one row, so [L, U] covers every value and
+the answer is exactly PostgreSQL's. Values cut off by [L, U] bias the answer; the bias is
+estimated from the noisy counts beyond the bounds: their sum (whose noise partly cancels)
+plus two standard deviations of its noise, of rows each as far as the next bucket's edge
+(`ChosenBounds.bias_low/high`). It is an estimate, not a bound: no private bound on the
+rows beyond can be tighter than about a noise scale of rows per bucket, which at the far
+edge of a wide range would cost more than the declared bounds' own noise. Its coverage is
+measured instead (bench/accuracy.py --coverage).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from mechanisms.laplace import laplace_scale, sample_discrete_laplace
+from mechanisms.random_source import RandomSource
+
+# Probability that an empty bucket's noise passes the threshold, over all buckets.
+FALSE_BUCKET = 0.05
+
+
+@dataclass(frozen=True)
+class ChosenBounds:
+    low: Fraction
+    high: Fraction
+    # Estimates: raising the values below `low` to it makes the clamped sum exceed the
+    # truth by about `bias_low`; lowering those above `high` makes it fall short by about
+    # `bias_high`.
+    bias_low: Fraction
+    bias_high: Fraction
+
+    @property
+    def centre(self) -> Fraction:
+        return (self.low + self.high) / 2
+
+
+def bucket_edges(lo: float, hi: float, powers: int = 16) -> tuple[Fraction, ...]:
+    """lo, then 0 and ±2^j (the `powers` largest below max(|lo|, |hi|)) inside (lo, hi),
+    then hi: the edges of the buckets, public (from the declared bounds only)."""
+    low, high = Fraction(repr(lo)), Fraction(repr(hi))  # as the SQL's literals read
+    if not low < high:
+        return (low, high)
+    top = max(abs(low), abs(high))
+    exponent = math.ceil(math.log2(top)) if top else 0
+    inner = {Fraction(0)} | {sign * Fraction(2) ** (exponent - i)
+                             for i in range(powers) for sign in (1, -1)}
+    return (low, *sorted(e for e in inner if low < e < high), high)
+
+
+def choose_bounds(counts: list[int], edges: tuple[Fraction, ...], scale: Fraction,
+                  rng: RandomSource, noise: Callable[[Fraction, Fraction], float]
+                  ) -> ChosenBounds:
+    """Noisy bucket counts at Laplace `scale` (counts in units of rows), then the bounds
+    [L, U] with the least noise(L, U) + estimated bias, `noise` the error the sum would
+    have for them."""
+    buckets = len(counts)
+    assert buckets == len(edges) - 1
+    if scale == 0:
+        noisy = list(counts)
+    else:
+        discrete = laplace_scale(scale, 1)
+        noisy = [c + sample_discrete_laplace(discrete, rng) for c in counts]
+    threshold = float(scale) * math.log(buckets / FALSE_BUCKET)
+    kept = [i for i, c in enumerate(noisy) if c > threshold]
+    if not kept:
+        return ChosenBounds(edges[0], edges[-1], Fraction(0), Fraction(0))
+    # The bias with L = edges[i] (U = edges[j]): the rows below (above), one bucket away.
+    # The rows beyond: their noisy count plus two standard deviations of its noise
+    # (k buckets' discrete Laplace noise has variance about 2k·scale²), so that a cut is
+    # taken only where the counts show it is cheap.
+    def beyond(counts: list[int]) -> Fraction:
+        slack = Fraction(2 * math.sqrt(2 * len(counts)) * float(scale))
+        return max(sum(counts) + slack, Fraction(0))
+
+    bias_low = [beyond(noisy[:i]) * (edges[i] - edges[i - 1]) if i else Fraction(0)
+                for i in range(kept[0] + 1)]
+    bias_high = {j: beyond(noisy[j:]) * (edges[j + 1] - edges[j]) if j < buckets
+                 else Fraction(0) for j in range(kept[-1] + 1, buckets + 1)}
+    low, high = min(((i, j) for i in range(kept[0] + 1) for j in bias_high),
+                    key=lambda ij: noise(edges[ij[0]], edges[ij[1]]) +
+                    float(max(bias_low[ij[0]], bias_high[ij[1]])))
+    return ChosenBounds(edges[low], edges[high], bias_low[low], bias_high[high])
+
+
+def clamped_sum(counts: list[int], sums: list[Fraction], edges: tuple[Fraction, ...],
+                chosen: ChosenBounds) -> Fraction:
+    """Σ clamp(x, L, U) from the bucket counts and sums, exactly (L and U are edges)."""
+    total = Fraction(0)
+    for i, (count, bucket_sum) in enumerate(zip(counts, sums, strict=True)):
+        if edges[i + 1] <= chosen.low:
+            total += count * chosen.low
+        elif edges[i] >= chosen.high:
+            total += count * chosen.high
+        else:
+            total += bucket_sum
+    return total

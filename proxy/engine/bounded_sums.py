@@ -1,0 +1,101 @@
+"""Sums whose clamping bounds are chosen from the data at release (ApproxBounds-like).
+
+The backend returns, for such a part, one numeric[]: per bucket of the declared range the
+count of values, then per bucket their sum (rewriter/rewrite.py). Per row (group), a
+share `privacy.bounds_share` of the part's ε buys noisy bucket counts, from which the
+bounds [L, U] are chosen; the sum clamped to [L, U] is computed exactly from the buckets
+and released with the rest of the ε, at a noise scale for max(|L|, |U|) (an AVG's sum of
+x − (L + U)/2: for (U − L)/2). The argument is in mechanisms/approx_bounds.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+from mechanisms.approx_bounds import ChosenBounds, choose_bounds, clamped_sum
+from mechanisms.names import Mechanism
+from mechanisms.random_source import RandomSource
+from mechanisms.reals import RealNoise, calibrate_real_laplace, noisy_real
+from rewriter.calibrate import Calibration, PartCalibration
+from rewriter.error_bars import real_noise
+from rewriter.plan import NoisyPart
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """One part of one row, noised."""
+
+    plain: int | float  # before the analyst's shift: key selection decides on it
+    released: int | float
+    chosen: ChosenBounds | None = None  # a sum with bounds chosen at release
+    grid: RealNoise | None = None  # that sum's noise in this row (None: no noise)
+
+
+Noiser = Callable[[bytes | None], Drawn]
+
+
+def bounded_sum_noiser(part: NoisyPart, calibrated: PartCalibration, calibration: Calibration,
+                       shift: float, share: float, beta: float, rng: RandomSource
+                       ) -> Noiser:
+    """The noiser of a bucketed sum; `share` of its ε chooses the bounds (0: the declared
+    ones, as with the Gaussian mechanism, whose σ is not linear in 1/ε); the bounds are
+    those with the least error stated at confidence 1 − `beta`."""
+    assert part.edges is not None
+    edges = part.edges
+    declared = ChosenBounds(edges[0], edges[-1], Fraction(0), Fraction(0))
+    choosing = share > 0 and calibrated.scale > 0 and \
+        calibration.mechanism != Mechanism.GAUSSIAN
+    # The bucket counts' sensitivity in rows: the part's, per unit of its magnitude.
+    rows = Fraction(calibrated.elastic_sensitivity) / Fraction(part.magnitude)
+    selection_scale = rows / (Fraction(share) * Fraction(calibrated.epsilon)) \
+        if choosing else Fraction(0)
+    # The Laplace tail at β/2 of the sum's noise for bounds [L, U], to compare them.
+    per_magnitude = float(calibrated.scale) / part.magnitude / (1 - share) * \
+        math.log(2 / beta) if choosing else 0.0
+
+    def noise_for(low: Fraction, high: Fraction) -> float:
+        return per_magnitude * float(_magnitude(part, low, high))
+
+    def noise(raw: bytes | None) -> Drawn:
+        counts, sums = _buckets(raw, len(edges) - 1)
+        chosen = choose_bounds(counts, edges, selection_scale, rng, noise_for) if choosing \
+            else declared
+        value = clamped_sum(counts, sums, edges, chosen)
+        magnitude = _magnitude(part, chosen.low, chosen.high)
+        if part.centred:
+            value -= sum(counts) * chosen.centre
+        grid = _grid(part, calibrated, calibration, magnitude, share if choosing else 0.0)
+        released = float(value) if grid is None else noisy_real(value, grid, shift, rng)
+        return Drawn(released, released, chosen, grid)
+    return noise
+
+
+def _magnitude(part: NoisyPart, low: Fraction, high: Fraction) -> Fraction:
+    """One row's largest effect on the sum clamped to [low, high]."""
+    return (high - low) / 2 if part.centred else max(abs(low), abs(high))
+
+
+def _grid(part: NoisyPart, calibrated: PartCalibration, calibration: Calibration,
+          magnitude: Fraction, share: float) -> RealNoise | None:
+    """The grid noise for the chosen bounds with the ε left after choosing them."""
+    if calibrated.scale == 0 or magnitude == 0:
+        return None  # public rows, or a sum that is 0 whatever the data (centred, L = U)
+    if share == 0:
+        return real_noise(calibrated, calibration)
+    ratio = magnitude / Fraction(part.magnitude)
+    return calibrate_real_laplace(Fraction(calibrated.elastic_sensitivity) * ratio,
+                                  Fraction(calibrated.scale) * ratio / (1 - Fraction(share)))
+
+
+def _buckets(raw: bytes | None, buckets: int) -> tuple[list[int], list[Fraction]]:
+    """counts and sums from the backend's numeric[] text ({c0,…,s0,…})."""
+    if raw is None:  # an aggregate over no row (the filled histogram's empty key)
+        return [0] * buckets, [Fraction(0)] * buckets
+    values = raw.decode().strip("{}").split(",")
+    assert len(values) == 2 * buckets, "one count and one sum per bucket"
+    return ([int(Decimal(v)) for v in values[:buckets]],
+            [Fraction(Decimal(v)) for v in values[buckets:]])
