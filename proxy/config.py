@@ -119,6 +119,10 @@ class PrivacySettings:
     shift_interval: tuple[float, float] = (0.5, 1.5)
     # Confidence of the accuracy bound in the NOTICE (0.95 gives a 95% bound).
     confidence: float = 0.95
+    # Unit mode: the share of a count's ε spent choosing its τ from the query's own rows
+    # (three quarters) and estimating how many units exceed it (one quarter); the rest
+    # answers. 0 answers at the policy's max_contributions, as SET dp.max_contributions.
+    bound_choice_share: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,8 @@ class Config:
                              "gaussian")
         if not 0 < privacy.confidence < 1:
             raise ValueError("privacy.confidence must be between 0 and 1")
+        if not 0 <= privacy.bound_choice_share < 1:
+            raise ValueError("privacy.bound_choice_share must be at least 0 and below 1")
         return self
 
 

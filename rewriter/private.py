@@ -50,7 +50,7 @@ from .plan_joins import JoinKeys
 from .policy import ColumnDomain, Domain, Policy, RangeDomain, ValuesDomain
 from .positions import position_of
 from .relations import Analyzer, Relation, Resolved, refuse_missing
-from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite
+from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite, rewrite_chosen_count
 from .totality import refuse_unsafe_nodes
 from .unit import NotOneUnit, UnitOfRows, unit_of_rows
 
@@ -185,7 +185,7 @@ class _Planner:
                              len(self.keys), noisy_parts, post, grouping,
                              grouped_bounding=bool(self.keys))
         if computed_post is None:
-            return plan
+            return self._chosen_count(plan)
         self.probe = probe(self.tree, [self._source(o) for o in self.outputs],
                            [e or column for (_, column), e in
                             zip(self.keys, self.key_expressions, strict=True)])
@@ -222,6 +222,28 @@ class _Planner:
         if bounds.max_groups * bounds.max_group_contributions >= bounds.max_contributions:
             self.unit = replace(self.unit, bounds=replace(
                 bounds, max_groups=bounds.max_contributions))
+
+    def _chosen_count(self, plan: PrivateAggregate) -> PrivateAggregate:
+        """A lone COUNT(*) in unit mode is bounded by aggregation, not a sort: the backend
+        returns the histogram of per-unit row counts, from which the proxy answers at τ,
+        after choosing τ per query, privately (SPEC §9), unless the session fixed it
+        (proxy/engine/chosen_bound.py). Other shapes keep row_number() bounding."""
+        unit, declared = self.unit, self.policy.unit
+        if unit is None or declared is None or unit.columns is None or plan.keys or \
+                len(self.parts) != 1 or self.parts[0].aggregate != "count" or \
+                not isinstance(self.parts[0].node.this, exp.Star):
+            return plan
+        bounding = self._bounding()
+        assert bounding is not None
+        tau = unit.bounds.max_contributions
+        limit = declared.contributions_limit if declared.choose_contributions else None
+        cap = max(tau, limit or 0)
+        self.analyzer.group_columns |= unit.columns  # the units' counts group on them
+        bounds = replace(unit.bounds, counts_cap=cap, chosen_limit=limit)
+        fingerprint = plan.fingerprint_text + (f" /* tau chosen <= {limit} */" if limit else "")
+        return replace(plan, sql=rewrite_chosen_count(self.tree, self.policy, bounding, cap),
+                       parts=(replace(plan.parts[0], elastic=constant(cap), l2=float(cap)),),
+                       unit=bounds, windows=0, fingerprint_text=fingerprint)
 
     def _bounding(self) -> Bounding | None:
         if self.unit is None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from .bounding import Bounding, bounded_rows
+from .bounding import Bounding, bounded_rows, contribution_histogram
 from .metrics import quote_identifier
 from .plan import Grouping
 from .policy import ColumnDomain, Domain, DomainValue, Policy, RangeDomain, ValuesDomain
@@ -172,6 +172,13 @@ def quantile_sql(tree: exp.Select, policy: Policy, column: exp.Column,
              f"0), {cells}) AS int8)")
     return (f"SELECT min(q.v) FILTER (WHERE FALSE) AS k0, {index} AS k1, count(*) AS c0 "
             f"FROM ({inner_sql}) AS q WHERE q.v IS NOT NULL GROUP BY 2 ORDER BY 2")
+
+
+def rewrite_chosen_count(tree: exp.Select, policy: Policy, bounding: Bounding,
+                         limit: int) -> str:
+    """The backend's SQL for a count whose τ is chosen per query: the histogram of
+    per-unit row counts (bounding.contribution_histogram)."""
+    return contribution_histogram(_base(tree, policy), bounding, limit)
 
 
 def _base(tree: exp.Select, policy: Policy) -> exp.Select:

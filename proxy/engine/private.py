@@ -461,7 +461,7 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
     elif plan.grouping is not None:
         lines.append("every key of the declared domain that the WHERE admits is listed, "
                      "empty ones with noise")
-    if (mode := mode_notice(plan)) is not None:
+    if (mode := answer.unit_note or mode_notice(plan)) is not None:
         lines.append(mode)
     if plan.post_sql is not None or plan.outer_sql is not None:
         lines.append("the statement's expressions were computed from the noisy values")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 from typing import cast
@@ -38,6 +38,7 @@ from ..config import PrivacySettings
 from ..pgwire import wire
 from ..pgwire.backend import Row
 from .choices import choice_bound, choice_type, choose
+from .chosen_bound import CountAtBound, count_at_bound, count_bound, count_note
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class Release:
     # visible noisy column -> accuracy bound (pure path only); for a choice, the bound
     # with its unit and the mechanism that answered
     bounds: dict[str, int | str]
+    # A unit-mode count answered at a τ of its own: what the NOTICE says of τ.
+    unit_note: str | None = None
 
 
 def shift_for(draw: float, scale: float, settings: PrivacySettings) -> float:
@@ -71,6 +74,10 @@ def release(plan: PrivateAggregate, calibration: Calibration,
                                for o in plan.outputs]])
         return _released(plan, columns, rows, _choice_bounds(
             plan, calibration, len(true_rows), 1 - settings.confidence))
+    count = None
+    if plan.unit is not None and plan.unit.counts_cap is not None:
+        count = count_at_bound(plan, calibration, true_rows, settings, rng)
+        true_rows, calibration = count.rows, count.calibration
     noisers = _noisers(plan, calibration, shift_draw, settings, rng)
     rows = []
     for true_row in true_rows:
@@ -89,8 +96,9 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         return Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
                                   in zip(row, columns, strict=True)] for row in rows],
                        _bounds(plan, calibration, settings))
-    return _released(plan, columns, _post_process(plan, key_types, rows),
-                     _bounds(plan, calibration, settings))
+    answer = _released(plan, columns, _post_process(plan, key_types, rows),
+                       _bounds(plan, calibration, settings, count))
+    return answer if count is None else replace(answer, unit_note=count_note(plan, count))
 
 
 def _released(plan: PrivateAggregate, columns: list[tuple[str, int]], rows: list[list],
@@ -271,7 +279,8 @@ def _choice_bounds(plan: PrivateAggregate, calibration: Calibration, candidates:
 
 
 def _bounds(plan: PrivateAggregate, calibration: Calibration,
-            settings: PrivacySettings) -> dict[str, int | str]:
+            settings: PrivacySettings, count: CountAtBound | None = None
+            ) -> dict[str, int | str]:
     """Accuracy bounds at the configured confidence, for counts and sums on the pure path.
 
     On the smooth path the scale depends on the data, so it is not shown. The bound uses
@@ -288,6 +297,10 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
             continue
         part = calibration.parts[output.parts[0]]
         widest = shift_for(widest_draw, part.shift_scale, settings)
+        if count is not None and calibration.mechanism != Mechanism.GAUSSIAN:
+            assert plan.unit is not None and plan.unit.counts_cap is not None
+            bounds[output.name] = count_bound(count, plan.unit.counts_cap, widest, beta)
+            continue
         if part.scale == 0:
             bound = 0.0
         elif plan.parts[output.parts[0]].aggregate == "sum":
