@@ -18,10 +18,10 @@ processing, to τ = τ_{min(m+HEDGE, L)} (τ_0 when m = 0).
 Why a threshold T of a few noise scales, and a hedge: at ε ≈ 0.01 the noise is hundreds of
 units, so the walk can only find where n(τ) falls below a few hundred, not to 1/ε. T is
 high enough that a query over a few hundred units (one product) stops at τ = 1 with
-probability ≥ ~95%, where a larger τ would only add noise. Above the last heavy level,
-though, the units beyond τ still number ~T: those drop rows, and truncation bias grows
-much faster below the best τ than noise does above it. So the answer's τ is HEDGE levels
-(about 5×) above the last heavy level, not the level where the walk stopped.
+probability ≥ 99%, where a larger τ would only add noise. Where the walk stops, though,
+the units beyond τ may still number ~T: those drop rows, and truncation bias grows much
+faster below the best τ than noise does above it. So the answer's τ is HEDGE levels
+(×3–4) above the level where the walk stopped (fewer for a histogram: histogram_hedge).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from mechanisms.laplace import sample_discrete_laplace
 from mechanisms.numbers import parameter
 from mechanisms.random_source import RandomSource
 
-# Levels above the last heavy one at which τ is set (grid ratio ~1.5: about ×5).
+# Levels above the one where the walk stopped at which τ is set (ratio ~1.5: ×3–4).
 HEDGE = 3
 # T in noise scales: a level with no unit beyond it looks heavy with probability ~3%.
 THRESHOLD_SCALES = 3.0
@@ -48,12 +48,21 @@ def bound_grid(tau_max: int) -> tuple[int, ...]:
     return tuple(grid + [tau_max])
 
 
+def histogram_hedge(cells: int) -> int:
+    """Levels above the walk's stop for a histogram of `cells` cells (public: the
+    domain's size). Its cells share one L1 = τ, so the noise of all cells together grows
+    as cells·τ/ε, and the best τ leaves about cells/ε units beyond it (Amin et al.): every
+    4× more cells, one level less (HEDGE for one cell)."""
+    return max(0, HEDGE - math.floor(math.log2(max(cells, 1)) / 2))
+
+
 @dataclass(frozen=True)
 class BoundChoice:
     """The walk's parameters at selection budget `epsilon` (split evenly: ε₁ = ε₂)."""
 
     epsilon: float
     grid: tuple[int, ...]
+    hedge: int = HEDGE
 
     @property
     def scale(self) -> Fraction:
@@ -67,7 +76,7 @@ class BoundChoice:
     def bound(self, heavy: int) -> int:
         """τ from the number of heavy levels (post-processing of the walk's output)."""
         last = len(self.grid) - 1
-        return self.grid[0] if heavy == 0 else self.grid[min(heavy + HEDGE, last)]
+        return self.grid[0] if heavy == 0 else self.grid[min(heavy + self.hedge, last)]
 
 
 def privacy_map(choice: BoundChoice, units: int = 1) -> float:

@@ -109,3 +109,21 @@ def _with_unit(rows: exp.Select, bounding: Bounding) -> exp.Select:
     for condition in bounding.conditions:
         rows = rows.where(condition.copy())
     return rows
+
+
+def cell_contributions(inner: exp.Select, bounding: Bounding, keys: list[str]) -> str:
+    """SQL of a histogram's rows by unit, for a τ chosen per query: per key (`keys`, the
+    quoted key columns of `inner`), per m = a unit's rows in that cell and n = its rows
+    in all, `c2` = how many units have that (m, n). Hash aggregates and a hash join on
+    the unit, no sort: each cell at any τ is Σ units·(m if n ≤ τ else ⌊m·τ/n⌋), a unit
+    then adding at most τ rows in all. Rows whose unit is NULL are left out (they
+    belong to no unit the join can find)."""
+    rows = _with_unit(inner, bounding).sql(dialect="postgres")
+    group = ", ".join(f"b.{key}" for key in keys)
+    cells = ", ".join(f"g.{key}" for key in keys)
+    return (f'WITH g AS (SELECT {group}, b.{UNIT}, count(*) AS "_dp_rows" FROM ({rows}) AS b '
+            f'GROUP BY {group}, b.{UNIT}), u AS (SELECT g.{UNIT}, '
+            f'CAST(sum(g."_dp_rows") AS int8) AS "_dp_rows" FROM g GROUP BY g.{UNIT}) '
+            f'SELECT {cells}, g."_dp_rows" AS "c0", '
+            f'u."_dp_rows" AS "c1", count(*) AS "c2" FROM g JOIN u ON u.{UNIT} = g.{UNIT} '
+            f'GROUP BY {cells}, g."_dp_rows", u."_dp_rows"')

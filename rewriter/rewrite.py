@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from .bounding import Bounding, bounded_rows, contribution_histogram
+from .bounding import Bounding, bounded_rows, cell_contributions, contribution_histogram
 from .metrics import quote_identifier
 from .plan import Grouping
 from .policy import ColumnDomain, Domain, DomainValue, Policy, RangeDomain, ValuesDomain
@@ -174,11 +174,25 @@ def quantile_sql(tree: exp.Select, policy: Policy, column: exp.Column,
             f"FROM ({inner_sql}) AS q WHERE q.v IS NOT NULL GROUP BY 2 ORDER BY 2")
 
 
-def rewrite_chosen_count(tree: exp.Select, policy: Policy, bounding: Bounding,
-                         limit: int) -> str:
-    """The backend's SQL for a count whose τ is chosen per query: the histogram of
-    per-unit row counts (bounding.contribution_histogram)."""
-    return contribution_histogram(_base(tree, policy), bounding, limit)
+def rewrite_chosen_count(tree: exp.Select, policy: Policy, keys: list[KeySpec],
+                         bounding: Bounding, cap: int) -> str:
+    """The backend's SQL for a count(*) answered at a τ known only after it runs: the
+    histogram of per-unit row counts (bounding.contribution_histogram); under GROUP BY,
+    every key of the domain with its cells' rows by unit (bounding.cell_contributions),
+    a key without rows once with NULLs."""
+    base = _base(tree, policy)
+    if not keys:
+        return contribution_histogram(base, bounding, cap)
+    keyed, values = keyed_rows(base, keys)
+    names = [quote_identifier(f"k{i}") for i in range(len(keys))]
+    inner = keyed.select(*(_alias(v, f"k{i}") for i, v in enumerate(values)), append=False)
+    domain = " CROSS JOIN ".join(f"({k.domain_sql(name)}) AS d{i}"
+                                 for i, (k, name) in enumerate(zip(keys, names, strict=True)))
+    outer_keys = ", ".join(f"d{i}.{name}" for i, name in enumerate(names))
+    join = " AND ".join(f"t.{name} = d{i}.{name}" for i, name in enumerate(names))
+    return (f"SELECT {outer_keys}, t.c0, t.c1, t.c2 FROM {domain} LEFT JOIN "
+            f"({cell_contributions(inner, bounding, names)}) AS t ON {join} "
+            f"ORDER BY {outer_keys}, t.c0, t.c1")
 
 
 def _base(tree: exp.Select, policy: Policy) -> exp.Select:

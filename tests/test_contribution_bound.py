@@ -166,3 +166,47 @@ def test_a_session_tau_answers_from_the_same_histogram_without_a_choice():
                      PrivacySettings(shift_interval=(0.0, 0.0)), SeededRandomSource(2))
     assert answer.unit_note is None  # the plan's own clause: at most 3 rows
     assert abs(int(answer.rows[0][0] or 0) - (10 + 4 * 3)) <= 40
+
+
+def _cell_rows(units: list[dict[int, int]]) -> list[tuple[bytes | None, ...]]:
+    """The backend's rows for a histogram over keys 1…10 (bounding.cell_contributions):
+    per key, (m, n, how many units have m rows there and n in all)."""
+    counted: Counter[tuple[int, int, int]] = Counter()
+    for unit in units:
+        total = sum(unit.values())
+        for key, rows in unit.items():
+            counted[(key, rows, total)] += 1
+    result: list[tuple[bytes | None, ...]] = []
+    for key in range(1, 11):
+        found = sorted((m, n, c) for (k, m, n), c in counted.items() if k == key)
+        result += [(str(key).encode(), str(m).encode(), str(n).encode(), str(c).encode())
+                   for m, n, c in found] or [(str(key).encode(), None, None, None)]
+    return result
+
+
+def test_a_histograms_cells_at_tau_move_by_at_most_tau_when_a_unit_comes():
+    from proxy.engine.chosen_bound import count_at_bound
+
+    plan = plan_private_aggregate(parse_query(
+        "SELECT quantity, count(*) FROM orders GROUP BY quantity"), demo_policy(), 0, METRICS)
+    assert plan.unit is not None and plan.unit.chosen_limit == 50  # κ·τ_g of the policy
+    assert "row_number" not in plan.sql and plan.windows == 0
+    calibration = calibrate(plan, 1.0, 1e-8)
+    fixed = PrivacySettings(shift_interval=(0.0, 0.0), bound_choice_share=0)  # τ = 10
+    rng = SeededRandomSource(5)
+    import random
+    draw = random.Random(11)
+    for _ in range(40):
+        units = [{k: draw.randint(1, 6) for k in draw.sample(range(1, 11), draw.randint(1, 6))}
+                 for _ in range(draw.randint(0, 6))]
+        newcomer = {k: draw.randint(1, 20) for k in draw.sample(range(1, 11), draw.randint(1, 9))}
+        cells = [count_at_bound(plan, calibration, _cell_rows(group), fixed, rng).rows
+                 for group in (units, units + [newcomer])]
+        before, after = ({row[0]: int(row[1] or 0) for row in rows} for rows in cells)
+        assert len(before) == 10  # every key of the domain, empty ones too
+        moved = sum(abs(after[k] - before[k]) for k in before)
+        assert moved <= 10
+        assert moved == min(sum(newcomer.values()), 10) or sum(newcomer.values()) > 10
+        # a unit within τ is counted in full: the cells are PostgreSQL's counts
+        if all(sum(u.values()) <= 10 for u in units):
+            assert sum(before.values()) == sum(sum(u.values()) for u in units)

@@ -36,6 +36,7 @@ from tests.unit_support import demo_policy, measured_metrics
 ANALYST, PASSWORD = "uma", "uma-pw"
 TAU = 10
 LIMIT = 100  # contributions_limit: the most a count's chosen τ may be
+GROUPS = 5 * 10  # κ·τ_g: the most a histogram's chosen τ may be
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +114,16 @@ def test_a_chosen_tau_counts_every_row_without_noise(choosing_proxy, demo_databa
     (note,) = [n for n in notices if "a bound chosen privately" in n]
     assert "(at most 100;" in note and "about 0 of them" in note
     assert int(note.split("counted with at most ")[1].split()[0]) >= 50
+
+
+def test_a_histogram_with_a_chosen_tau_is_postgresqls_without_noise(choosing_proxy,
+                                                                    demo_database):
+    """τ lands at κ·τ_g = 50, the busiest customer's 50 orders: every cell is exact."""
+    dsn, _ = choosing_proxy
+    sql = "SELECT quantity, count(*) FROM orders WHERE product_id <= 500 GROUP BY 1 ORDER BY 1"
+    rows, notices = through_proxy(dsn, sql)
+    assert rows == on_postgres(demo_database, sql)
+    assert any("at most 50 rows, a bound chosen privately" in n for n in notices)
 
 
 def test_a_count_keeps_at_most_tau_rows_per_customer(unit_proxy, demo_database):
@@ -294,6 +305,17 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
     assert count == expected
 
 
+def _cells_at(rows: list[tuple], keys: int, tau: int) -> list[tuple]:
+    """Each cell at τ from (keys…, m, n, units) rows: a unit of n > τ rows keeps
+    ⌊m·τ/n⌋ of its m rows there (proxy/engine/chosen_bound.py)."""
+    cells: dict[tuple, int] = {}
+    for row in rows:
+        key, (m, n, units) = row[:keys], row[keys:]
+        cells[key] = cells.get(key, 0) + (units * (m if n <= tau else m * tau // n)
+                                          if m is not None else 0)
+    return [(*key, value) for key, value in cells.items()]
+
+
 TIGHT = "kappa=2,tau_g=3"  # κ·τ_g < τ: the group bounds lower the noise, and bind
 
 
@@ -305,9 +327,9 @@ TIGHT = "kappa=2,tau_g=3"  # κ·τ_g < τ: the group bounds lower the noise, an
      "WHERE o.product_id <= 15", LIMIT),
     ("SELECT count(DISTINCT order_date) FROM orders", TAU),
     ("SELECT sum(order_cost) FROM orders", TAU * 5000),
-    ("SELECT quantity, count(*) FROM orders GROUP BY quantity", TAU),
+    ("SELECT quantity, count(*) FROM orders GROUP BY quantity", GROUPS),
     ("SELECT p.category, count(*) FROM orders o JOIN products p ON o.product_id = p.product_id "
-     "GROUP BY p.category", TAU),
+     "GROUP BY p.category", GROUPS),
 ])
 def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
         small_database: str, sql: str, bound: int):
@@ -331,15 +353,21 @@ def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
         (raw,) = connection.execute(f"SELECT count(*) FROM ({sql}) AS s").fetchone()
         connection.rollback()
     assert raw >= 1
-    if plan.unit is not None and plan.unit.counts_cap is not None:
+    cap = plan.unit.counts_cap if plan.unit is not None else None
+    if cap is not None and not plan.keys:
         # Per-unit counts: the count at the cap (every τ it may choose is at most that)
         # moves by at most the cap; here also the number of units beyond any τ moves by 1.
         without, with_big = ([(sum(c * units for c, units in rows),)]
                              for rows in (without, with_big))
+    elif cap is not None:  # a histogram's cells by unit, at τ = the cap
+        without, with_big = (_cells_at(rows, plan.keys, cap) for rows in (without, with_big))
     before = {row[:plan.keys]: row[plan.keys] or 0 for row in without}
     after = {row[:plan.keys]: row[plan.keys] or 0 for row in with_big}
     moved = sum(abs(after.get(k, 0) - before.get(k, 0)) for k in before.keys() | after.keys())
-    assert 0 < moved <= bound  # the 1,000 rows count, but only as much as τ allows
+    assert moved <= bound  # the 1,000 rows count, but only as much as τ allows
+    # (in a histogram with τ chosen per query a unit of n > τ rows keeps ⌊m·τ/n⌋ of its m
+    # rows in a cell: at τ = 6 the big customer's 100 rows per quantity keep none)
+    assert moved > 0 or (plan.keys and cap is not None and cap < 10)
     if plan.keys:
         changed = sum(after.get(k, 0) != before.get(k, 0) for k in before.keys() | after.keys())
         assert plan.unit is not None and changed <= min(plan.unit.max_groups, bound)

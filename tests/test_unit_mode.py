@@ -101,8 +101,11 @@ def test_a_unit_histogram_part_is_not_doubled_and_is_pure():
 def test_gaussian_uses_the_units_l2():
     policy = demo_policy()
     assert policy.unit is not None
+    # τ fixed (as SET dp.max_contributions does): the histogram keeps row_number()
+    # bounding with κ and τ_g; a chosen τ's cells have L2 up to τ.
     tight = dataclasses.replace(policy, unit=dataclasses.replace(
-        policy.unit, max_contributions=100, max_groups=4, max_group_contributions=5))
+        policy.unit, max_contributions=100, max_groups=4, max_group_contributions=5,
+        choose_contributions=False))
     plan = plan_of("SELECT quantity, count(*) FROM orders GROUP BY 1", tight)
     calibration = calibrate(plan, 0.5, 1e-6, mechanism="gaussian")
     assert calibration.parts[0].l2_sensitivity == pytest.approx(math.sqrt(4) * 5)

@@ -25,6 +25,7 @@ from mechanisms.contribution_bound import (
     beyond,
     bound_grid,
     choose_bound,
+    histogram_hedge,
     truncated_total,
 )
 from mechanisms.laplace import sample_discrete_laplace
@@ -56,25 +57,67 @@ class CountAtBound:
 
 def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: list[Row],
                    settings: PrivacySettings, rng: RandomSource) -> CountAtBound:
-    """Choose τ (or take the fixed one) and sum the histogram at it."""
+    """Choose τ (or take the fixed one) and compute the count, or each cell, at it."""
     unit = plan.unit
     assert unit is not None and unit.counts_cap is not None
-    histogram = {int(count): int(units) for count, units in true_rows}  # type: ignore[arg-type]
+    cells = _cells(true_rows, plan.keys) if plan.keys else None
+    histogram = _unit_histogram(cells, unit.counts_cap) if cells is not None else \
+        {int(count): int(units) for count, units in true_rows}  # type: ignore[arg-type]
     epsilon = calibration.epsilon
     share = settings.bound_choice_share
     if unit.chosen_limit is None or share == 0 or \
             calibration.mechanism == Mechanism.GAUSSIAN:
         tau = unit.max_contributions
-        return CountAtBound(_row(truncated_total(histogram, tau)),
-                            _at(calibration, tau, epsilon), tau, False)
-    choice = BoundChoice(epsilon * share * CHOICE_PART, bound_grid(unit.chosen_limit))
+        return CountAtBound(_rows(histogram, cells, tau), _at(calibration, tau, epsilon),
+                            tau, False)
+    grid = bound_grid(unit.chosen_limit)
+    choice = BoundChoice(epsilon * share * CHOICE_PART, grid) if cells is None else \
+        BoundChoice(epsilon * share * CHOICE_PART, grid, histogram_hedge(len(cells)))
     tau = choose_bound(choice, histogram, rng)
     estimate = epsilon * share * (1 - CHOICE_PART)
     noisy_beyond = beyond(histogram, tau) + sample_discrete_laplace(
         1 / parameter(estimate, "epsilon"), rng)
-    return CountAtBound(_row(truncated_total(histogram, tau)),
+    return CountAtBound(_rows(histogram, cells, tau),
                         _at(calibration, tau, epsilon * (1 - share)), tau, True,
                         choice.epsilon, noisy_beyond, estimate)
+
+
+Cells = dict[tuple[bytes | None, ...], list[tuple[int, int, int]]]
+
+
+def _cells(true_rows: list[Row], keys: int) -> Cells:
+    """Per key (in the backend's order), its (m, n, units): that many units have m rows
+    in the cell and n in all (bounding.cell_contributions); none for an empty key."""
+    cells: Cells = {}
+    for row in true_rows:
+        key, counts = tuple(row[:keys]), row[keys:]
+        cells.setdefault(key, [])
+        if counts[0] is not None:
+            cells[key].append(tuple(int(v or 0) for v in counts))  # type: ignore[arg-type]
+    return cells
+
+
+def _unit_histogram(cells: Cells, cap: int) -> dict[int, int]:
+    """{min(n, cap): units} from the cells: a unit of n rows shows m rows in each of its
+    cells, so the units of total n are Σ m·units / n over those cells."""
+    rows: dict[int, int] = {}
+    for counts in cells.values():
+        for m, n, units in counts:
+            rows[n] = rows.get(n, 0) + m * units
+    histogram: dict[int, int] = {}
+    for n, total in rows.items():
+        histogram[min(n, cap)] = histogram.get(min(n, cap), 0) + total // n
+    return histogram
+
+
+def _rows(histogram: dict[int, int], cells: Cells | None, tau: int) -> list[Row]:
+    """The true rows at τ: the count Σ_u min(c_u, τ); or per key its cell, where a unit
+    of n > τ rows keeps ⌊m·τ/n⌋ of its m there (at most τ in all, in proportion)."""
+    if cells is None:
+        return _row(truncated_total(histogram, tau))
+    return [(*key, str(sum(units * (m if n <= tau else m * tau // n)
+                           for m, n, units in counts)).encode())
+            for key, counts in cells.items()]
 
 
 def _row(total: int) -> list[Row]:
