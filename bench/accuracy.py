@@ -18,6 +18,7 @@ and after (τ chosen per query, the default), beside row-level FLEX, with the co
 the interval the NOTICE states, each printed with its target. A third times, at
 --cost-rows orders (a scaled copy of the demo in a database of its own), the rewritten SQL
 of a total count, a histogram and a grouped sum against the statement run directly.
+Between them, bench/accuracy_chain.py's second schema (a unit through two foreign keys).
 
 Without --dsn it starts an embedded PostgreSQL (pgserver) with the demo dataset. With
 --smartnoise PATH (a Python with smartnoise-sql installed, see bench/README.md) it also
@@ -41,6 +42,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.accuracy_chain import run as chain  # noqa: E402
 from mechanisms.seeded_source import SeededRandomSource  # noqa: E402
 from proxy.config import PrivacySettings  # noqa: E402
 from proxy.engine.release import release  # noqa: E402
@@ -374,6 +376,7 @@ def main() -> None:
             if not args.only_person:
                 run(dsn, args.queries, args.draws, args.smartnoise)
             person_level(dsn, args.queries)
+            chain(dsn, max(1, args.queries // 4), 4)
             if args.cost_rows:
                 cost(dsn, args.cost_rows)
         finally:

@@ -168,4 +168,6 @@ def count_note(plan: PrivateAggregate, count: CountAtBound) -> str | None:
     return (f"each {unit.unit} counted with at most {rows}, a bound chosen privately for "
             f"this query (at most {unit.chosen_limit}; epsilon {count.choice_epsilon:g} of "
             f"the charge); about {max(count.beyond, 0)} of them (±{margin}) had more rows, "
-            f"not counted beyond {count.tau} (epsilon {count.beyond_epsilon:g})")
+            f"not counted beyond {count.tau} (epsilon {count.beyond_epsilon:g}): the "
+            "interval allows for those rows only when that estimate shows them, so with "
+            "many heavy units the truth can lie above it")
