@@ -42,6 +42,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.accuracy_chain import covered  # noqa: E402
 from bench.accuracy_chain import run as chain  # noqa: E402
 from mechanisms.seeded_source import SeededRandomSource  # noqa: E402
 from proxy.config import PrivacySettings  # noqa: E402
@@ -189,17 +190,6 @@ def _person_shapes(count: int) -> dict[str, list[str]]:
     }
 
 
-def _covered(value: float, truth: float, bound: int | str | None) -> bool:
-    """Whether the NOTICE's interval holds the truth: "±h", or "h (upper end +H)"."""
-    if bound is None:
-        return False
-    text = str(bound)
-    low = high = float(text.split()[0])
-    if "upper end +" in text:
-        high = float(text.split("+")[1].rstrip(")"))
-    return value - low <= truth <= value + high
-
-
 @dataclass
 class Figures:
     """Errors of every released cell (absolute and relative) and interval coverage."""
@@ -221,7 +211,7 @@ def _person_figures(answer: Answer, rng: SeededRandomSource) -> Figures:
         truth = answer.truth.get(tuple(row[:keys]), 0.0)
         figures.absolute.append(abs(value - truth))
         figures.relative.append(abs(value - truth) / truth if truth else 0.0)
-        figures.covered.append(_covered(value, truth, released.bounds.get(name)))
+        figures.covered.append(covered(value, truth, released.bounds.get(name)))
     return figures
 
 

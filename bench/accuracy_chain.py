@@ -141,7 +141,7 @@ def _measure(dsn: str, count: int, draws: int) -> None:
           f"{'ratio':>6} {'coverage':>8}")
     with psycopg.connect(dsn) as connection:
         for shape, template in SHAPES.items():
-            relative, best, covered, truths = [], [], [], []
+            relative, best, inside, truths = [], [], [], []
             for n in range(count):
                 sql = template.format(a=n % 10, b=n // 10)
                 (truth,) = connection.execute(sql).fetchone()
@@ -158,15 +158,16 @@ def _measure(dsn: str, count: int, draws: int) -> None:
                     answer = release(plan, calibration, [], rows, 0.0, NO_SHIFT, rng)
                     value = float(Decimal(answer.rows[0][0] or 0))
                     relative.append(abs(value - truth) / truth)
-                    covered.append(_inside(value, truth, answer.bounds.get("count")))
+                    inside.append(covered(value, truth, answer.bounds.get("count")))
             mine, hindsight = statistics.median(relative), statistics.median(best)
             print(f"{shape:10} {len(truths):>7} {statistics.median(truths):>12,.0f} "
                   f"{mine:>8.2%} {hindsight:>9.2%} {mine / hindsight:>6.2f} "
-                  f"{statistics.fmean(covered):>8.1%} "
+                  f"{statistics.fmean(inside):>8.1%} "
                   f"{'met' if mine <= 2 * hindsight else 'MISS'}", flush=True)
 
 
-def _inside(value: float, truth: float, bound: int | str | None) -> bool:
+def covered(value: float, truth: float, bound: int | str | None) -> bool:
+    """Whether the NOTICE's interval holds the truth: "±h", or "h (upper end +H)"."""
     if bound is None:
         return False
     text = str(bound)
