@@ -226,10 +226,10 @@ class _Planner:
     def _chosen_count(self, plan: PrivateAggregate, keys: list[KeySpec]) -> PrivateAggregate:
         """A count(*) alone, or a histogram of it over declared domains, is bounded in unit
         mode by aggregation, not a sort: the backend returns per-unit row counts, from
-        which the proxy answers at τ, after choosing τ per query, privately (SPEC §9;
-        proxy/engine/chosen_bound.py). A lone count at the session's fixed τ uses them
-        too. A histogram's cells then take no κ or τ_g bound: their L1 is τ. Other
-        shapes keep row_number()."""
+        which the proxy answers at τ, after choosing τ per query, privately
+        (docs/privacy-unit.md, proxy/engine/chosen_bound.py). A lone count at the
+        session's fixed τ uses them too. A histogram's cells then take no κ or τ_g
+        bound: their L1 is τ. Other shapes keep row_number()."""
         unit, declared = self.unit, self.policy.unit
         if unit is None or declared is None or unit.columns is None or \
                 len(self.parts) != 1 or self.parts[0].aggregate != "count" or \
