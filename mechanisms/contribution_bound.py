@@ -9,19 +9,20 @@ removing a unit, and adding a unit can only raise every n(τ) (the queries are m
 The mechanism is the sparse vector technique's AboveThreshold (Dwork & Roth, Algorithm 1;
 Lyu, Su & Li, "Understanding the Sparse Vector Technique", VLDB 2017, Algorithm 7 with
 monotone queries) walking up a geometric grid of candidates τ_0 = 1 < τ_1 < … < τ_L =
-τ_max: level j is "heavy" when n(τ_j) + ν_j ≥ T + ρ, and the walk stops at the first
+τ_max: level j is "heavy" when n(τ_j) + ν_j ≥ T_j + ρ, and the walk stops at the first
 level that is not. With ρ ~ DLap(1/ε₁) and ν_j ~ DLap(1/ε₂) (discrete Laplace; monotone
 queries need no factor 2 on ν), the index where it stops is (ε₁ + ε₂)-DP whatever the
 number of levels. Its output m (the number of heavy levels) is then mapped, as post-
 processing, to τ = τ_{min(m+HEDGE, L)} (τ_0 when m = 0).
 
-Why a threshold T of a few noise scales, and a hedge: at ε ≈ 0.01 the noise is hundreds of
-units, so the walk can only find where n(τ) falls below a few hundred, not to 1/ε. T is
+Why thresholds of a few noise scales, and a hedge: at ε ≈ 0.01 the noise is hundreds of
+units, so the walk can only find where n(τ) falls below a few hundred, not to 1/ε. T_0 is
 high enough that a query over a few hundred units (one product) stops at τ = 1 with
-probability ≥ 99%, where a larger τ would only add noise. Where the walk stops, though,
-the units beyond τ may still number ~T: those drop rows, and truncation bias grows much
-faster below the best τ than noise does above it. So the answer's τ is HEDGE levels
-(×3–4) above the level where the walk stopped (fewer for a histogram: histogram_hedge).
+probability ≥ 99%, where a larger τ would only add noise; above τ = 1 the threshold is
+lower (UPPER_THRESHOLD_SCALES). Where the walk stops, the units beyond τ may still number a
+few hundred: those drop rows, and truncation bias grows much faster below the best τ than
+noise does above it. So the answer's τ is HEDGE levels (×3–4) above the level where the
+walk stopped (fewer for a histogram: histogram_hedge).
 """
 
 from __future__ import annotations
@@ -37,8 +38,12 @@ from mechanisms.random_source import RandomSource
 
 # Levels above the one where the walk stopped at which τ is set (ratio ~1.5: ×3–4).
 HEDGE = 3
-# T in noise scales: a level with no unit beyond it looks heavy with probability ~3%.
+# T in noise scales at τ = 1: a level with no unit beyond it looks heavy with probability
+# ~3%, so a small question stays at τ = 1. Above it (only questions with ~T units of two
+# rows or more get there) the threshold is halved: the walk then stops where a few hundred
+# units are beyond τ, not ~T, which a heavy tail needs.
 THRESHOLD_SCALES = 3.0
+UPPER_THRESHOLD_SCALES = 1.5
 
 
 def bound_grid(tau_max: int) -> tuple[int, ...]:
@@ -69,9 +74,10 @@ class BoundChoice:
         """b of both ρ and ν: 1/(ε/2)."""
         return 2 / parameter(self.epsilon, "epsilon")
 
-    @property
-    def threshold(self) -> int:
-        return math.ceil(THRESHOLD_SCALES * 2 * float(self.scale))
+    def threshold(self, level: int) -> int:
+        """T_j: data-independent, so AboveThreshold's proof holds per query as written."""
+        scales = THRESHOLD_SCALES if level == 0 else UPPER_THRESHOLD_SCALES
+        return math.ceil(scales * 2 * float(self.scale))
 
     def bound(self, heavy: int) -> int:
         """τ from the number of heavy levels (post-processing of the walk's output)."""
@@ -96,12 +102,13 @@ def truncated_total(histogram: dict[int, int], tau: int) -> int:
 
 
 def heavy_levels(choice: BoundChoice, histogram: dict[int, int], rng: RandomSource) -> int:
-    """AboveThreshold up the grid: the number of levels j < L where n(τ_j) + ν_j ≥ T + ρ
+    """AboveThreshold up the grid: the number of levels j < L where n(τ_j) + ν_j ≥ T_j + ρ
     before the first that is not (L when every tested level is heavy)."""
     scale = choice.scale
-    bar = choice.threshold + sample_discrete_laplace(scale, rng)
+    rho = sample_discrete_laplace(scale, rng)
     for level, tau in enumerate(choice.grid[:-1]):
-        if beyond(histogram, tau) + sample_discrete_laplace(scale, rng) < bar:
+        if beyond(histogram, tau) + sample_discrete_laplace(scale, rng) < \
+                choice.threshold(level) + rho:
             return level
     return len(choice.grid) - 1
 
@@ -122,14 +129,13 @@ def heavy_distribution(choice: BoundChoice, tails: Sequence[int], width: int = 0
     tests: tails[j] = n(τ_j). Sums over every value of ρ."""
     p = math.exp(-1 / float(choice.scale))
     width = width or math.ceil(40 * float(choice.scale))
-    threshold = choice.threshold
     levels = len(choice.grid) - 1
     result = [0.0] * (levels + 1)
     for rho in range(-width, width + 1):
         weight = (1 - p) / (1 + p) * p ** abs(rho)
         carried = weight
         for level in range(levels):
-            heavy = _tail(threshold + rho - tails[level], p)
+            heavy = _tail(choice.threshold(level) + rho - tails[level], p)
             result[level] += carried * (1 - heavy)
             carried *= heavy
         result[levels] += carried
