@@ -1,4 +1,4 @@
--- count of one table: each customer counted with at most τ = 10 orders
+-- count of one table: per-customer counts in one scan; τ is chosen per query, at most the limit 100
 SELECT count(*) FROM orders WHERE product_id = 1;
 -- expect:
 SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "orders"."customer_id" AS "_dp_unit" FROM "public"."orders" WHERE product_id = 1) AS b GROUP BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;

@@ -1,4 +1,4 @@
--- histogram over a declared domain: L1 = min(τ, κ·τ_g) = 10 for the whole vector
+-- histogram over a declared domain: cells by customer in one pass; τ chosen per query, at most κ·τ_g = 50
 SELECT quantity, count(*) FROM orders GROUP BY quantity;
 -- expect:
 SELECT d0."k0", t.c0, t.c1, t.c2 FROM (SELECT g.v AS "k0" FROM generate_series(1, 10, 1) AS g(v)) AS d0 LEFT JOIN (WITH g AS (SELECT b."k0", b."_dp_unit", count(*) AS "_dp_rows" FROM (SELECT quantity AS "k0", "orders"."customer_id" AS "_dp_unit" FROM "public"."orders") AS b GROUP BY b."k0", b."_dp_unit"), u AS (SELECT g."_dp_unit", CAST(sum(g."_dp_rows") AS int8) AS "_dp_rows" FROM g GROUP BY g."_dp_unit") SELECT g."k0", g."_dp_rows" AS "c0", u."_dp_rows" AS "c1", count(*) AS "c2" FROM g JOIN u ON u."_dp_unit" = g."_dp_unit" GROUP BY g."k0", g."_dp_rows", u."_dp_rows") AS t ON t."k0" = d0."k0" ORDER BY d0."k0", t.c0, t.c1;
