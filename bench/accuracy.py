@@ -10,6 +10,15 @@ error of an answer is |released − true| per noisy cell, so unit mode's error i
 its truncation bias. The script prints the median absolute errors and their ratio.
 
     .venv/bin/python bench/accuracy.py [--dsn postgresql://…] [--queries 200]
+        [--cost-rows 1000000]
+
+A second table (issue 29) measures person-level counts at ε = 0.1 against PostgreSQL's
+untruncated answer: before (τ fixed at the policy's 10, as SET dp.max_contributions = 10)
+and after (τ chosen per query, the default), beside row-level FLEX, with the coverage of
+the interval the NOTICE states, each printed with its target. A third times, at
+--cost-rows orders (a scaled copy of the demo in a database of its own), the rewritten SQL
+of a total count, a histogram and a grouped sum against the statement run directly.
+Between them, bench/accuracy_chain.py's second schema (a unit through two foreign keys).
 
 With --coverage it measures instead how often the error bar each answer states (the
 NOTICE's ±) covers PostgreSQL's exact answer, per shape (count, sum, avg, avg per category),
@@ -28,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -36,11 +46,14 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.accuracy_chain import covered  # noqa: E402
+from bench.accuracy_chain import run as chain  # noqa: E402
 from mechanisms.seeded_source import SeededRandomSource  # noqa: E402
 from proxy.config import PrivacySettings  # noqa: E402
 from proxy.engine.release import release  # noqa: E402
 from rewriter.calibrate import calibrate  # noqa: E402
 from rewriter.classify import parse_query  # noqa: E402
+from rewriter.constants import evaluation_sql, substitute  # noqa: E402
 from rewriter.private import plan_private_aggregate  # noqa: E402
 from rewriter.unit_policy import with_session_bounds  # noqa: E402
 from tests.unit_support import demo_policy, measured_metrics  # noqa: E402
@@ -76,7 +89,11 @@ class Answer:
 
 def _prepared(connection: psycopg.Connection, sql: str, policy, metrics) -> Answer:
     plan = plan_private_aggregate(parse_query(sql), policy, 0, metrics)
-    cursor = connection.execute(plan.sql)
+    rewritten = plan.sql
+    if plan.constants:  # computed first, as the proxy does (a time bucket's mapping)
+        literals = connection.execute(evaluation_sql(plan.constants)).fetchone()
+        rewritten = substitute(rewritten, plan.constants, list(literals))
+    cursor = connection.execute(rewritten)
     rows = [[None if v is None else _as_text(v) for v in row] for row in cursor.fetchall()]
     key_types = [column.type_code for column in cursor.description[:plan.keys]]
     truth = {}
@@ -240,6 +257,168 @@ def run_coverage(dsn: str, count: int, draws: int, shapes: list[str]) -> None:
                           f"{nulls:>5} {median:>17.1%}", flush=True)
 
 
+TARGET_EPSILON = 0.1
+FIXED = {"dp.max_contributions": "10"}
+
+
+def _person_shapes(count: int) -> dict[str, list[str]]:
+    """Count shapes of issue 29: totals (200 WHERE windows of all orders), the US join
+    (one question, released `count` times), one count per product, the monthly series."""
+    return {
+        "total count": [f"SELECT count(*) FROM orders WHERE order_id > {50 * n}"
+                        for n in range(count)],
+        "US join count": [f"SELECT count(*) FROM orders JOIN customers USING (customer_id) "
+                          f"WHERE {US}"] * count,
+        "per-product count": [f"SELECT count(*) FROM orders WHERE product_id = {n}"
+                              for n in range(1, count + 1)],
+        "monthly series": ["SELECT date_trunc('month', order_date) AS m, count(*) FROM "
+                           "orders GROUP BY 1"] * max(1, count // 25),
+    }
+
+
+@dataclass
+class Figures:
+    """Errors of every released cell (absolute and relative) and interval coverage."""
+
+    absolute: list[float]
+    relative: list[float]
+    covered: list[bool]
+
+
+def _person_figures(answer: Answer, rng: SeededRandomSource) -> Figures:
+    calibration = calibrate(answer.plan, TARGET_EPSILON, DELTA)
+    keys = answer.plan.keys
+    released = release(answer.plan, calibration, answer.key_types, answer.rows, 0.0,
+                       NO_SHIFT, rng)
+    figures = Figures([], [], [])
+    name = answer.plan.visible[-1].name
+    for row in released.rows:
+        value = float(Decimal(row[keys])) if row[keys] is not None else 0.0
+        truth = answer.truth.get(tuple(row[:keys]), 0.0)
+        figures.absolute.append(abs(value - truth))
+        figures.relative.append(abs(value - truth) / truth if truth else 0.0)
+        figures.covered.append(covered(value, truth, released.bounds.get(name)))
+    return figures
+
+
+def person_level(dsn: str, count: int) -> None:
+    """Issue 29's count figures at ε = 0.1, before and after, with their targets."""
+    metrics = measured_metrics(dsn)
+    modes = {"before": with_session_bounds(demo_policy(), FIXED), "after": demo_policy(),
+             "flex": demo_policy(unit=False)}
+    rng = SeededRandomSource(29)
+    results: dict[tuple[str, str], Figures] = {}
+    with psycopg.connect(dsn) as connection:
+        for shape, texts in _person_shapes(count).items():
+            print(f"{shape}: {len(texts)} releases", file=sys.stderr, flush=True)
+            for mode, policy in modes.items():
+                cache: dict[str, Answer] = {}
+                figures = Figures([], [], [])
+                for text in texts:
+                    if text not in cache:
+                        cache[text] = _prepared(connection, text, policy, metrics)
+                    one = _person_figures(cache[text], rng)
+                    figures.absolute += one.absolute
+                    figures.relative += one.relative
+                    figures.covered += one.covered
+                results[(shape, mode)] = figures
+    print(f"\nperson-level counts at epsilon {TARGET_EPSILON:g}, errors against PostgreSQL's "
+          "untruncated answer (before: tau = 10 fixed; after: tau chosen per query)")
+    print(f"{'shape':18} {'mode':7} {'cells':>6} {'median rel':>10} {'mean abs':>9} "
+          f"{'median abs':>10} {'coverage':>8}")
+    for (shape, mode), figures in results.items():
+        print(f"{shape:18} {mode:7} {len(figures.absolute):>6} "
+              f"{statistics.median(figures.relative):>10.2%} "
+              f"{statistics.fmean(figures.absolute):>9.1f} "
+              f"{statistics.median(figures.absolute):>10.1f} "
+              f"{statistics.fmean(figures.covered):>8.1%}")
+    after = {shape: results[(shape, "after")] for shape, _ in results}
+    flex = statistics.median(results[("per-product count", "flex")].absolute)
+    targets = [
+        ("total count: median relative error", statistics.median(
+            after["total count"].relative), 0.03, "{:.2%}"),
+        ("monthly series: median relative error per cell", statistics.median(
+            after["monthly series"].relative), 0.03, "{:.2%}"),
+        ("US join count: mean absolute error", statistics.fmean(
+            after["US join count"].absolute), 800, "{:.0f}"),
+        ("per product: median absolute error / FLEX's", statistics.median(
+            after["per-product count"].absolute) / flex, 1.5, "{:.2f}"),
+    ]
+    print(f"\n{'target':50} {'after':>8} {'limit':>8}")
+    for label, value, limit, style in targets:
+        print(f"{label:50} {style.format(value):>8} {style.format(limit):>8} "
+              f"{'met' if value <= limit else 'MISS'}")
+    for shape, figures in after.items():
+        coverage = statistics.fmean(figures.covered)
+        print(f"{shape + ': interval coverage':50} {coverage:>8.1%} {'95%':>8} "
+              f"{'met' if coverage >= 0.95 else 'MISS'}")
+
+
+COST_SHAPES = {
+    "total count": "SELECT count(*) FROM orders",
+    "histogram": "SELECT quantity, count(*) FROM orders GROUP BY quantity",
+    "grouped sum": "SELECT quantity, sum(order_cost) FROM orders GROUP BY quantity",
+}
+
+
+def cost(dsn: str, rows: int, runs: int = 7) -> None:
+    """Milliseconds of each shape's rewritten SQL (before: τ = 10 by row_number(); after:
+    the default plan) against the statement run directly, at `rows` orders: the demo's
+    orders copied with fresh customer ids into a database of its own."""
+    copies = max(1, rows // 100_000)
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute("DROP DATABASE IF EXISTS dpgate_cost")
+        connection.execute("CREATE DATABASE dpgate_cost")
+    scaled = psycopg.conninfo.make_conninfo(dsn, dbname="dpgate_cost")
+    with psycopg.connect(scaled, autocommit=True) as connection, \
+            psycopg.connect(dsn) as source:
+        connection.execute("CREATE TABLE customers (customer_id int PRIMARY KEY, name text, "
+                           "address text); CREATE TABLE products (product_id int PRIMARY "
+                           "KEY, name text, category text, price numeric); CREATE TABLE "
+                           "orders (order_id int PRIMARY KEY, customer_id int, product_id "
+                           "int, quantity int, order_cost numeric, order_date date); CREATE "
+                           "TABLE recommendations (customer_id int, product_id int)")
+        for table in ("customers", "products", "orders"):
+            with source.cursor().copy(f"COPY {table} TO STDOUT") as out, \
+                    connection.cursor().copy(f"COPY {table} FROM STDIN") as into:
+                for data in out:
+                    into.write(data)
+        connection.execute(
+            "INSERT INTO customers SELECT customer_id + k * 100000, name, address FROM "
+            f"customers, generate_series(1, {copies - 1}) AS k")
+        connection.execute(
+            "INSERT INTO orders SELECT order_id + k * 1000000, customer_id + k * 100000, "
+            "product_id, quantity, order_cost, order_date FROM orders, "
+            f"generate_series(1, {copies - 1}) AS k")
+        connection.execute("CREATE INDEX ON orders (customer_id); ANALYZE")
+        metrics = measured_metrics(scaled)
+        (total,) = connection.execute("SELECT count(*) FROM orders").fetchone()
+        print(f"\ncost at {total:,} orders: median of {runs} runs, ms (ratio to direct)")
+        print(f"{'shape':14} {'direct':>8} {'before':>16} {'after':>16}")
+        for shape, sql in COST_SHAPES.items():
+            timed = {"direct": sql}
+            for mode, policy in (("before", with_session_bounds(demo_policy(), FIXED)),
+                                 ("after", demo_policy())):
+                timed[mode] = plan_private_aggregate(parse_query(sql), policy, 0,
+                                                     metrics).sql
+            times = {mode: _median_ms(connection, text, runs) for mode, text in timed.items()}
+            direct = times["direct"]
+            print(f"{shape:14} {direct:>8.1f} " + " ".join(
+                f"{times[m]:>8.1f} ({times[m] / direct:>4.1f}x)" for m in ("before", "after")))
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute("DROP DATABASE dpgate_cost")
+
+
+def _median_ms(connection: psycopg.Connection, sql: str, runs: int) -> float:
+    connection.execute(sql).fetchall()  # warm the cache
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        connection.execute(sql).fetchall()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
 def _ratio(a: float, b: float) -> float:
     return a / b if b else float("inf")
 
@@ -255,6 +434,10 @@ def main() -> None:
                         help="measure the error bars' coverage instead (issue 29)")
     parser.add_argument("--shape", action="append", default=[],
                         help="with --coverage: only the shapes whose name contains this")
+    parser.add_argument("--cost-rows", type=int, default=1_000_000,
+                        help="orders in the cost benchmark's scaled copy (0: skip it)")
+    parser.add_argument("--only-person", action="store_true",
+                        help="only the person-level counts and the cost (issue 29)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         server = None
@@ -272,8 +455,13 @@ def main() -> None:
         try:
             if args.coverage:
                 run_coverage(dsn, args.queries, args.draws, args.shape)
-            else:
+                return
+            if not args.only_person:
                 run(dsn, args.queries, args.draws, args.smartnoise)
+            person_level(dsn, args.queries)
+            chain(dsn, max(1, args.queries // 4), 4)
+            if args.cost_rows:
+                cost(dsn, args.cost_rows)
         finally:
             if server is not None:
                 server.cleanup()

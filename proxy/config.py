@@ -136,6 +136,10 @@ class PrivacySettings:
     # declared ones from a noisy histogram of the values (mechanisms/approx_bounds.py);
     # 0 uses the declared bounds as they are.
     bounds_share: float = 0.2
+    # Unit mode: the share of a count's ε spent choosing its τ from the query's own rows
+    # (three quarters) and estimating how many units exceed it (one quarter); the rest
+    # answers. 0 answers at the policy's max_contributions, as SET dp.max_contributions.
+    bound_choice_share: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,8 @@ class Config:
             raise ValueError("privacy.confidence must be between 0 and 1")
         if not 0 <= privacy.bounds_share < 1:
             raise ValueError("privacy.bounds_share must be at least 0 and below 1")
+        if not 0 <= privacy.bound_choice_share < 1:
+            raise ValueError("privacy.bound_choice_share must be at least 0 and below 1")
         return self
 
 

@@ -66,12 +66,8 @@ def bounded_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
                  values: list[str]) -> str:
     """SQL of the rows of `inner` (columns `keys` then `values`, quoted names) that the
     bounds keep, with the same columns."""
-    rows = inner.select(exp.alias_(bounding.unit.copy(), UNIT.strip('"'), quoted=True),
-                        exp.alias_(exp.func("RANDOM"), DRAW.strip('"'), quoted=True))
-    for table in bounding.tables:  # a comma item: valid after explicit JOINs and commas
-        rows.append("joins", exp.Join(this=table.copy()))
-    for condition in bounding.conditions:
-        rows = rows.where(condition.copy())
+    rows = _with_unit(inner, bounding).select(
+        exp.alias_(exp.func("RANDOM"), DRAW.strip('"'), quoted=True))
     columns = ", ".join(f"b.{name}" for name in keys + values)
     sql = rows.sql(dialect="postgres")
     group_rows, groups = _stages(bounding, bool(keys))
@@ -91,3 +87,43 @@ def bounded_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
            f"AS \"_dp_row\" FROM ({sql}) AS b")
     return (f"SELECT {columns} FROM ({sql}) AS b "
             f"WHERE b.\"_dp_row\" <= {bounding.max_contributions}")
+
+
+def contribution_histogram(base: exp.Select, bounding: Bounding, cap: int) -> str:
+    """SQL of the histogram of per-unit row counts of `base`'s rows (FROM, joins, WHERE):
+    `c0` = min(c_u, cap), `c1` = the number of units with that count. A hash aggregate
+    over the rows, then one over the units: no sort, no window. A count with τ chosen per
+    query (mechanisms/contribution_bound.py) needs nothing else: both the choice of τ (how
+    many units have more than τ rows) and the answer Σ_u min(c_u, τ) follow from it."""
+    rows = _with_unit(base.select(append=False), bounding).sql(dialect="postgres")
+    return (f'SELECT LEAST(h."_dp_rows", {cap}) AS "c0", count(*) AS "c1" FROM '
+            f'(SELECT count(*) AS "_dp_rows" FROM ({rows}) AS b GROUP BY b.{UNIT}) AS h '
+            "GROUP BY 1 ORDER BY 1")
+
+
+def _with_unit(rows: exp.Select, bounding: Bounding) -> exp.Select:
+    """`rows` with the unit of each as `_dp_unit`, through the hops dpgate joins itself."""
+    rows = rows.select(exp.alias_(bounding.unit.copy(), UNIT.strip('"'), quoted=True))
+    for table in bounding.tables:  # a comma item: valid after explicit JOINs and commas
+        rows.append("joins", exp.Join(this=table.copy()))
+    for condition in bounding.conditions:
+        rows = rows.where(condition.copy())
+    return rows
+
+
+def cell_contributions(inner: exp.Select, bounding: Bounding, keys: list[str]) -> str:
+    """SQL of a histogram's rows by unit, for a τ chosen per query: per key (`keys`, the
+    quoted key columns of `inner`), per m = a unit's rows in that cell and n = its rows
+    in all, `c2` = how many units have that (m, n). Hash aggregates and a hash join on
+    the unit, no sort: each cell at any τ is Σ units·(m if n ≤ τ else ⌊m·τ/n⌋), a unit
+    then adding at most τ rows in all. Rows whose unit is NULL are left out (they
+    belong to no unit the join can find)."""
+    rows = _with_unit(inner, bounding).sql(dialect="postgres")
+    group = ", ".join(f"b.{key}" for key in keys)
+    cells = ", ".join(f"g.{key}" for key in keys)
+    return (f'WITH g AS (SELECT {group}, b.{UNIT}, count(*) AS "_dp_rows" FROM ({rows}) AS b '
+            f'GROUP BY {group}, b.{UNIT}), u AS (SELECT g.{UNIT}, '
+            f'CAST(sum(g."_dp_rows") AS int8) AS "_dp_rows" FROM g GROUP BY g.{UNIT}) '
+            f'SELECT {cells}, g."_dp_rows" AS "c0", '
+            f'u."_dp_rows" AS "c1", count(*) AS "c2" FROM g JOIN u ON u.{UNIT} = g.{UNIT} '
+            f'GROUP BY {cells}, g."_dp_rows", u."_dp_rows"')

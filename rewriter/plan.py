@@ -117,6 +117,11 @@ class UnitBounds:
     max_contributions: int  # τ
     max_groups: int  # κ
     max_group_contributions: int  # τ_g
+    # A lone COUNT(*): the backend returns the histogram of per-unit row counts
+    # (bounding.contribution_histogram), capped at `counts_cap`; the proxy answers at τ
+    # from it, or first chooses τ ≤ `chosen_limit` privately when that is set.
+    counts_cap: int | None = None
+    chosen_limit: int | None = None
 
     @property
     def groups(self) -> int:

@@ -53,7 +53,7 @@ from .plan_joins import JoinKeys
 from .policy import ColumnDomain, Domain, Policy, RangeDomain, ValuesDomain
 from .positions import position_of
 from .relations import Analyzer, Relation, Resolved, refuse_missing
-from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite
+from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite, rewrite_chosen_count
 from .totality import refuse_unsafe_nodes
 from .unit import NotOneUnit, UnitOfRows, unit_of_rows
 
@@ -193,7 +193,7 @@ class _Planner:
                              len(self.keys), noisy_parts, post, grouping,
                              grouped_bounding=bool(self.keys))
         if computed_post is None:
-            return plan
+            return self._chosen_count(plan, key_specs)
         self.probe = probe(self.tree, [self._source(o) for o in self.outputs],
                            [e or column for (_, column), e in
                             zip(self.keys, self.key_expressions, strict=True)])
@@ -232,6 +232,40 @@ class _Planner:
         if bounds.max_groups * bounds.max_group_contributions >= bounds.max_contributions:
             self.unit = replace(self.unit, bounds=replace(
                 bounds, max_groups=bounds.max_contributions))
+
+    def _chosen_count(self, plan: PrivateAggregate, keys: list[KeySpec]) -> PrivateAggregate:
+        """A count(*) alone, or a histogram of it over declared domains, is bounded in unit
+        mode by aggregation, not a sort: the backend returns per-unit row counts, from
+        which the proxy answers at τ, after choosing τ per query, privately
+        (docs/privacy-unit.md, proxy/engine/chosen_bound.py). A lone count at the
+        session's fixed τ uses them too. A histogram's cells then take no κ or τ_g
+        bound: their L1 is τ. Other shapes keep row_number()."""
+        unit, declared = self.unit, self.policy.unit
+        if unit is None or declared is None or unit.columns is None or \
+                len(self.parts) != 1 or self.parts[0].aggregate != "count" or \
+                not isinstance(self.parts[0].node.this, exp.Star) or \
+                (plan.grouping is not None and plan.grouping.key_selection):
+            return plan
+        limit = declared.contributions_limit if declared.choose_contributions else None
+        if keys and limit is None:
+            # At a fixed τ a unit's kept rows stay a uniform sample (row_number()): the
+            # proportional ⌊m·τ/n⌋ would drop a heavy unit's thin cells altogether.
+            return plan
+        tau = unit.bounds.max_contributions
+        if keys:  # a histogram's L1 is at most κ·τ_g (the policy's), so τ is too
+            groups = declared.max_groups * declared.max_group_contributions
+            limit, tau = min(limit or groups, groups), min(tau, groups)
+        bounding = self._bounding()
+        assert bounding is not None
+        cap = max(tau, limit or 0)
+        self.analyzer.group_columns |= unit.columns  # the units' counts group on them
+        bounds = replace(unit.bounds, max_groups=tau, max_group_contributions=tau,
+                         counts_cap=cap, chosen_limit=limit)
+        fingerprint = plan.fingerprint_text + (f" /* tau chosen <= {limit} */" if limit else "")
+        return replace(plan, sql=rewrite_chosen_count(self.tree, self.policy, keys, bounding,
+                                                      cap),
+                       parts=(replace(plan.parts[0], elastic=constant(cap), l2=float(cap)),),
+                       unit=bounds, windows=0, fingerprint_text=fingerprint)
 
     def _bounding(self) -> Bounding | None:
         if self.unit is None:

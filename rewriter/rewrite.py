@@ -17,7 +17,7 @@ from fractions import Fraction
 
 from sqlglot import exp
 
-from .bounding import Bounding, bounded_rows
+from .bounding import Bounding, bounded_rows, cell_contributions, contribution_histogram
 from .metrics import quote_identifier
 from .plan import Grouping
 from .policy import ColumnDomain, Domain, DomainValue, Policy, RangeDomain, ValuesDomain
@@ -179,6 +179,27 @@ def quantile_sql(tree: exp.Select, policy: Policy, column: exp.Column,
              f"0), {cells}) AS int8)")
     return (f"SELECT min(q.v) FILTER (WHERE FALSE) AS k0, {index} AS k1, count(*) AS c0 "
             f"FROM ({inner_sql}) AS q WHERE q.v IS NOT NULL GROUP BY 2 ORDER BY 2")
+
+
+def rewrite_chosen_count(tree: exp.Select, policy: Policy, keys: list[KeySpec],
+                         bounding: Bounding, cap: int) -> str:
+    """The backend's SQL for a count(*) answered at a τ known only after it runs: the
+    histogram of per-unit row counts (bounding.contribution_histogram); under GROUP BY,
+    every key of the domain with its cells' rows by unit (bounding.cell_contributions),
+    a key without rows once with NULLs."""
+    base = _base(tree, policy)
+    if not keys:
+        return contribution_histogram(base, bounding, cap)
+    keyed, values = keyed_rows(base, keys)
+    names = [quote_identifier(f"k{i}") for i in range(len(keys))]
+    inner = keyed.select(*(_alias(v, f"k{i}") for i, v in enumerate(values)), append=False)
+    domain = " CROSS JOIN ".join(f"({k.domain_sql(name)}) AS d{i}"
+                                 for i, (k, name) in enumerate(zip(keys, names, strict=True)))
+    outer_keys = ", ".join(f"d{i}.{name}" for i, name in enumerate(names))
+    join = " AND ".join(f"t.{name} = d{i}.{name}" for i, name in enumerate(names))
+    return (f"SELECT {outer_keys}, t.c0, t.c1, t.c2 FROM {domain} LEFT JOIN "
+            f"({cell_contributions(inner, bounding, names)}) AS t ON {join} "
+            f"ORDER BY {outer_keys}, t.c0, t.c1")
 
 
 def _base(tree: exp.Select, policy: Policy) -> exp.Select:

@@ -10,7 +10,7 @@ tables need no path: they belong to nobody.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -44,6 +44,9 @@ class UnitOfRows:
     bounds: UnitBounds
     tables: tuple[exp.Expr, ...] = ()
     conditions: tuple[exp.Expression, ...] = ()
+    # The base columns (table, column) holding the unit; None when one is a derived
+    # table's. Grouping rows by unit groups on these (plan_joins.py checks group keys).
+    columns: frozenset[tuple[str, str]] | None = None
 
 
 @dataclass
@@ -53,6 +56,7 @@ class _Hops:
     tables: list[exp.Expr]
     conditions: list[exp.Expression]
     scans: list[str]  # the private hop tables, counted once the unit is found
+    aliases: dict[str, str] = field(default_factory=dict)  # hop alias -> its table
 
 
 def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> UnitOfRows:
@@ -73,6 +77,9 @@ def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> Un
     hops = _Hops([], [], [])
     nodes = [_unit_node(source, relation, classes, analyzer, hops)
              for source in relation.sources if source.private]
+    tables = {source.alias: source.table for source in relation.sources} | hops.aliases
+    columns = None if derived_units else frozenset(
+        (table, name) for alias, name in nodes if (table := tables.get(alias)) is not None)
     nodes += [(alias, name) for alias, name in derived_units.items()]
     if not nodes:
         raise NotOneUnit("no private table", "")
@@ -89,7 +96,7 @@ def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> Un
     for table in hops.scans:
         analyzer.scans[table] += 1  # PostgreSQL's plan reads it: plan_check.py
     return UnitOfRows(exp.column(first[1], table=first[0], quoted=True), bounds,
-                      tuple(hops.tables), tuple(hops.conditions))
+                      tuple(hops.tables), tuple(hops.conditions), columns)
 
 
 def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: Analyzer,
@@ -133,6 +140,7 @@ def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: 
             expression=exp.column(node[1], table=node[0], quoted=True)))
         if analyzer.policy.is_private(schema, name):
             hops.scans.append(hop.table)
+        hops.aliases[alias] = hop.table
         node = (alias, hop.value)
     return node
 

@@ -4,6 +4,7 @@
     max_contributions = 10        # τ: rows one unit may contribute to an answer
     max_groups = 5                # κ: groups one unit may contribute to in a GROUP BY
     max_group_contributions = 10  # τ_g: rows one unit may contribute to one group
+    contributions_limit = 100     # a count's τ is chosen per query, privately, up to this
     row_level_fallback = false    # joins that mix units: answer at row level, or refuse
 
     [tables.orders]
@@ -69,6 +70,10 @@ class PrivacyUnit:
     max_groups: int = DEFAULT_MAX_GROUPS
     max_group_contributions: int = DEFAULT_MAX_CONTRIBUTIONS
     row_level_fallback: bool = False
+    # A count's τ is chosen per query from its rows (mechanisms/contribution_bound.py), up
+    # to this limit; False once the session fixes τ (SET dp.max_contributions).
+    contributions_limit: int = DEFAULT_MAX_CONTRIBUTIONS
+    choose_contributions: bool = True
 
     @property
     def label(self) -> str:
@@ -76,7 +81,8 @@ class PrivacyUnit:
 
 
 UNIT_KEYS = frozenset({"privacy_unit", "max_contributions", "max_groups",
-                       "max_group_contributions", "row_level_fallback"})
+                       "max_group_contributions", "contributions_limit",
+                       "row_level_fallback"})
 
 
 def privacy_unit_from_dict(data: Mapping[str, Any], default_schema: str) -> PrivacyUnit | None:
@@ -101,6 +107,7 @@ def privacy_unit_from_dict(data: Mapping[str, Any], default_schema: str) -> Priv
         max_groups=_positive(data, "max_groups", DEFAULT_MAX_GROUPS),
         max_group_contributions=min(tau, _positive(data, "max_group_contributions", tau)),
         row_level_fallback=fallback,
+        contributions_limit=_positive(data, "contributions_limit", tau),
     )
 
 
@@ -151,7 +158,9 @@ def with_session_bounds(policy: Policy, settings: Mapping[str, str]) -> Policy:
              if name in settings}
     if policy.unit is None or not given:
         return policy
-    unit = dataclasses.replace(policy.unit, **given)
+    # A τ the analyst fixes is used as it is: no share of ε goes to choosing one.
+    unit = dataclasses.replace(policy.unit, **given, choose_contributions=False) \
+        if "max_contributions" in given else dataclasses.replace(policy.unit, **given)
     # τ_g stays the policy's, but never above τ.
     unit = dataclasses.replace(unit, max_group_contributions=min(
         policy.unit.max_group_contributions, unit.max_contributions))

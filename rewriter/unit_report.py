@@ -1,7 +1,9 @@
 """How `dpgate explain` and the NOTICE describe the privacy model of an answer.
 
-Truncation is told, never measured: the words say that rows beyond τ per unit are left
-out, and nothing says how many were.
+With a fixed τ, truncation is told, never measured: the words say that rows beyond τ per
+unit are left out, and nothing says how many were. A count whose τ is chosen per query
+also releases a noisy number of units beyond τ; its NOTICE clause is written at release
+(proxy/engine/chosen_bound.py), since τ is known only then.
 """
 
 from __future__ import annotations
@@ -14,6 +16,12 @@ TRUNCATION = ("rows beyond max_contributions per unit are not counted (how many 
               "released), so answers can be lower than the data's")
 
 
+CHOSEN = ("τ is chosen per query from how many units have more than τ rows "
+          "(AboveThreshold, a share of epsilon: privacy.bound_choice_share); the answer's "
+          "noise scale is τ/ε of the rest (noise_scale shows the limit at the whole ε); a "
+          "noisy number of units beyond τ is released with it, in the NOTICE")
+
+
 def mode_report(plan: PrivateAggregate) -> dict[str, Any]:
     """The `explain` fields of the privacy model: mode, unit, τ, κ, τ_g."""
     if plan.unit is None:
@@ -24,6 +32,9 @@ def mode_report(plan: PrivateAggregate) -> dict[str, Any]:
     unit = plan.unit
     report = {"mode": "unit", "privacy_unit": unit.unit,
               "max_contributions": unit.max_contributions, "truncation": TRUNCATION}
+    if unit.chosen_limit is not None:
+        report.update(max_contributions="chosen per query",
+                      contributions_limit=unit.chosen_limit, truncation=CHOSEN)
     if plan.keys:
         report.update(max_groups=unit.max_groups,
                       max_group_contributions=unit.max_group_contributions)

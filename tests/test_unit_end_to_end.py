@@ -35,19 +35,35 @@ from tests.unit_support import demo_policy, measured_metrics
 
 ANALYST, PASSWORD = "uma", "uma-pw"
 TAU = 10
+LIMIT = 100  # contributions_limit: the most a count's chosen τ may be
+GROUPS = 5 * 10  # κ·τ_g: the most a histogram's chosen τ may be
 
 
 @pytest.fixture(scope="module")
 def unit_proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory
                ) -> Iterator[tuple[str, str]]:
-    """(dsn of the proxy in unit mode with zero noise, its configuration file)."""
+    """(dsn of the proxy in unit mode with zero noise and the policy's τ = 10 for every
+    answer (bound_choice_share = 0: no count chooses its own), its configuration file)."""
+    yield from _zero_noise_proxy(demo_database, tmp_path_factory, "bound_choice_share = 0")
+
+
+@pytest.fixture(scope="module")
+def choosing_proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory
+                   ) -> Iterator[tuple[str, str]]:
+    """The same with the default share: a lone count(*) chooses its τ per query."""
+    yield from _zero_noise_proxy(demo_database, tmp_path_factory, "")
+
+
+def _zero_noise_proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory,
+                      privacy: str) -> Iterator[tuple[str, str]]:
     directory = tmp_path_factory.mktemp("unit")
     port = free_port()
     config = directory / "dpgate.toml"
     write_config(config, port, directory / "ledger.sqlite3", demo_database)
     text = config.read_text().replace("row_level = true", "row_level = false")
     config.write_text(text.replace("default_epsilon = 0.1", "default_epsilon = 1e12\n"
-                                   "max_epsilon = 1e12\nshift_interval = [0.0, 0.0]"))
+                                   "max_epsilon = 1e12\nshift_interval = [0.0, 0.0]\n"
+                                   + privacy))
     added = dpgate_cli("user", "add", ANALYST, "--epsilon", "1e18", "--config", str(config),
                        stdin=PASSWORD + "\n")
     assert added.returncode == 0, added.stderr
@@ -86,6 +102,28 @@ def test_the_issues_join_count_is_exact_when_no_customer_exceeds_tau(unit_proxy,
     rows, notices = through_proxy(dsn, JOIN_COUNT)
     assert rows == on_postgres(demo_database, JOIN_COUNT)
     assert any("counted with at most 10 rows" in n and "not counted" in n for n in notices)
+
+
+def test_a_chosen_tau_counts_every_row_without_noise(choosing_proxy, demo_database):
+    """At ε = 10¹² the walk passes every level some customer exceeds, so τ lands above
+    the busiest customer (50 orders) and the count is PostgreSQL's, from one scan."""
+    dsn, _ = choosing_proxy
+    sql = "SELECT count(*) FROM orders WHERE quantity >= 2"
+    rows, notices = through_proxy(dsn, sql)
+    assert rows == on_postgres(demo_database, sql)
+    (note,) = [n for n in notices if "a bound chosen privately" in n]
+    assert "(at most 100;" in note and "about 0 of them" in note
+    assert int(note.split("counted with at most ")[1].split()[0]) >= 50
+
+
+def test_a_histogram_with_a_chosen_tau_is_postgresqls_without_noise(choosing_proxy,
+                                                                    demo_database):
+    """τ lands at κ·τ_g = 50, the busiest customer's 50 orders: every cell is exact."""
+    dsn, _ = choosing_proxy
+    sql = "SELECT quantity, count(*) FROM orders WHERE product_id <= 500 GROUP BY 1 ORDER BY 1"
+    rows, notices = through_proxy(dsn, sql)
+    assert rows == on_postgres(demo_database, sql)
+    assert any("at most 50 rows, a bound chosen privately" in n for n in notices)
 
 
 def test_a_count_keeps_at_most_tau_rows_per_customer(unit_proxy, demo_database):
@@ -191,10 +229,12 @@ def test_explain_through_the_cli_reports_the_unit_mode(unit_proxy):
     cli = dpgate_cli("explain", qualified, "--epsilon", "0.1", "--config", config)
     assert cli.returncode == 0, cli.stderr
     report = json.loads(cli.stdout)
-    assert report["mode"] == "unit" and report["max_contributions"] == TAU
+    # A lone count chooses τ per query, up to the policy's contributions_limit.
+    assert report["mode"] == "unit" and report["max_contributions"] == "chosen per query"
+    assert report["contributions_limit"] == LIMIT
     (column,) = report["columns"]
-    assert column["noise_scale"] == pytest.approx(100)
-    assert column["flex_noise_scale"] >= 30 * column["noise_scale"]
+    assert column["noise_scale"] == pytest.approx(LIMIT / 0.1)  # the most it can be
+    assert column["flex_noise_scale"] >= 3 * column["noise_scale"]
 
 
 # -- one customer with 1,000 rows -----------------------------------------------------
@@ -256,7 +296,8 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
                                                } <= plan.join_keys.columns
         assert plan_failure(explained, Counter(plan.scans), policy, plan.windows,
                             plan.join_keys) is None
-        (count,) = connection.execute(plan.sql).fetchone()
+        # Per-unit counts, capped at the policy's τ = 2 (its contributions_limit too).
+        count = sum(c * units for c, units in connection.execute(plan.sql).fetchall())
         (expected,) = connection.execute(
             "SELECT sum(least(n, 2)) FROM (SELECT o.customer_id, count(*) AS n FROM "
             "order_notes n JOIN orders o USING (order_id) GROUP BY 1) AS s").fetchone()
@@ -264,20 +305,31 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
     assert count == expected
 
 
+def _cells_at(rows: list[tuple], keys: int, tau: int) -> list[tuple]:
+    """Each cell at τ from (keys…, m, n, units) rows: a unit of n > τ rows keeps
+    ⌊m·τ/n⌋ of its m rows there (proxy/engine/chosen_bound.py)."""
+    cells: dict[tuple, int] = {}
+    for row in rows:
+        key, (m, n, units) = row[:keys], row[keys:]
+        cells[key] = cells.get(key, 0) + (units * (m if n <= tau else m * tau // n)
+                                          if m is not None else 0)
+    return [(*key, value) for key, value in cells.items()]
+
+
 TIGHT = "kappa=2,tau_g=3"  # κ·τ_g < τ: the group bounds lower the noise, and bind
 
 
 @pytest.mark.parametrize(("sql", "bound"), [
-    ("SELECT count(*) FROM orders", TAU),
+    ("SELECT count(*) FROM orders", LIMIT),  # at any τ it chooses, a unit moves it ≤ τ
     (f"SELECT quantity, count(*) FROM orders GROUP BY quantity /* {TIGHT} */", 2 * 3),
     (f"SELECT order_date, count(*) FROM orders GROUP BY 1 /* {TIGHT} */", 2 * 3),
     ("SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
-     "WHERE o.product_id <= 15", TAU),
+     "WHERE o.product_id <= 15", LIMIT),
     ("SELECT count(DISTINCT order_date) FROM orders", TAU),
     ("SELECT sum(order_cost) FROM orders", TAU * 5000),
-    ("SELECT quantity, count(*) FROM orders GROUP BY quantity", TAU),
+    ("SELECT quantity, count(*) FROM orders GROUP BY quantity", GROUPS),
     ("SELECT p.category, count(*) FROM orders o JOIN products p ON o.product_id = p.product_id "
-     "GROUP BY p.category", TAU),
+     "GROUP BY p.category", GROUPS),
 ])
 def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
         small_database: str, sql: str, bound: int):
@@ -301,6 +353,7 @@ def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
         (raw,) = connection.execute(f"SELECT count(*) FROM ({sql}) AS s").fetchone()
         connection.rollback()
     assert raw >= 1
+    cap = plan.unit.counts_cap if plan.unit is not None else None
     if plan.parts[0].edges is not None:  # bucket counts, then sums: one unit moves τ rows
         counts = len(plan.parts[0].edges) - 1
         cells = [sum(abs(a - b) for a, b in zip(w[0][:counts], b[0][:counts], strict=True))
@@ -308,10 +361,20 @@ def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
         assert 0 < sum(cells) <= TAU
         without = [row[:-1] + (sum(row[-1][counts:]),) for row in without]
         with_big = [row[:-1] + (sum(row[-1][counts:]),) for row in with_big]
+    elif cap is not None and not plan.keys:
+        # Per-unit counts: the count at the cap (every τ it may choose is at most that)
+        # moves by at most the cap; here also the number of units beyond any τ moves by 1.
+        without, with_big = ([(sum(c * units for c, units in rows),)]
+                             for rows in (without, with_big))
+    elif cap is not None:  # a histogram's cells by unit, at τ = the cap
+        without, with_big = (_cells_at(rows, plan.keys, cap) for rows in (without, with_big))
     before = {row[:plan.keys]: row[plan.keys] or 0 for row in without}
     after = {row[:plan.keys]: row[plan.keys] or 0 for row in with_big}
     moved = sum(abs(after.get(k, 0) - before.get(k, 0)) for k in before.keys() | after.keys())
-    assert 0 < moved <= bound  # the 1,000 rows count, but only as much as τ allows
+    assert moved <= bound  # the 1,000 rows count, but only as much as τ allows
+    # (in a histogram with τ chosen per query a unit of n > τ rows keeps ⌊m·τ/n⌋ of its m
+    # rows in a cell: at τ = 6 the big customer's 100 rows per quantity keep none)
+    assert moved > 0 or (plan.keys and cap is not None and cap < 10)
     if plan.keys:
         changed = sum(after.get(k, 0) != before.get(k, 0) for k in before.keys() | after.keys())
         assert plan.unit is not None and changed <= min(plan.unit.max_groups, bound)

@@ -21,6 +21,7 @@ from rewriter.plan import UnitBounds
 from rewriter.plan_check import plan_failure
 from rewriter.policy import Policy
 from rewriter.private import plan_private_aggregate, unit_sensitivities
+from rewriter.unit_policy import with_session_bounds
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
@@ -100,8 +101,11 @@ def test_a_unit_histogram_part_is_not_doubled_and_is_pure():
 def test_gaussian_uses_the_units_l2():
     policy = demo_policy()
     assert policy.unit is not None
+    # τ fixed (as SET dp.max_contributions does): the histogram keeps row_number()
+    # bounding with κ and τ_g; a chosen τ's cells have L2 up to τ.
     tight = dataclasses.replace(policy, unit=dataclasses.replace(
-        policy.unit, max_contributions=100, max_groups=4, max_group_contributions=5))
+        policy.unit, max_contributions=100, max_groups=4, max_group_contributions=5,
+        choose_contributions=False))
     plan = plan_of("SELECT quantity, count(*) FROM orders GROUP BY 1", tight)
     calibration = calibrate(plan, 0.5, 1e-6, mechanism="gaussian")
     assert calibration.parts[0].l2_sensitivity == pytest.approx(math.sqrt(4) * 5)
@@ -116,8 +120,9 @@ def test_the_shift_unit_is_public_in_unit_mode():
 
 
 def test_explain_reports_mode_tau_kappa_and_both_scales():
+    fixed = with_session_bounds(demo_policy(), {"dp.max_contributions": "10"})
     report = explain("SELECT count(*) FROM orders JOIN customers USING (customer_id) "
-                     "WHERE product_id = 1", demo_policy(), METRICS, 0.1, 1e-8)
+                     "WHERE product_id = 1", fixed, METRICS, 0.1, 1e-8)
     assert report["mode"] == "unit" and report["max_contributions"] == 10
     assert "not counted" in report["truncation"] and "not released" in report["truncation"]
     (column,) = report["columns"]
@@ -130,6 +135,16 @@ def test_explain_reports_mode_tau_kappa_and_both_scales():
     histogram = explain("SELECT quantity, count(*) FROM orders GROUP BY 1", demo_policy(),
                         METRICS, 0.1, 1e-8)
     assert histogram["max_groups"] == 10 and "_dp_group" not in histogram["rewritten_sql"]
+
+
+def test_explain_of_a_count_with_a_chosen_bound_names_the_limit():
+    report = explain("SELECT count(*) FROM orders WHERE product_id = 1", demo_policy(),
+                     METRICS, 0.1, 1e-8)
+    assert report["max_contributions"] == "chosen per query"
+    assert report["contributions_limit"] == 100 and "AboveThreshold" in report["truncation"]
+    (column,) = report["columns"]
+    assert column["noise_scale"] == pytest.approx(1000)  # at the limit, the whole ε
+    assert "row_number" not in report["rewritten_sql"]
 
 
 def test_a_private_table_without_a_path_is_refused_naming_the_setting():
@@ -256,13 +271,17 @@ def test_a_unit_alone_in_its_groups_is_released_with_probability_at_most_delta()
 # -- the released distribution --------------------------------------------------------
 
 def test_a_bounded_count_is_released_at_scale_tau_over_epsilon():
+    # τ fixed by the session: the count is Σ_u min(c_u, τ) of the per-unit counts.
     plan = plan_of("SELECT count(*) FROM orders o JOIN customers c "
-                   "ON o.customer_id = c.customer_id WHERE o.product_id = 1")
+                   "ON o.customer_id = c.customer_id WHERE o.product_id = 1",
+                   with_session_bounds(demo_policy(), {"dp.max_contributions": "10"}))
     calibration = calibrate(plan, 0.5, 1e-8)
     scale = calibration.parts[0].scale
     assert scale == 10 / 0.5
     rng = SeededRandomSource(20261125)
-    noise = [int(release(plan, calibration, [], [[b"300"]], 0.0, NO_SHIFT, rng).rows[0][0])
+    # 25 units with 12 rows (10 counted each) and 50 with one: 300
+    histogram = [[b"1", b"50"], [b"12", b"25"]]
+    noise = [int(release(plan, calibration, [], histogram, 0.0, NO_SHIFT, rng).rows[0][0])
              - 300 for _ in range(6_000)]
     # Discrete Laplace of scale b: mean 0, E|X| ≈ b, Var = 2p/(1−p)² ≈ 2b² (p = e^(−1/b)).
     p = math.exp(-1 / scale)

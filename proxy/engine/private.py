@@ -507,7 +507,7 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
                      "empty ones with noise")
     if plan.grouping is not None and not (len(answer.rows) if rows is None else rows):
         lines.append(_no_group(plan, calibration))
-    if (mode := mode_notice(plan)) is not None:
+    if (mode := answer.unit_note or mode_notice(plan)) is not None:
         lines.append(mode)
     if plan.post_sql is not None or plan.outer_sql is not None:
         lines.append("the statement's expressions were computed from the noisy values")

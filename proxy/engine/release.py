@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 
@@ -29,6 +29,7 @@ from ..pgwire import wire
 from ..pgwire.backend import Row
 from .bounded_sums import Drawn, Noiser, bounded_sum_noiser
 from .choices import choice_bound, choice_type, choose
+from .chosen_bound import CountAtBound, count_at_bound, count_bound, count_note
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class Release:
     # visible noisy column -> accuracy bound (pure path only); for a choice, the bound
     # with its unit and the mechanism that answered
     bounds: dict[str, int | str]
+    # A unit-mode count answered at a τ of its own: what the NOTICE says of τ.
+    unit_note: str | None = None
 
 
 def shift_for(draw: float, scale: float, settings: PrivacySettings) -> float:
@@ -62,6 +65,10 @@ def release(plan: PrivateAggregate, calibration: Calibration,
                                for o in plan.outputs]])
         return _released(plan, columns, rows, _choice_bounds(
             plan, calibration, len(true_rows), 1 - settings.confidence))
+    count = None
+    if plan.unit is not None and plan.unit.counts_cap is not None:
+        count = count_at_bound(plan, calibration, true_rows, settings, rng)
+        true_rows, calibration = count.rows, count.calibration
     noisers = _noisers(plan, calibration, shift_draw, settings, rng)
     errors = _RowErrors.of(plan, calibration, settings)
     rows = []
@@ -77,12 +84,13 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         row = [_output_value(o, keys, drawn) for o in plan.outputs]
         errors.widen(row, drawn)
         rows.append(row)
-    bounds = _bounds(plan, calibration, settings) | errors.bounds()
+    bounds = _bounds(plan, calibration, settings, count) | errors.bounds()
     if plan.post_sql is not None:  # every output, for the statement's own expressions
         return Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
                                   in zip(row, columns, strict=True)] for row in rows],
                        bounds)
-    return _released(plan, columns, _post_process(plan, key_types, rows), bounds)
+    answer = _released(plan, columns, _post_process(plan, key_types, rows), bounds)
+    return answer if count is None else replace(answer, unit_note=count_note(plan, count))
 
 
 def _released(plan: PrivateAggregate, columns: list[tuple[str, int]], rows: list[list],
@@ -272,7 +280,8 @@ def _choice_bounds(plan: PrivateAggregate, calibration: Calibration, candidates:
 
 
 def _bounds(plan: PrivateAggregate, calibration: Calibration,
-            settings: PrivacySettings) -> dict[str, int | str]:
+            settings: PrivacySettings, count: CountAtBound | None = None
+            ) -> dict[str, int | str]:
     """Accuracy bounds at the configured confidence, for counts and sums on the pure path.
 
     On the smooth path the scale depends on the data, so it is not shown. The bound uses
@@ -285,9 +294,13 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
     for output in plan.visible:
         if output.kind != OutputKind.NOISY or _per_row(plan, output):
             continue  # _RowErrors
+        widest = widest_shift(calibration, output.parts[0], settings)
+        if count is not None and calibration.mechanism != Mechanism.GAUSSIAN:
+            assert plan.unit is not None and plan.unit.counts_cap is not None
+            bounds[output.name] = count_bound(count, plan.unit.counts_cap, widest, beta)
+            continue
         bounds[output.name] = math.ceil(
-            noise_bound(plan, calibration, output.parts[0],
-                        widest_shift(calibration, output.parts[0], settings), beta))
+            noise_bound(plan, calibration, output.parts[0], widest, beta))
     return bounds
 
 

@@ -1,30 +1,30 @@
 -- the issue's join: USING (customer_id) makes both sides one customer's
 SELECT count(*) FROM orders JOIN customers USING (customer_id) WHERE product_id = 1 AND address LIKE '%United States%';
 -- expect:
-SELECT count(q."a0") AS "c0" FROM (SELECT b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT 1 AS "a0", "orders"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders" JOIN "public"."customers" USING (customer_id) WHERE product_id = 1 AND address LIKE '%United States%') AS b) AS b WHERE b."_dp_row" <= 10) AS q;
+SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "orders"."customer_id" AS "_dp_unit" FROM "public"."orders" JOIN "public"."customers" USING (customer_id) WHERE product_id = 1 AND address LIKE '%United States%') AS b GROUP BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- mode: unit
--- part: count L1=10 L2=10 scale=10 flex_scale=200
+-- part: count L1=100 L2=100 scale=100 flex_scale=200
 -- ----
 -- a join written in WHERE
 SELECT count(*) FROM orders o, customers c WHERE o.customer_id = c.customer_id AND c.address LIKE '%Japan%';
 -- expect:
-SELECT count(q."a0") AS "c0" FROM (SELECT b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT 1 AS "a0", "o"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders" AS o, "public"."customers" AS c WHERE o.customer_id = c.customer_id AND c.address LIKE '%Japan%') AS b) AS b WHERE b."_dp_row" <= 10) AS q;
+SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o, "public"."customers" AS c WHERE o.customer_id = c.customer_id AND c.address LIKE '%Japan%') AS b GROUP BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- mode: unit
--- part: count L1=10 L2=10 scale=10 flex_scale=200
+-- part: count L1=100 L2=100 scale=100 flex_scale=200
 -- ----
 -- orders ⋈ recommendations on the unit: FLEX's scale grows with maxFreq, the unit's does not
 SELECT count(*) FROM orders o JOIN recommendations r ON o.customer_id = r.customer_id WHERE o.product_id = r.product_id;
 -- expect:
-SELECT count(q."a0") AS "c0" FROM (SELECT b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT 1 AS "a0", "o"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders" AS o JOIN "public"."recommendations" AS r ON o.customer_id = r.customer_id WHERE o.product_id = r.product_id) AS b) AS b WHERE b."_dp_row" <= 10) AS q;
+SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o JOIN "public"."recommendations" AS r ON o.customer_id = r.customer_id WHERE o.product_id = r.product_id) AS b GROUP BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- mode: unit
--- part: count L1=10 L2=10 scale=10 flex_scale=500
+-- part: count L1=100 L2=100 scale=100 flex_scale=500
 -- ----
 -- self-join on the unit
 SELECT count(*) FROM orders o1 JOIN orders o2 ON o1.customer_id = o2.customer_id WHERE o1.product_id = 1 AND o2.product_id = 2;
 -- expect:
-SELECT count(q."a0") AS "c0" FROM (SELECT b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT 1 AS "a0", "o1"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders" AS o1 JOIN "public"."orders" AS o2 ON o1.customer_id = o2.customer_id WHERE o1.product_id = 1 AND o2.product_id = 2) AS b) AS b WHERE b."_dp_row" <= 10) AS q;
+SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "o1"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o1 JOIN "public"."orders" AS o2 ON o1.customer_id = o2.customer_id WHERE o1.product_id = 1 AND o2.product_id = 2) AS b GROUP BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- mode: unit
--- part: count L1=10 L2=10 scale=10 flex_scale=402
+-- part: count L1=100 L2=100 scale=100 flex_scale=402
 -- ----
 -- a public table joins freely
 SELECT sum(o.order_cost) FROM orders o JOIN products p ON o.product_id = p.product_id WHERE p.category = 'Books';
@@ -36,9 +36,9 @@ SELECT ARRAY[count(q."a0") FILTER (WHERE q."a0" < 0.25), count(q."a0") FILTER (W
 -- three tables, the unit through two equalities
 SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id JOIN recommendations r ON r.customer_id = c.customer_id;
 -- expect:
-SELECT count(q."a0") AS "c0" FROM (SELECT b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT 1 AS "a0", "o"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM "public"."orders" AS o JOIN "public"."customers" AS c ON o.customer_id = c.customer_id JOIN "public"."recommendations" AS r ON r.customer_id = c.customer_id) AS b) AS b WHERE b."_dp_row" <= 10) AS q;
+SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o JOIN "public"."customers" AS c ON o.customer_id = c.customer_id JOIN "public"."recommendations" AS r ON r.customer_id = c.customer_id) AS b GROUP BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- mode: unit
--- part: count L1=10 L2=10 scale=10 flex_scale=50000
+-- part: count L1=100 L2=100 scale=100 flex_scale=50000
 -- ----
 -- a join that mixes customers is refused
 SELECT count(*) FROM orders o JOIN recommendations r ON o.product_id = r.product_id;

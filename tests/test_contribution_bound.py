@@ -1,0 +1,212 @@
+"""Choosing a count's τ privately (mechanisms/contribution_bound.py), checked by brute force.
+
+On tiny databases (a few units, each with a few rows) every neighbour (one unit added or
+removed, with any number of rows) is enumerated, and the exact probability of every
+output of the release is computed: the walk's stop (summed over every value of its
+threshold noise), then the count at the chosen τ and the number of units beyond it, each
+with its discrete Laplace pmf. The privacy loss of every output must stay within the
+charged ε.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+
+import pytest
+
+from mechanisms.accuracy import laplace_bound
+from mechanisms.contribution_bound import (
+    BoundChoice,
+    beyond,
+    bound_grid,
+    choose_bound,
+    heavy_distribution,
+    heavy_levels,
+    privacy_map,
+    truncated_total,
+)
+from mechanisms.seeded_source import SeededRandomSource
+from proxy.config import PrivacySettings
+from proxy.engine.chosen_bound import CHOICE_PART
+from proxy.engine.release import release
+from rewriter.calibrate import calibrate
+from rewriter.classify import parse_query
+from rewriter.private import plan_private_aggregate
+from rewriter.unit_policy import with_session_bounds
+from tests.test_unit_golden import METRICS
+from tests.unit_support import demo_policy
+
+CAP = 4
+GRID = bound_grid(CAP)
+
+
+def _histogram(counts: tuple[int, ...]) -> dict[int, int]:
+    return dict(Counter(counts))
+
+
+def _databases(units: int) -> list[tuple[int, ...]]:
+    return [counts for size in range(units + 1)
+            for counts in itertools.combinations_with_replacement(range(1, CAP + 1), size)]
+
+
+def _neighbours(counts: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Every database one unit away: one unit removed, or one added with 1…CAP rows."""
+    removed = {counts[:i] + counts[i + 1:] for i in range(len(counts))}
+    added = {tuple(sorted(counts + (c,))) for c in range(1, CAP + 1)}
+    return sorted(removed | added)
+
+
+def _stops(choice: BoundChoice, counts: tuple[int, ...]) -> list[float]:
+    histogram = _histogram(counts)
+    return heavy_distribution(choice, [beyond(histogram, tau) for tau in choice.grid])
+
+
+def _pmf(x: int, scale: float) -> float:
+    p = math.exp(-1 / scale)
+    return (1 - p) / (1 + p) * p ** abs(x)
+
+
+def test_the_grid_is_geometric_and_ends_at_the_limit():
+    assert bound_grid(100) == (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 100)
+    assert bound_grid(64)[-3:] == (32, 48, 64) and bound_grid(1) == (1,)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
+def test_the_choice_of_tau_is_epsilon_private_against_every_neighbour(epsilon):
+    choice = BoundChoice(epsilon, GRID)
+    worst = 0.0
+    for counts in _databases(3):
+        stops = _stops(choice, counts)
+        assert sum(stops) == pytest.approx(1, abs=1e-9)
+        for other in _neighbours(counts):
+            for p, q in zip(stops, _stops(choice, other), strict=True):
+                worst = max(worst, abs(math.log(p / q)))
+    assert worst <= privacy_map(choice) * (1 + 1e-9)
+    assert worst > 0.3 * epsilon  # the check can fail: the walk does depend on the data
+
+
+def test_the_whole_release_stays_within_the_charged_epsilon():
+    """(τ, noisy count at τ, noisy units beyond τ): the exact joint pmf, every output in a
+    window wide enough for all the probability that matters, on every neighbour pair."""
+    epsilon, share = 1.5, 0.4
+    choice = BoundChoice(epsilon * share * CHOICE_PART, GRID)
+    answer, estimate = epsilon * (1 - share), epsilon * share * (1 - CHOICE_PART)
+    worst = 0.0
+    for counts in _databases(2):
+        for other in _neighbours(counts):
+            for (m, p), (_, q) in zip(enumerate(_stops(choice, counts)),
+                                      enumerate(_stops(choice, other)), strict=True):
+                tau = choice.bound(m)
+                a, b = (truncated_total(_histogram(c), tau) for c in (counts, other))
+                k, j = (beyond(_histogram(c), tau) for c in (counts, other))
+                for value in range(-15, 25):
+                    for units in range(-8, 10):
+                        mine = p * _pmf(value - a, tau / answer) * _pmf(units - k, 1 / estimate)
+                        theirs = q * _pmf(value - b, tau / answer) * _pmf(units - j,
+                                                                         1 / estimate)
+                        worst = max(worst, abs(math.log(mine / theirs)))
+    assert worst <= epsilon * (1 + 1e-9)
+    assert worst > 0.5 * epsilon
+
+
+def test_the_sampler_follows_the_exact_distribution():
+    choice = BoundChoice(1.0, GRID)
+    counts = (1, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4)
+    histogram = _histogram(counts)
+    rng = SeededRandomSource(7)
+    trials = 20_000
+    seen = Counter(heavy_levels(choice, histogram, rng) for _ in range(trials))
+    for m, p in enumerate(_stops(choice, counts)):
+        assert seen[m] / trials == pytest.approx(p, abs=4 * math.sqrt(p * (1 - p) / trials)
+                                                 + 1e-3)
+
+
+def test_few_units_keep_tau_at_one_and_many_heavy_units_raise_it():
+    choice = BoundChoice(0.015, bound_grid(100))  # 15% of ε = 0.1
+    rng = SeededRandomSource(3)
+    few = {1: 270, 2: 7}  # one product: hardly anyone orders it twice
+    assert sum(choose_bound(choice, few, rng) == 1 for _ in range(200)) >= 190
+    # 5,000 units with 40 rows: the walk passes every level below 40, τ lands above it
+    many = {40: 5000}
+    assert all(choose_bound(choice, many, rng) >= 64 for _ in range(50))
+
+
+def test_a_chosen_count_names_tau_and_its_truncation_estimate():
+    plan = plan_private_aggregate(parse_query("SELECT count(*) FROM orders"), demo_policy(),
+                                  0, METRICS)
+    assert plan.unit is not None and plan.unit.chosen_limit == 100
+    calibration = calibrate(plan, 0.1, 1e-8)
+    settings = PrivacySettings(shift_interval=(0.0, 0.0))
+    histogram = [[b"40", b"5000"]]  # 200,000 rows, none beyond τ once τ ≥ 40
+    answer = release(plan, calibration, [], histogram, 0.0, settings, SeededRandomSource(1))
+    assert "a bound chosen privately for this query (at most 100" in (answer.unit_note or "")
+    tau = int((answer.unit_note or "").split("at most ")[1].split()[0])
+    assert tau >= 40
+    # noise at scale τ/(0.8·ε), its bound at β/2 = 2.5% (no unit beyond τ to allow for
+    # unless the noisy estimate says so)
+    scale = tau / (0.1 * 0.8)
+    noise = math.ceil(laplace_bound(scale, 0.025))
+    assert answer.bounds["count"] in (noise, f"{noise} (upper end +{noise + 0})") or \
+        str(answer.bounds["count"]).startswith(f"{noise} (upper end +")
+    assert abs(int(answer.rows[0][0] or 0) - 200_000) <= 20 * scale
+
+
+def test_a_session_tau_answers_from_the_same_histogram_without_a_choice():
+    policy = with_session_bounds(demo_policy(), {"dp.max_contributions": "3"})
+    plan = plan_private_aggregate(parse_query("SELECT count(*) FROM orders"), policy, 0,
+                                  METRICS)
+    assert plan.unit is not None and plan.unit.chosen_limit is None
+    assert plan.fingerprint_text != plan_private_aggregate(
+        parse_query("SELECT count(*) FROM orders"), demo_policy(), 0, METRICS).fingerprint_text
+    calibration = calibrate(plan, 1.0, 1e-8)
+    assert calibration.parts[0].scale == 3
+    answer = release(plan, calibration, [], [[b"1", b"10"], [b"5", b"4"]], 0.0,
+                     PrivacySettings(shift_interval=(0.0, 0.0)), SeededRandomSource(2))
+    assert answer.unit_note is None  # the plan's own clause: at most 3 rows
+    assert abs(int(answer.rows[0][0] or 0) - (10 + 4 * 3)) <= 40
+
+
+def _cell_rows(units: list[dict[int, int]]) -> list[tuple[bytes | None, ...]]:
+    """The backend's rows for a histogram over keys 1…10 (bounding.cell_contributions):
+    per key, (m, n, how many units have m rows there and n in all)."""
+    counted: Counter[tuple[int, int, int]] = Counter()
+    for unit in units:
+        total = sum(unit.values())
+        for key, rows in unit.items():
+            counted[(key, rows, total)] += 1
+    result: list[tuple[bytes | None, ...]] = []
+    for key in range(1, 11):
+        found = sorted((m, n, c) for (k, m, n), c in counted.items() if k == key)
+        result += [(str(key).encode(), str(m).encode(), str(n).encode(), str(c).encode())
+                   for m, n, c in found] or [(str(key).encode(), None, None, None)]
+    return result
+
+
+def test_a_histograms_cells_at_tau_move_by_at_most_tau_when_a_unit_comes():
+    from proxy.engine.chosen_bound import count_at_bound
+
+    plan = plan_private_aggregate(parse_query(
+        "SELECT quantity, count(*) FROM orders GROUP BY quantity"), demo_policy(), 0, METRICS)
+    assert plan.unit is not None and plan.unit.chosen_limit == 50  # κ·τ_g of the policy
+    assert "row_number" not in plan.sql and plan.windows == 0
+    calibration = calibrate(plan, 1.0, 1e-8)
+    fixed = PrivacySettings(shift_interval=(0.0, 0.0), bound_choice_share=0)  # τ = 10
+    rng = SeededRandomSource(5)
+    import random
+    draw = random.Random(11)
+    for _ in range(40):
+        units = [{k: draw.randint(1, 6) for k in draw.sample(range(1, 11), draw.randint(1, 6))}
+                 for _ in range(draw.randint(0, 6))]
+        newcomer = {k: draw.randint(1, 20) for k in draw.sample(range(1, 11), draw.randint(1, 9))}
+        cells = [count_at_bound(plan, calibration, _cell_rows(group), fixed, rng).rows
+                 for group in (units, units + [newcomer])]
+        before, after = ({row[0]: int(row[1] or 0) for row in rows} for rows in cells)
+        assert len(before) == 10  # every key of the domain, empty ones too
+        moved = sum(abs(after[k] - before[k]) for k in before)
+        assert moved <= 10
+        assert moved == min(sum(newcomer.values()), 10) or sum(newcomer.values()) > 10
+        # a unit within τ is counted in full: the cells are PostgreSQL's counts
+        if all(sum(u.values()) <= 10 for u in units):
+            assert sum(before.values()) == sum(sum(u.values()) for u in units)
