@@ -26,6 +26,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from accounting import Ledger, SqliteLedger
 from accounting.postgres_ledger import PostgresLedger
+from proxy.admin.cli_common import open_configured_ledger
+from proxy.config import load_config
+from proxy.demo.analysts import create_analyst
 from proxy.demo.demo import DEMO_POLICY_FILE, PRIVATE_TABLES, PUBLIC_TABLES
 from proxy.demo.demo_data import load_demo_dataset
 from proxy.demo.roles import READER, RELAY, prepare_roles
@@ -157,6 +160,24 @@ class RunningProxy:
     def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
         return dpgate_cli(*args, "--config", str(self.config_path), stdin=stdin)
 
+    def add_analyst(self, name: str, password: str, epsilon: float,
+                    delta: float = 1e-6) -> None:
+        add_analyst(self.config_path, name, password, epsilon, delta)
+
+
+def add_analyst(config_path: Path, name: str, password: str, epsilon: float,
+                delta: float = 1e-6) -> None:
+    """What `dpgate user add NAME --config CONFIG_PATH` does, in this process: the same
+    ledger, verifier and shift, without starting an interpreter (tests/test_ledger_cli.py
+    and test_end_to_end.py run the command itself)."""
+    config = load_config(config_path)
+    ledger = open_configured_ledger(config)
+    try:
+        create_analyst(ledger, name, password, epsilon, delta, config.privacy)
+    finally:
+        if isinstance(ledger, PostgresLedger):
+            ledger.close()
+
 
 def dpgate_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "proxy", *args], check=False, input=stdin,
@@ -260,15 +281,13 @@ def wait_for_port(port: int, process: subprocess.Popen, seconds: float = 30) -> 
 @pytest.fixture(scope="session")
 def proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory
           ) -> Iterator[RunningProxy]:
-    """dpgate serving the demo database, with analysts alice and bob created by the CLI."""
+    """dpgate serving the demo database, with analysts alice and bob."""
     directory = tmp_path_factory.mktemp("proxy")
     port = free_port()
     config_path, ledger_path = directory / "dpgate.toml", directory / "ledger.sqlite3"
     write_config(config_path, port, ledger_path, demo_database)
     for name, (password, epsilon) in ANALYSTS.items():
-        result = dpgate_cli("user", "add", name, "--epsilon", str(epsilon), "--config",
-                            str(config_path), stdin=password + "\n")
-        assert result.returncode == 0, result.stderr
+        add_analyst(config_path, name, password, epsilon)
     process = start_proxy(config_path)
     wait_for_port(port, process)
     running = RunningProxy(port, config_path, ledger_path, process, demo_database)

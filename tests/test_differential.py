@@ -30,7 +30,7 @@ import pytest
 
 from tests.conftest import (
     DemoDatabase,
-    dpgate_cli,
+    add_analyst,
     free_port,
     start_proxy,
     wait_for_port,
@@ -62,9 +62,7 @@ def exact_dsn(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFact
     exact = (f"default_epsilon = {EXACT_EPSILON}\nmax_epsilon = {EXACT_EPSILON}\n"
              "shift_interval = [0.0, 0.0]")
     config.write_text(config.read_text().replace("default_epsilon = 0.1", exact))
-    added = dpgate_cli("user", "add", ANALYST, "--epsilon", "1e18", "--config", str(config),
-                       stdin=PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    add_analyst(config, ANALYST, PASSWORD, 1e18)
     process = start_proxy(config)
     try:
         wait_for_port(port, process)

@@ -189,9 +189,7 @@ PASSWORD = "chooser-pw"
 
 @pytest.fixture(scope="module")
 def chooser(proxy: RunningProxy) -> str:
-    added = proxy.cli("user", "add", "chooser", "--epsilon", "1000", "--password-stdin",
-                      stdin=PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    proxy.add_analyst("chooser", PASSWORD, 1000)
     return proxy.dsn("chooser", PASSWORD)
 
 

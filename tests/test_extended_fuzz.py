@@ -71,8 +71,7 @@ batches = st.lists(st.one_of(statement_run(), st.lists(stray_message(), max_size
 
 @pytest.fixture(scope="module")
 def fuzzer(proxy: RunningProxy) -> RunningProxy:
-    added = proxy.cli("user", "add", FUZZER, "--epsilon", "100000", stdin=PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    proxy.add_analyst(FUZZER, PASSWORD, 100000)
     return proxy
 
 

@@ -31,9 +31,7 @@ class Outcome:
 def add_analyst(proxy: RunningProxy, epsilon: float) -> tuple[str, str]:
     """A fresh analyst, so other tests' spending never meets this one's."""
     name, password = f"race_{secrets.token_hex(4)}", secrets.token_urlsafe(12)
-    added = proxy.cli("user", "add", name, "--epsilon", str(epsilon), "--password-stdin",
-                      stdin=password + "\n")
-    assert added.returncode == 0, added.stderr
+    proxy.add_analyst(name, password, epsilon)
     return name, password
 
 

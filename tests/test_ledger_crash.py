@@ -17,7 +17,7 @@ import pytest
 from accounting import SqliteLedger
 from tests.conftest import (
     DemoDatabase,
-    dpgate_cli,
+    add_analyst,
     free_port,
     start_proxy,
     wait_for_port,
@@ -52,9 +52,7 @@ def own_proxy(demo_database: DemoDatabase, tmp_path: Path) -> Iterator[OwnProxy]
     port = free_port()
     config_path, ledger_path = tmp_path / "dpgate.toml", tmp_path / "ledger.sqlite3"
     write_config(config_path, port, ledger_path, demo_database)
-    added = dpgate_cli("user", "add", ANALYST, "--epsilon", str(BUDGET), "--config",
-                       str(config_path), stdin=PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    add_analyst(config_path, ANALYST, PASSWORD, BUDGET)
     running = OwnProxy(config_path, ledger_path, port)
     running.start()
     yield running

@@ -25,6 +25,7 @@ from rewriter.private import plan_private_aggregate
 from tests.conftest import (
     DemoDatabase,
     Postgres,
+    add_analyst,
     dpgate_cli,
     free_port,
     start_proxy,
@@ -48,9 +49,7 @@ def unit_proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFac
     text = config.read_text().replace("row_level = true", "row_level = false")
     config.write_text(text.replace("default_epsilon = 0.1", "default_epsilon = 1e12\n"
                                    "max_epsilon = 1e12\nshift_interval = [0.0, 0.0]"))
-    added = dpgate_cli("user", "add", ANALYST, "--epsilon", "1e18", "--config", str(config),
-                       stdin=PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    add_analyst(config, ANALYST, PASSWORD, 1e18)
     process = start_proxy(config)
     try:
         wait_for_port(port, process)
