@@ -102,7 +102,8 @@ def ledger_database(postgres: Postgres) -> str:
     return postgres.create_database(LEDGER_DATABASE)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.end_to_end)])
+@pytest.fixture(params=[pytest.param("sqlite", marks=pytest.mark.unit),
+                        pytest.param("postgres", marks=pytest.mark.end_to_end)])
 def new_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Ledger]]:
     """Makes empty ledgers of one store (the test runs once per store): a new SQLite file,
     or a new schema in the test PostgreSQL."""
@@ -228,29 +229,43 @@ def start_proxy(config_path: Path) -> subprocess.Popen:
     return process
 
 
-# Markers: `end_to_end` for tests that need PostgreSQL or run dpgate's CLI as a process,
-# `statistical` for the samplers' distribution tests (many draws), `unit` for the
-# in-process rest: `pytest -m unit` runs in seconds.
-PROCESS_MODULES = frozenset({"test_collusion", "test_ledger_cli", "test_ledger_crash",
-                             "test_demo_data"})
-STATISTICAL_MODULES = frozenset({"test_samplers_exponential", "test_samplers_reals",
-                                 "test_samplers_gaussian", "test_mechanisms"})
+# Markers: every test module declares its kind in `pytestmark`: `end_to_end` (PostgreSQL, a
+# dpgate process or another program), `statistical` (the samplers' many seeded draws),
+# `slow` (an outside tool for minutes), or `unit` (in-process: `pytest -m unit` runs in
+# seconds). In an end_to_end module, a test that needs neither may say @pytest.mark.unit
+# too. Either way a test marked `unit` uses no fixture that starts a server, and starts no
+# process (checked below), so `-m unit` never starts one.
+KINDS = frozenset({"unit", "end_to_end", "statistical", "slow"})
+SERVER_FIXTURES = frozenset({"postgres", "ledger_database", "demo_database", "proxy"})
+
+
+def _declared_kinds(module: object) -> set[str]:
+    marks = getattr(module, "pytestmark", [])
+    return {mark.name for mark in (marks if isinstance(marks, list) else [marks])} & KINDS
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.get_closest_marker("end_to_end"):  # e.g. the PostgreSQL ledger's parameter
-            continue
-        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
-        function = getattr(item, "function", None)
-        names = function.__code__.co_names if function else ()
-        if "postgres" in getattr(item, "fixturenames", ()) or module in PROCESS_MODULES \
-                or "dpgate_cli" in names or "subprocess" in names:
-            item.add_marker(pytest.mark.end_to_end)
-        elif module in STATISTICAL_MODULES:
-            item.add_marker(pytest.mark.statistical)
-        else:
-            item.add_marker(pytest.mark.unit)
+    undeclared = sorted({item.nodeid.split("::")[0] for item in items
+                         if not _declared_kinds(getattr(item, "module", None))})
+    servers = sorted(item.nodeid for item in items if item.get_closest_marker("unit")
+                     and SERVER_FIXTURES & set(getattr(item, "fixturenames", ())))
+    if undeclared:
+        raise pytest.UsageError("test modules without a pytestmark of "
+                                f"{sorted(KINDS)}: {undeclared}")
+    if servers:
+        raise pytest.UsageError(f"unit tests that start a server: {servers}")
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_process(request: pytest.FixtureRequest,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("unit") is None:
+        return
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a unit test starts no process: mark it end_to_end")
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

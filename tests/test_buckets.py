@@ -28,6 +28,8 @@ from tests.test_unit_end_to_end import on_postgres, through_proxy, unit_proxy  #
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
+pytestmark = pytest.mark.end_to_end
+
 
 def _plan(statement: str, unit: bool = False) -> PrivateAggregate:
     return plan_private_aggregate(parse_query(statement), demo_policy(unit=unit), 0, METRICS)

@@ -11,6 +11,8 @@ from rewriter.errors import Refusal
 from rewriter.plan import EmptyStatement, PrivateAggregate, Relay, SetDpSetting, ShowDpSetting
 from rewriter.policy import Policy
 
+pytestmark = pytest.mark.unit
+
 POLICY = Policy.from_dict({"tables": {
     "orders": {"private": True}, "customers": {"private": True},
     "products": {"private": False},

@@ -12,6 +12,8 @@ from rewriter.constants import Constant, evaluation_sql, substitute
 from rewriter.errors import Refusal
 from tests.test_flex import plan_of, refusal_of
 
+pytestmark = pytest.mark.unit
+
 
 def test_constant_date_arithmetic_is_computed_first():
     plan = plan_of("SELECT count(*) FROM orders WHERE order_date > current_date - "

@@ -23,8 +23,9 @@ from tests.proxies import PASSWORD, USER, OwnProxy, start_own_proxy
 
 OPERATOR, OPERATOR_PASSWORD = "ops", "ops-pw"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not "
-                                "installed (apt-get install chromium; .ci/run does)")
+pytestmark = [pytest.mark.end_to_end, pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="headless Chromium is not installed (apt-get install chromium; .ci/run does)")]
 
 
 @pytest.fixture(scope="module")

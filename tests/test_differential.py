@@ -38,6 +38,8 @@ from tests.conftest import (
 )
 from tests.sql_corpus import corpus
 
+pytestmark = pytest.mark.end_to_end
+
 COVERAGE = Path(__file__).resolve().parent.parent / "docs" / "sql-coverage.md"
 ANALYST, PASSWORD = "dora", "dora-pw"
 EXACT_EPSILON = "1e12"
@@ -208,6 +210,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+@pytest.mark.unit
 def test_rows_compare_as_released():
     assert _same((1, Decimal("2.5")), (1, Decimal(2.5000001)))
     assert not _same((1, Decimal("2.5")), (2, Decimal("2.5")))

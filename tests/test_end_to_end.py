@@ -16,6 +16,8 @@ from psycopg import errors
 
 from tests.conftest import RunningProxy
 
+pytestmark = pytest.mark.end_to_end
+
 COUNT_PRODUCT_1 = "SELECT count(*) FROM orders WHERE product_id = 1"
 
 

@@ -27,6 +27,8 @@ from rewriter.errors import Refusal
 from rewriter.plan import EmptyStatement, Relay, SetDpSetting, ShowDpSetting
 from rewriter.sqlstate import SqlState
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def engine(tmp_path: Path):

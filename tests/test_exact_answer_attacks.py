@@ -26,6 +26,8 @@ from tests.test_end_to_end import admin_scalar, connect
 from tests.test_flex import POLICY
 from tests.test_ledger_proxy import fresh_analyst
 
+pytestmark = pytest.mark.end_to_end
+
 SMALL_EPSILONS = ("0.001", "0.0011", "0.0012", "0.0013")
 _distinct = itertools.count()
 

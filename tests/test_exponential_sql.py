@@ -27,6 +27,8 @@ from rewriter.private import plan_private_aggregate
 from tests.conftest import RunningProxy
 from tests.test_queries_end_to_end import ask, truth
 
+pytestmark = pytest.mark.end_to_end
+
 POLICY = load_policy_file(Path(__file__).parent / "data" / "reference_policy.toml")
 NO_SHIFT = PrivacySettings(shift_interval=(0.0, 0.0))
 INT4, INT8, FLOAT8, NUMERIC = 23, 20, 701, 1700
@@ -45,6 +47,7 @@ def refusal_of(sql: str) -> Refusal:
 
 # -- plans ---------------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_mode_counts_every_key_of_the_domain_with_the_where():
     plan = plan_of("SELECT mode() WITHIN GROUP (ORDER BY quantity) FROM orders "
                    "WHERE order_cost > 10")
@@ -55,6 +58,7 @@ def test_mode_counts_every_key_of_the_domain_with_the_where():
     assert "order_cost > 10" in plan.sql and plan.grouping is None
 
 
+@pytest.mark.unit
 def test_quantiles_share_one_grid_histogram_of_the_column():
     plan = plan_of("SELECT min(order_cost), max(order_cost), median(order_cost), "
                    "percentile_disc(0.9) WITHIN GROUP (ORDER BY order_cost DESC) AS p "
@@ -70,6 +74,7 @@ def test_quantiles_share_one_grid_histogram_of_the_column():
     assert plan.keys == 2 and "GROUP BY 2" in plan.sql and "1048576" in plan.sql
 
 
+@pytest.mark.unit
 def test_most_frequent_group_becomes_a_mode_and_other_shapes_stay_histograms():
     plan = plan_of(MOST_FREQUENT)
     assert [(o.name, o.kind, o.aggregate) for o in plan.outputs] == [
@@ -83,6 +88,7 @@ def test_most_frequent_group_becomes_a_mode_and_other_shapes_stay_histograms():
         assert plan_of(other).grouping is not None, other
 
 
+@pytest.mark.unit
 def test_utility_sensitivity_follows_the_stability_of_the_from():
     plan = plan_of("SELECT mode() WITHIN GROUP (ORDER BY quantity) FROM (SELECT quantity "
                    "FROM orders UNION ALL SELECT quantity FROM orders) t")
@@ -93,6 +99,7 @@ def test_utility_sensitivity_follows_the_stability_of_the_from():
     assert joined.parts[0].elastic.at(0) == 300
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("sql", "sqlstate", "words"), [
     ("SELECT mode() WITHIN GROUP (ORDER BY customer_id) FROM orders", "42501", "domain"),
     ("SELECT min(order_id) FROM orders", "42501", "bounds"),
@@ -115,6 +122,7 @@ def test_refusals(sql, sqlstate, words):
     assert any(word.lower() in text for word in words.split("|")), text
 
 
+@pytest.mark.unit
 def test_epsilon_is_split_over_choices_and_no_delta_is_charged():
     plan = plan_of("SELECT min(order_cost), median(order_cost), max(order_cost) FROM orders")
     for mechanism in ("shifted_laplace", "gaussian"):
@@ -123,6 +131,7 @@ def test_epsilon_is_split_over_choices_and_no_delta_is_charged():
         assert calibration.delta == 0.0 and calibration.pure
 
 
+@pytest.mark.unit
 def test_explain_names_the_exponential_mechanism():
     report = explain("SELECT median(order_cost) FROM orders", POLICY, Metrics(), 0.5, 1e-8)
     (column,) = report["columns"]
@@ -136,6 +145,7 @@ def _mode_rows(counts: dict[int, int]) -> list[list[bytes | None]]:
     return [[str(k).encode(), str(n).encode()] for k, n in counts.items()]
 
 
+@pytest.mark.unit
 def test_mode_probabilities_use_epsilon_over_the_utility_sensitivity():
     """Two candidates, counts 0 and 4, ε = 1: P(second) = e^(ε·4/2Δu) / (1 + e^(ε·4/2Δu)),
     0.881 with Δu = 1 and 0.731 with Δu = 2 (a UNION ALL of the table with itself)."""
@@ -153,6 +163,7 @@ def test_mode_probabilities_use_epsilon_over_the_utility_sensitivity():
         assert abs(second / trials - expected) < 0.03, (second / trials, expected)
 
 
+@pytest.mark.unit
 def test_mode_release_names_the_mechanism_and_keeps_the_key_type():
     plan = plan_of(MOST_FREQUENT)
     answer = release(plan, calibrate(plan, 2.0, 1e-8), [INT4],
@@ -164,6 +175,7 @@ def test_mode_release_names_the_mechanism_and_keeps_the_key_type():
                              f"the count of the value chosen is within {bound} of the largest)"}
 
 
+@pytest.mark.unit
 def test_quantile_release_types_and_integer_rounding():
     plan = plan_of("SELECT min(quantity), percentile_disc(0.5) WITHIN GROUP (ORDER BY "
                    "quantity), median(quantity) FROM orders")

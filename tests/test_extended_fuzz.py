@@ -13,6 +13,8 @@ from proxy.pgwire import wire
 from tests.conftest import RunningProxy
 from tests.test_extended_protocol import RawClient, kinds
 
+pytestmark = pytest.mark.end_to_end
+
 FUZZER, PASSWORD = "fuzzer", "fuzzer-pw"
 QUERIES = [
     "SELECT count(*) FROM orders WHERE product_id = $1",             # private

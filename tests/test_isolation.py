@@ -28,6 +28,8 @@ from tests.proxies import (
     start_own_proxy,
 )
 
+pytestmark = pytest.mark.end_to_end
+
 OTHER, OTHER_PASSWORD = "dave", "dave-pw"
 NEWCOMER = "erin"  # password: the same
 COUNT = "SELECT count(*) FROM orders WHERE quantity > 3"

@@ -17,6 +17,8 @@ from proxy.admin.cli import main
 from proxy.config import PrivacySettings
 from proxy.demo.analysts import create_analyst
 
+pytestmark = pytest.mark.end_to_end
+
 
 @pytest.fixture
 def ledger_path(tmp_path: Path) -> Path:

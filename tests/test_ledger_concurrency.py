@@ -14,6 +14,8 @@ import pytest
 from accounting import SqliteLedger
 from tests.conftest import RunningProxy
 
+pytestmark = pytest.mark.end_to_end
+
 SESSIONS = 24
 QUERIES_PER_SESSION = 2
 BUDGET = 1.0

@@ -24,6 +24,8 @@ from tests.conftest import (
     write_config,
 )
 
+pytestmark = pytest.mark.end_to_end
+
 CLIENTS = 8
 KILL_AFTER_ANSWERS = 20
 ANALYST, PASSWORD, BUDGET = "crash", "crash-pw", 1000.0

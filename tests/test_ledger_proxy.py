@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import RunningProxy
 
+pytestmark = pytest.mark.end_to_end
+
 QUESTION = "SELECT count(*) FROM orders WHERE product_id = 77"
 
 

@@ -11,6 +11,8 @@ from accounting import SqliteLedger
 from tests.conftest import RunningProxy
 from tests.test_ledger_proxy import fresh_analyst
 
+pytestmark = pytest.mark.end_to_end
+
 SHAPE = "SELECT count(*) FROM orders WHERE product_id = {} AND quantity >= {}"
 
 

@@ -9,6 +9,8 @@ from proxy.engine.plan_cache import PlanCache
 from rewriter.classify import Statement
 from rewriter.plan import Relay
 
+pytestmark = pytest.mark.unit
+
 
 def test_nesting_counts_parentheses_outside_strings_and_quoted_names():
     assert nesting("SELECT ((1))") == 2

@@ -21,6 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import DemoDatabase, add_analyst, dpgate_cli, free_port
 from tests.proxies import PASSWORD, USER, OwnProxy, start_own_proxy
 
+pytestmark = pytest.mark.end_to_end
+
 OPERATOR, OPERATOR_PASSWORD = "ops", "ops-pw"
 
 

@@ -37,6 +37,8 @@ from tests.conftest import DemoDatabase
 from tests.test_flex import POLICY
 from tests.unit_support import measured_metrics
 
+pytestmark = pytest.mark.end_to_end
+
 JOIN = ("SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
         "WHERE c.address <> 'nowhere'")
 

@@ -13,6 +13,8 @@ from psycopg import errors
 
 from tests.conftest import RunningProxy, dpgate_cli
 
+pytestmark = pytest.mark.end_to_end
+
 REFERENCE_POLICY = Path(__file__).parent / "data" / "reference_policy.toml"
 PASSWORD = "analyst-pw"
 

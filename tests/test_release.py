@@ -14,6 +14,8 @@ from rewriter.classify import parse_query
 from rewriter.plan import PrivateAggregate
 from rewriter.private import plan_private_aggregate
 
+pytestmark = pytest.mark.unit
+
 POLICY = load_policy_file(Path(__file__).parent / "data" / "reference_policy.toml")
 NO_SHIFT = PrivacySettings(shift_interval=(0.0, 0.0))
 INT4 = 23

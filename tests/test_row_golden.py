@@ -33,6 +33,8 @@ from rewriter.private import plan_private_aggregate
 from tests.golden_files import Case, cases, update_if_asked
 from tests.test_unit_golden import METRICS
 
+pytestmark = pytest.mark.unit
+
 GOLDEN = Path(__file__).parent / "golden" / "row"
 POLICY = load_policy_file(Path(__file__).parent / "data" / "reference_policy.toml")
 EPSILON, DELTA = 0.1, 1e-8

@@ -34,6 +34,8 @@ from tests.conftest import (
 )
 from tests.unit_support import demo_policy, measured_metrics
 
+pytestmark = pytest.mark.end_to_end
+
 ANALYST, PASSWORD = "uma", "uma-pw"
 TAU = 10
 

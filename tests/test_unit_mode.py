@@ -24,6 +24,8 @@ from rewriter.private import plan_private_aggregate, unit_sensitivities
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
+pytestmark = pytest.mark.unit
+
 NO_SHIFT = PrivacySettings(shift_interval=(0.0, 0.0))
 UNIT = {"privacy_unit": {"table": "customers", "column": "customer_id"}}
 
