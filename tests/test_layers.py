@@ -156,3 +156,20 @@ def test_each_package_docstring_lists_its_modules(package: Path) -> None:
     parts = {path.stem for path in package.glob("*.py") if path.name != "__init__.py"} | {
         path.parent.name for path in package.glob("*/__init__.py")}
     assert sorted(parts - _listed(docstring)) == []
+
+
+def test_every_error_response_is_built_by_one_to_response() -> None:
+    # FatalError, StatementError and the console's errors are ClientErrors
+    # (proxy/pgwire/errors.py); an ErrorResponse built anywhere else is a second way.
+    built = sorted(f"{path.relative_to(ROOT)}:{number}"
+                   for path in (ROOT / "proxy").rglob("*.py")
+                   if path.relative_to(ROOT).as_posix() != "proxy/pgwire/errors.py"
+                   for number, line in enumerate(path.read_text().splitlines(), 1)
+                   if "error_response(" in line and "def error_response" not in line)
+    assert built == []
+    letters = re.compile(r"""(\.get\(|\{|, )"[SVCMHP]"[,:)]""")
+    literal = sorted(f"{path.relative_to(ROOT)}:{number}"
+                     for path in (ROOT / "proxy").rglob("*.py")
+                     for number, line in enumerate(path.read_text().splitlines(), 1)
+                     if letters.search(line))
+    assert literal == []  # ErrorField names the fields of an ErrorResponse
