@@ -19,5 +19,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
+# Two workers, each with its own PostgreSQL; a module's tests stay on one worker, so its
+# module-scoped proxy starts once.
 test: lint
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n 2 --dist loadfile

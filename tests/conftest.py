@@ -62,6 +62,9 @@ def _docker_engine_answers() -> bool:
 @pytest.fixture(scope="session")
 def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
     if os.environ.get("DPGATE_TEST_DSN"):
+        # Every worker of `pytest -n` would create and drop the same databases in it.
+        if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+            pytest.exit("DPGATE_TEST_DSN is one server: run pytest without -n", returncode=4)
         yield Postgres(os.environ["DPGATE_TEST_DSN"])
     elif _docker_engine_answers():
         from testcontainers.postgres import PostgresContainer

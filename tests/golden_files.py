@@ -2,7 +2,8 @@
 
 A golden file (tests/golden/*/*.sql) holds cases separated by `-- ----` lines: a `-- title`
 line, the analyst's statement, `-- expect:`, then what the rewriter makes of it as the
-directory's test writes it (tests/test_unit_golden.py, tests/test_row_golden.py). Run
+directory's test writes it (tests/test_unit_golden.py, tests/test_row_golden.py,
+tests/test_rewritten_golden.py). Run
 the tests with DPGATE_UPDATE_GOLDEN=1 to rewrite every expectation after an intended
 change, and review the diff like code.
 """

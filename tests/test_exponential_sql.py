@@ -54,8 +54,7 @@ def test_mode_counts_every_key_of_the_domain_with_the_where():
     assert [(o.name, o.kind, o.aggregate) for o in plan.outputs] == [("mode", "choice", "mode")]
     assert [p.aggregate for p in plan.parts] == ["mode"] and plan.keys == 1
     assert plan.parts[0].elastic.at(0) == 1  # Δu = ES of a count, not 2 as a histogram
-    assert "generate_series(1, 10, 1)" in plan.sql and "LEFT JOIN" in plan.sql
-    assert "order_cost > 10" in plan.sql and plan.grouping is None
+    assert plan.grouping is None  # the SQL: tests/golden/rewritten/choices.sql
 
 
 @pytest.mark.unit
@@ -71,7 +70,7 @@ def test_quantiles_share_one_grid_histogram_of_the_column():
     grid = plan.parts[0].grid
     assert grid is not None and grid.points == 2**QUANTILE_GRID_BITS + 1
     assert grid.lo == 0 and grid.value(grid.points - 1) == 5000
-    assert plan.keys == 2 and "GROUP BY 2" in plan.sql and "1048576" in plan.sql
+    assert plan.keys == 2  # the grid's SQL: tests/golden/rewritten/choices.sql
 
 
 @pytest.mark.unit

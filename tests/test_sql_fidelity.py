@@ -53,8 +53,7 @@ def refusal_of(sql: str) -> Refusal:
 @pytest.mark.unit
 def test_group_keys_without_an_aggregate_list_the_domain_for_free():
     plan = plan_of("SELECT quantity FROM orders GROUP BY quantity")
-    assert plan.parts == ()
-    assert "orders" not in plan.sql  # the domain only: no private row is read
+    assert plan.parts == ()  # the domain only, no private row read: golden/rewritten
     calibration = calibrate(plan, 0.1, 1e-8)
     assert (calibration.epsilon, calibration.delta) == (0.0, 0.0)
 
@@ -93,14 +92,13 @@ def test_group_keys_without_an_aggregate_through_the_proxy(proxy: RunningProxy):
 def test_group_by_prefers_an_input_column_to_an_output_alias():
     plan = plan_of("SELECT quantity AS product_id, count(*) FROM orders "
                    "GROUP BY quantity, product_id")
-    assert plan.keys == 2
-    assert 'product_id AS "k1"' in plan.sql and 'quantity AS "k1"' not in plan.sql
+    assert plan.keys == 2  # which column is k1: tests/golden/rewritten/group_keys.sql
 
 
 @pytest.mark.unit
 def test_group_by_an_alias_that_names_no_input_column():
     plan = plan_of("SELECT quantity AS q, count(*) FROM orders GROUP BY q")
-    assert plan.keys == 1 and 'quantity AS "k0"' in plan.sql
+    assert plan.keys == 1  # the SQL: tests/golden/rewritten/group_keys.sql
 
 
 @pytest.mark.unit
@@ -160,10 +158,8 @@ def test_dpgate_refusals_stay_where_postgresql_would_answer(proxy: RunningProxy)
 def test_expressions_over_aggregates_are_computed_over_released_values_only():
     plan = plan_of("SELECT quantity, count(*) * 100.0 / 7 AS pct FROM orders "
                    "GROUP BY quantity HAVING count(*) * 2 > 100 ORDER BY count(*) * -1, 1")
-    assert plan.post_sql is not None and "orders" not in plan.post_sql
-    assert "count" not in plan.post_sql.lower()  # every aggregate is a released value
-    assert "HAVING" not in plan.sql.upper() and "ORDER BY" not in plan.post_sql.split(
-        "FROM")[0]
+    # The SQL and the post-processing over released values: golden/rewritten/group_keys.sql
+    assert plan.post_sql is not None
     # What runs on private rows: the key and one count, nothing else.
     assert plan.probe_sql == "SELECT quantity, CAST(NULL AS TEXT), COUNT(*), COUNT(*), " \
         "COUNT(*) FROM orders GROUP BY quantity"
@@ -229,7 +225,7 @@ def test_time_buckets_through_the_proxy(proxy: RunningProxy):
 def test_filter_is_a_case_inside_the_aggregate():
     plan = plan_of("SELECT count(*) FILTER (WHERE quantity > 3), "
                    "sum(quantity) FILTER (WHERE order_cost > 10) FROM orders")
-    assert "COUNT(CASE WHEN quantity > 3 THEN 1 END)" in plan.sql
+    # The CASE inside COUNT: tests/golden/rewritten/group_keys.sql
     assert [(p.aggregate, p.magnitude) for p in plan.parts] == [("count", 1.0), ("sum", 10.0)]
 
 
