@@ -46,6 +46,12 @@ def _blocks(path: Path) -> list[tuple[str, str, str]]:
     return found
 
 
+def released_sql(post_sql: str | None, outer_sql: str | None) -> list[str]:
+    """The lines of a plan's SQL over released values: `-- post:` and `-- outer:`."""
+    return [f"-- {name}: {sql}" for name, sql in (("post", post_sql), ("outer", outer_sql))
+            if sql is not None]
+
+
 def cases(directory: Path) -> list[Case]:
     """Every case of every golden file of `directory`."""
     return [Case(path.name, head.splitlines()[0].removeprefix("-- ").strip(), statement,

@@ -20,7 +20,7 @@ from proxy.config import load_policy_file
 from rewriter.classify import parse_query
 from rewriter.errors import Refusal
 from rewriter.private import plan_private_aggregate
-from tests.golden_files import Case, cases, update_if_asked
+from tests.golden_files import Case, cases, released_sql, update_if_asked
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
@@ -41,18 +41,14 @@ def expectation(title: str, statement: str) -> str:
         plan = plan_private_aggregate(parse_query(statement), policy, 0, METRICS)
     except Refusal as refusal:
         return f"-- refused: {refusal.sqlstate} {refusal.message}"
-    lines = [plan.sql + ";"]
-    lines += [f"-- constant: {constant.token} = {constant.sql}" for constant in plan.constants]
-    if plan.post_sql is not None:
-        lines.append(f"-- post: {plan.post_sql}")
-    if plan.outer_sql is not None:
-        lines.append(f"-- outer: {plan.outer_sql}")
-    return "\n".join(lines)
+    constants = [f"-- constant: {c.token} = {c.sql}" for c in plan.constants]
+    return "\n".join([plan.sql + ";", *constants,
+                      *released_sql(plan.post_sql, plan.outer_sql)])
 
 
 update_if_asked(GOLDEN, expectation)
 
 
 @pytest.mark.parametrize("case", cases(GOLDEN), ids=lambda case: case.id)
-def test_golden(case: Case):
+def test_rewritten_sql(case: Case):
     assert expectation(case.title, case.statement) == case.expected
