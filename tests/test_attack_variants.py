@@ -37,7 +37,7 @@ ORDER = 4242
 @pytest.fixture(scope="module")
 def analyst(proxy: RunningProxy) -> Iterator[psycopg.Connection]:
     """One analyst's session with budget for every attack of this module."""
-    name = fresh_analyst(proxy, "--epsilon", "100")
+    name = fresh_analyst(proxy, 100)
     with connect(proxy.dsn(name, name)) as connection:
         yield connection
 

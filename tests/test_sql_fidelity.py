@@ -181,7 +181,7 @@ def test_constants_alone_over_private_rows_are_refused():
 def test_expressions_have_postgresqls_types_and_values(proxy: RunningProxy, sql: str,
                                                        expected: list[tuple]):
     """At ε = 10 the noise on 50 and 125 is small; the answer's types are PostgreSQL's."""
-    name = fresh_analyst(proxy, "--epsilon", "10")
+    name = fresh_analyst(proxy, 10)
     with psycopg.connect(proxy.dsn(name, name), autocommit=True) as connection:
         connection.execute("SET dp.epsilon = 10")
         where = " WHERE customer_id <= 0 OR order_id <= 50 AND quantity IS NOT NULL"
