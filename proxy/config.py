@@ -46,11 +46,17 @@ class ServerSettings:
     # The last sessions of max_clients go only to analysts with no session open, so that
     # several analysts flooding together still leave a new analyst room to log in.
     reserved_clients: int = 4
-    # What one statement may ask of the analysis (limits.py): characters (54000), nesting
-    # of parentheses (54001), and seconds of analysis before it is abandoned (54000).
+    # What one statement may ask of the analysis (limits.py): characters and tokens
+    # (54000), nesting of parentheses and depth of expressions (54001), and seconds of
+    # analysis (or calibration) before it is stopped (54000).
     max_statement_size: int = 128 * 1024
+    max_statement_tokens: int = 10_000
     max_nesting: int = 200
+    max_expression_depth: int = 400
     analysis_timeout: float = 5.0
+    # Worker threads (of 4) one analyst's analyses, calibrations and releases may use at
+    # once; the others' work takes the rest, round robin (engine/fair.py).
+    analyses_per_analyst: int = 1
     # Bytes of statement text the plan cache may hold (least recently used go first).
     plan_cache_bytes: int = 64 << 20
     # HTTP health endpoint for a load balancer (GET /health: 200 or 503); 0 serves none.
@@ -81,6 +87,9 @@ class BackendSettings:
     # on the reader connections): bounds how long a data-dependent plan can take, so
     # timing differences stay within it. Expiry is the generic 22000, charged.
     private_statement_timeout: float = 60.0
+    # Private aggregates one analyst may run at once, of pool_size: the analyst's other
+    # statements wait, and a freed connection goes round robin to the analysts waiting.
+    private_statements_per_analyst: int = 2
 
 
 @dataclass(frozen=True)
@@ -139,15 +148,19 @@ class Config:
         if not 0 <= server.reserved_clients < server.max_clients:
             raise ValueError("server.reserved_clients must be between 0 and "
                              "server.max_clients - 1")
-        if server.max_statement_size <= 0 or server.max_nesting <= 0 or \
+        if min(server.max_statement_size, server.max_statement_tokens, server.max_nesting,
+               server.max_expression_depth, server.analyses_per_analyst) <= 0 or \
                 server.analysis_timeout <= 0:
-            raise ValueError("server.max_statement_size, max_nesting and analysis_timeout "
-                             "must be positive")
+            raise ValueError("server.max_statement_size, max_statement_tokens, max_nesting, "
+                             "max_expression_depth, analyses_per_analyst and "
+                             "analysis_timeout must be positive")
         if server.idle_timeout < 0 or server.shutdown_grace < 0 or server.auth_timeout <= 0:
             raise ValueError("server.idle_timeout and server.shutdown_grace must be >= 0, "
                              "server.auth_timeout > 0")
         if not self.backend.private_statement_timeout > 0:
             raise ValueError("backend.private_statement_timeout must be positive")
+        if not 0 < self.backend.private_statements_per_analyst:
+            raise ValueError("backend.private_statements_per_analyst must be positive")
         privacy = self.privacy
         if privacy.shift_unit not in ("scale", "absolute"):
             raise ValueError("privacy.shift_unit must be 'scale' or 'absolute'")

@@ -92,3 +92,37 @@ def test_a_session_outlives_a_postgresql_restart_and_outage(
         assert isinstance(connection.execute(COUNT.format(n=3)).fetchone()[0], int)
     log = proxy.process.log_path.read_text()
     assert "Traceback" not in log and "internal error" not in log
+
+
+def test_prepared_statements_survive_a_restart_and_the_ledger_answers_while_it_is_down(
+        server: pgserver.PostgresServer, proxy: OwnProxy):
+    """Issue 24: psycopg prepares `_pg3_0`… once and uses the names for good; after the
+    relay connection is renewed they must still exist. SHOW dp.budget over the extended
+    protocol is the ledger's alone: it works while PostgreSQL is down."""
+    relayed = "SELECT count(*) FROM products WHERE product_id > %s"
+    with psycopg.connect(proxy.dsn(), autocommit=True) as connection:
+        before = connection.execute(relayed, (10,), prepare=True).fetchone()
+        private = connection.execute(COUNT.format(n=1), prepare=True).fetchone()
+        budget = connection.execute("SHOW dp.budget", prepare=True).fetchone()
+        assert before is not None and before[0] > 0 and private is not None
+
+        _pg_ctl(server, "stop")
+        for _ in range(3):  # prepared, so over Parse/Bind/Execute
+            assert connection.execute("SHOW dp.budget", prepare=True).fetchone() == budget
+        with pytest.raises(psycopg.OperationalError) as down:
+            connection.execute(relayed, (10,), prepare=True)
+        assert down.value.sqlstate == "08006"
+
+        _pg_ctl(server, "start")
+        for _ in range(3):
+            assert connection.execute(relayed, (10,), prepare=True).fetchone() == before
+            assert connection.execute("SHOW dp.budget", prepare=True).fetchone() == budget
+
+        _pg_ctl(server, "restart")  # the session idle meanwhile
+        for _ in range(3):
+            assert connection.execute(relayed, (10,), prepare=True).fetchone() == before
+            assert connection.execute("SHOW dp.budget", prepare=True).fetchone() == budget
+        # The repeated private count is answered from the ledger: nothing charged anew.
+        assert connection.execute(COUNT.format(n=1), prepare=True).fetchone() == private
+    log = proxy.process.log_path.read_text()
+    assert "Traceback" not in log and "internal error" not in log

@@ -93,12 +93,18 @@ def resident_megabytes(pid: int) -> float:
     raise AssertionError("no VmRSS")
 
 
+def refused_beside_the_others(proxy: OwnProxy, sql: str) -> psycopg.Error:
+    """The error `sql` gets, while the other analyst asks again and again (printed)."""
+    error, latencies = while_running(lambda: error_of(proxy.dsn(), sql), proxy)
+    print(f"other analyst during a {len(sql)}-character statement: "
+          f"max {max(latencies) * 1000:.0f} ms over {len(latencies)} answers")
+    return error
+
+
 def test_a_statement_too_long_to_analyse_is_refused_at_once(proxy: OwnProxy):
     huge = "SELECT count(*) FROM orders WHERE quantity = " + "+".join(["1"] * 100_000)
-    error, latencies = while_running(lambda: error_of(proxy.dsn(), huge), proxy)
+    error = refused_beside_the_others(proxy, huge)
     assert error.sqlstate == "54000" and "too long" in str(error)
-    print(f"other analyst during a {len(huge)}-character statement: "
-          f"max {max(latencies) * 1000:.0f} ms over {len(latencies)} answers")
 
 
 def test_a_statement_nested_too_deeply_is_refused(proxy: OwnProxy):
@@ -107,9 +113,9 @@ def test_a_statement_nested_too_deeply_is_refused(proxy: OwnProxy):
 
 
 def test_a_long_analysis_runs_beside_the_other_clients(proxy: OwnProxy):
-    """Under the size limit but slow to parse: analysed on a worker thread, the event loop
-    keeps serving the others."""
-    values = ", ".join(str(n) for n in range(9000))
+    """Under the size and token limits but slow to parse: analysed on a worker thread, the
+    event loop keeps serving the others."""
+    values = ", ".join(str(n) for n in range(4000))
     long_in = f"SELECT count(*) FROM orders WHERE order_id IN ({values})"
 
     def ask() -> int:
@@ -188,6 +194,32 @@ def test_the_plan_cache_does_not_keep_every_long_statement(proxy: OwnProxy):
     grown = resident_megabytes(proxy.process.pid) - before
     print(f"proxy RSS grew by {grown:.1f} MB after 10 MB of distinct statements")
     assert grown < 5  # kept by an unbounded cache, the texts alone would take 10
+
+
+def test_every_cache_keyed_by_text_stays_within_its_bytes(proxy: OwnProxy):
+    """Issue 24: the statement fingerprints of the audit log were an lru_cache of 4,096
+    whole texts. 1,000 distinct 60 KB relayed statements (60 MB, kept whole by the
+    relay's plan: a string literal) must leave the proxy about where it was once the
+    caches are full."""
+    padding = "x" * 60_000
+    with psycopg.connect(proxy.dsn(), autocommit=True) as connection:
+        def ask(first: int, last: int) -> None:
+            for index in range(first, last):
+                assert connection.execute(
+                    f"SELECT length('{index}{padding}')").fetchone() == (len(str(index)) + 60_000,)
+        ask(0, 200)  # the caches fill up
+        full = resident_megabytes(proxy.process.pid)
+        ask(200, 1000)
+        grown = resident_megabytes(proxy.process.pid) - full
+    print(f"proxy RSS grew by {grown:.1f} MB over 48 MB more of distinct statements")
+    assert grown < 20  # an lru_cache of whole texts keeps all 48
+
+
+def test_a_chain_of_65000_terms_is_refused_before_it_is_analysed(proxy: OwnProxy):
+    """Issue 24: `1+1+…+1` just under the size limit kept a worker thread for minutes."""
+    chain = "SELECT count(*) FROM orders WHERE order_id <> " + "+".join(["1"] * 30_000)
+    error = refused_beside_the_others(proxy, chain)
+    assert error.sqlstate == "54001" and "too deep" in str(error)
 
 
 def test_budget_reads_do_not_wait_for_charges(proxy: OwnProxy):

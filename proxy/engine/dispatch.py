@@ -23,6 +23,7 @@ from ..pgwire.running import Running
 from .charge_batches import ChargeBatches
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error
+from .fair import FairShares
 from .outcome import Answer, Outcome, Reply
 from .plan_check import PlanChecker
 from .planning import Planner
@@ -49,16 +50,17 @@ class Engine:
                  rng: RandomSource, planner: Planner, checker: PlanChecker,
                  workers: Workers, running: Running,
                  report_charge: ChargeReport | None = None,
-                 charges: ChargeBatches | None = None):
+                 charges: ChargeBatches | None = None, readers: FairShares | None = None):
         self.pool = pool
         self.planner = planner
+        self.analyst = analyst.name
         self.settings = DpSettings(analyst, config, ledger, workers, planner)
         # report_charge: how proxy/ops learns what each statement was charged.
-        # charges: the proxy's ChargeBatches, shared by its sessions (this engine's own
-        # without one).
+        # charges, readers: the proxy's ChargeBatches and fair shares of the reader
+        # connections, shared by its sessions (this engine's own without them).
         self.private = PrivateAnswers(analyst, config, ledger, pool, rng, checker, workers,
                                       self.settings, running, report_charge,
-                                      charges or ChargeBatches(ledger, workers))
+                                      charges or ChargeBatches(ledger, workers), readers)
         # Plan kind -> how it is answered: the whole of the dispatch.
         self._actions: dict[type, Callable[[Any, str, Parameters | None, int],
                                            Awaitable[Outcome]]] = {
@@ -70,7 +72,7 @@ class Engine:
 
     async def statements(self, sql: str) -> list[Statement]:
         """The plans of a query string (see Planner.statements)."""
-        return await self.planner.statements(sql, self.settings.values)
+        return await self.planner.statements(sql, self.settings.values, self.analyst)
 
     def cached(self, sql: str) -> list[Statement] | None:
         """A query string's plans if it was planned before (Planner.cached)."""
@@ -78,7 +80,7 @@ class Engine:
 
     async def lifted(self, sql: str) -> list[Statement] | None:
         """A simple-query string's plans through its lifted shape (Planner.lifted)."""
-        return await self.planner.lifted(sql, self.settings.values)
+        return await self.planner.lifted(sql, self.settings.values, self.analyst)
 
     async def execute(self, text: str, plan: Plan, parameters: Parameters | None = None,
                       offset: int = 0) -> Outcome:

@@ -7,12 +7,13 @@ costs a dictionary lookup instead of a parse and an analysis.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 
 from mechanisms.names import Mechanism
 from rewriter.calibrate import Calibration, calibrate
 from rewriter.classify import Statement
 from rewriter.plan import PrivateAggregate
+
+from .shapes import Remembered
 
 CacheKey = tuple[str, int]
 
@@ -23,30 +24,18 @@ class PlanCache:
     cannot grow the proxy without end."""
 
     def __init__(self, size: int = 2048, max_bytes: int = 64 << 20):
-        self.size = size
-        self.max_bytes = max_bytes
-        self.bytes = 0
-        self._plans: OrderedDict[CacheKey, tuple[list[Statement], int]] = OrderedDict()
+        self._plans: Remembered[CacheKey, list[Statement]] = Remembered(size, max_bytes)
+
+    @property
+    def bytes(self) -> int:
+        """The bytes its entries are counted for."""
+        return self._plans.bytes
 
     def get(self, key: CacheKey) -> list[Statement] | None:
-        entry = self._plans.get(key)
-        if entry is None:
-            return None
-        self._plans.move_to_end(key)
-        return entry[0]
+        return self._plans.get(key)
 
     def put(self, key: CacheKey, statements: list[Statement]) -> None:
-        weight = _weight(key, statements)
-        if weight > self.max_bytes:
-            return  # would evict everything else: not worth keeping
-        previous = self._plans.pop(key, None)
-        if previous is not None:
-            self.bytes -= previous[1]
-        self._plans[key] = (statements, weight)
-        self.bytes += weight
-        while len(self._plans) > self.size or self.bytes > self.max_bytes:
-            _, (_, evicted) = self._plans.popitem(last=False)
-            self.bytes -= evicted
+        self._plans.put(key, statements, _weight(key, statements))
 
 
 def _weight(key: CacheKey, statements: list[Statement]) -> int:
@@ -62,11 +51,11 @@ class CalibrationCache:
     """calibrate(), remembered by its inputs (plan, ε, δ, mechanism): the smooth-sensitivity
     scan and the Gaussian σ search are the costly parts. `get` answers from the cache only,
     so the event loop can skip the trip to a worker thread when the answer is known.
-    Shared by sessions on the loop and on worker threads, hence the lock."""
+    Bounded by entries and by the bytes of the plans' SQL (shapes.py). Shared by sessions
+    on the loop and on worker threads, hence the lock."""
 
-    def __init__(self, size: int = 4096):
-        self.size = size
-        self._entries: OrderedDict[tuple, Calibration] = OrderedDict()
+    def __init__(self, size: int = 4096, max_bytes: int = 16 << 20):
+        self._entries: Remembered[tuple, Calibration] = Remembered(size, max_bytes)
         self._lock = threading.Lock()
 
     def get(self, plan: PrivateAggregate, epsilon: float, delta: float,
@@ -74,10 +63,7 @@ class CalibrationCache:
         """The remembered calibration, or None."""
         key = (plan, epsilon, delta, mechanism)
         with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
+            return self._entries.get(key)
 
     def __call__(self, plan: PrivateAggregate, epsilon: float, delta: float,
                  mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration:
@@ -87,9 +73,7 @@ class CalibrationCache:
             return found
         calibration = calibrate(plan, epsilon, delta, mechanism=mechanism)
         with self._lock:
-            self._entries[(plan, epsilon, delta, mechanism)] = calibration
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+            self._entries.put((plan, epsilon, delta, mechanism), calibration)
         return calibration
 
 

@@ -34,6 +34,7 @@ class PlanChecker:
 
     def __init__(self, policy: Policy, size: int = 4096):
         self.policy = policy
+        # Each bounded by entries and by 16 MiB of the text in their keys (shapes.py).
         self._checked: Remembered[tuple[str, bytes], bool] = Remembered(size)
         # The answers' shapes of lifted statements (session.py), and type names by OID.
         self.shapes: Remembered[tuple, Any] = Remembered(size)

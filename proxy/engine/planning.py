@@ -4,21 +4,20 @@ first through the string's shape with its WHERE literals lifted out (literals.py
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 
 from rewriter.classify import Statement, classify
 from rewriter.errors import Refusal
-from rewriter.metrics import ColumnKey, MissingMetrics
+from rewriter.metrics import ColumnKey, Metrics, MissingMetrics
 from rewriter.policy import Policy
 from rewriter.sqlstate import SqlState
 from rewriter.unit_policy import SESSION_BOUNDS, with_session_bounds
 
-from ..config import Config
+from ..config import Config, ServerSettings
 from ..pgwire.backend import BackendError, BackendPool
 from .errors import StatementError, client_error
 from .knowledge import Knowledge, measure_column
-from .limits import INLINE_ANALYSIS_SIZE, TooMuchWork, check_statement
+from .limits import INLINE_ANALYSIS_SIZE, TooMuchWork, check_size, check_statement
 from .literals import LiftedStatement, lift, relayed_as_written, usable
 from .plan_cache import PlanCache
 from .workers import Workers
@@ -35,10 +34,11 @@ class Planner:
         self.pool = pool
         self.workers = workers
 
-    async def statements(self, sql: str, session: Mapping[str, str] | None = None
-                         ) -> list[Statement]:
+    async def statements(self, sql: str, session: Mapping[str, str] | None = None,
+                         analyst: str = "") -> list[Statement]:
         """Plans for a query string, from the cache or the rewriter, under the policy with
-        the session's dp.max_contributions / dp.max_groups (`session`: its dp.* values).
+        the session's dp.max_contributions / dp.max_groups (`session`: its dp.* values);
+        the analysis runs within `analyst`'s share of the worker threads.
 
         A join column met for the first time is measured (maxFreq) and the string is
         analysed again, so a metric is never guessed.
@@ -54,7 +54,7 @@ class Planner:
                 return cached
             try:
                 statements = await self._analyse(
-                    sql, with_session_bounds(self.config.policy, session))
+                    sql, with_session_bounds(self.config.policy, session), analyst)
             except MissingMetrics as missing:
                 await self.learn(missing.columns)
                 continue
@@ -74,8 +74,8 @@ class Planner:
         """The plans of a query string planned before, without waiting for anything."""
         return self.plans.get(self._key(sql, session or {}))
 
-    async def lifted(self, sql: str, session: Mapping[str, str] | None = None
-                     ) -> list[Statement] | None:
+    async def lifted(self, sql: str, session: Mapping[str, str] | None = None,
+                     analyst: str = "") -> list[Statement] | None:
         """The plans of a simple-query string not in the cache (callers ask `cached`
         first) through its lifted shape (literals.py): a private aggregate to answer with
         the shape's plan and the literals as parameters, or the string relayed as written
@@ -88,7 +88,7 @@ class Planner:
         if lifted is None:
             return None
         try:
-            statements = await self.statements(lifted.text, session)
+            statements = await self.statements(lifted.text, session, analyst)
         except (Refusal, StatementError):
             return None  # the text as written gets its own analysis and its own error
         relayed = relayed_as_written(statements, lifted)
@@ -101,15 +101,17 @@ class Planner:
             return None
         return [LiftedStatement(lifted.text, 0, statements[0].plan, lifted.parameters)]
 
-    async def _analyse(self, sql: str, policy: Policy) -> list[Statement]:
-        """classify(), within the limits of limits.py, on a worker thread: a few
-        milliseconds for the shortest statement, which the event loop would lose for
-        every other session (a plan cache hit skips it)."""
+    async def _analyse(self, sql: str, policy: Policy, analyst: str) -> list[Statement]:
+        """classify(), within the limits of limits.py, on a worker thread of the analyst's
+        share: a few milliseconds for the shortest statement, which the event loop would
+        lose for every other session (a plan cache hit skips it). Past
+        server.analysis_timeout the analysis is stopped (workers.py)."""
         server = self.config.server
         try:
-            check_statement(sql, server.max_statement_size, server.max_nesting)
-            async with asyncio.timeout(server.analysis_timeout):
-                return await self.workers.cpu(classify, sql, policy, self.knowledge.metrics)
+            check_size(sql, server)  # the rest of the measure is linear: on the thread
+            return await self.workers.cpu_until(
+                server.analysis_timeout, _classify_within_limits, sql, policy,
+                self.knowledge.metrics, server, analyst=analyst)
         except TooMuchWork as limit:
             raise StatementError(limit.sqlstate, limit.message, limit.hint) from None
         except RecursionError:
@@ -133,3 +135,10 @@ class Planner:
                 raise client_error(error) from None
         if measured:  # stored once the connection is back in the pool
             await self.knowledge.remember(measured)
+
+
+def _classify_within_limits(sql: str, policy: Policy, metrics: Metrics,
+                            server: ServerSettings) -> list[Statement]:
+    """The statement measured (limits.py), then classified: both on the worker thread."""
+    check_statement(sql, server)
+    return classify(sql, policy, metrics)

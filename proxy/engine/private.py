@@ -62,6 +62,7 @@ from .charge_batches import ChargeBatches
 from .connection_loss import connection_loss
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error, ledger_call
+from .fair import FairShares
 from .generic_plan import type_names
 from .literals import LiftedParameters, LiftFailed
 from .outcome import Answer, text_data_rows
@@ -90,7 +91,7 @@ class PrivateAnswers:
                  rng: RandomSource, checker: PlanChecker, workers: Workers,
                  settings: DpSettings, running: Running,
                  report_charge: ChargeReport | None = None,
-                 charges: ChargeBatches | None = None):
+                 charges: ChargeBatches | None = None, readers: FairShares | None = None):
         self.analyst = analyst
         self.config = config
         self.ledger = ledger
@@ -103,6 +104,11 @@ class PrivateAnswers:
         self.report_charge = report_charge or _unreported
         # Where charges go to commit: with other sessions' (charge_batches.py).
         self.charges = charges or ChargeBatches(ledger, workers)
+        # The analyst's share of the reader connections, shared with the other sessions
+        # (fair.py): one analyst's slow statements hold at most
+        # backend.private_statements_per_analyst of them.
+        self.readers = readers or FairShares(config.backend.pool_size,
+                                             config.backend.private_statements_per_analyst)
         # Whether the statement under way reached its private query (never retried after:
         # from there a failure may depend on the rows, and is charged).
         self.charging = False
@@ -188,7 +194,13 @@ class PrivateAnswers:
         A database connection that fails before the private query runs (PostgreSQL
         restarted, starting up or down) is replaced and the statement tried once more; a
         second failure is this statement's error with PostgreSQL's SQLSTATE, uncharged
-        (connection_loss.py)."""
+        (connection_loss.py). The whole answer is run within the analyst's share of the
+        reader connections."""
+        async with self.readers.slot(self.analyst.name):
+            return await self._answer_twice(text, plan, parameters, offset)
+
+    async def _answer_twice(self, text: str, plan: PrivateAggregate,
+                            parameters: Parameters | None, offset: int) -> Answer:
         for attempt in range(2):
             self.charging = False
             try:
@@ -259,7 +271,7 @@ class PrivateAnswers:
                       f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
                       f"of {outcome.budget.epsilon_total:g})")
         # A long answer (fresh or stored) is encoded on a worker thread, as it was noised.
-        encoded = await self.workers.cpu(text_data_rows, rows) \
+        encoded = await self.workers.cpu(text_data_rows, rows, analyst=self.analyst.name) \
             if len(rows) > INLINE_RELEASE_ROWS else None
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice, encoded)
 
@@ -281,11 +293,19 @@ class PrivateAnswers:
             calibration = calibrate_cached.get(plan, settings.epsilon, settings.delta,
                                                settings.mechanism)
             if calibration is None:
-                # The first calibration of a join scans the smooth sensitivity: off the loop.
-                calibration = await self.workers.cpu(calibrate_cached, plan, settings.epsilon,
-                                                     settings.delta, settings.mechanism)
+                # The first calibration of a join scans the smooth sensitivity: off the loop,
+                # and stopped (free: nothing ran yet) when it takes longer than an analysis.
+                calibration = await self.workers.cpu_until(
+                    self.config.server.analysis_timeout, calibrate_cached, plan,
+                    settings.epsilon, settings.delta, settings.mechanism,
+                    analyst=self.analyst.name)
         except Refusal as refusal:
             raise client_error(refusal) from None
+        except TimeoutError:
+            raise StatementError(SqlState.PROGRAM_LIMIT_EXCEEDED, "dpgate gave up calibrating "
+                                 f"the noise after {self.config.server.analysis_timeout:g} s; "
+                                 "nothing was charged",
+                                 hint="Ask with a larger dp.epsilon.") from None
         types = parameters.types if parameters else ()
         # The shape of a statement with parameters is the same for all their values
         # (Parse/Describe read catalogs only). A bad value fails at the private query's
@@ -372,7 +392,7 @@ class PrivateAnswers:
         arguments = (plan, calibration, shape.key_types, true_rows, shift,
                      self.config.privacy, self.rng,
                      shape.released if plan.post_sql else shape.answer)
-        answer = await self.workers.cpu(release, *arguments) \
+        answer = await self.workers.cpu(release, *arguments, analyst=self.analyst.name) \
             if heavy_release(plan, calibration, true_rows) else release(*arguments)
         rows = answer.rows
         if plan.post_sql is not None:

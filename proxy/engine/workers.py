@@ -11,29 +11,70 @@ runs in a thread of its own pool instead:
   proxy/server/event_loop.py) instead of waiting for the end.
 - `ledger_writes`: charges and stored answers, each a durable SQLite commit (an fsync).
 - `ledger_reads`: `SHOW dp.budget` and logins, which must not queue behind the commits.
+
+The `cpu` threads are shared fairly (fair.py): an analyst's work holds at most
+`per_analyst` of them, and freed threads go round robin to the analysts waiting. Work
+with a deadline (`cpu_until`: analysis, calibration) is stopped when the deadline passes:
+a thread cannot be killed, but an exception raised in it at its next Python instruction
+(PyThreadState_SetAsyncExc) unwinds the work, so the thread is free again within
+milliseconds instead of analysing on for minutes after the client got its error. The
+compiled parts of sqlglot cannot be interrupted this way; limits.py bounds their input.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Generic, TypeVar
+
+from .fair import FairShares
 
 T = TypeVar("T")
 
 
+class Stopped(BaseException):
+    """Raised inside a worker thread whose work's deadline passed. A BaseException, so
+    that the work's own `except Exception` clauses let it through."""
+
+
 class Workers:
-    def __init__(self, cpu_threads: int = 4, write_threads: int = 8, read_threads: int = 4):
+    def __init__(self, cpu_threads: int = 4, write_threads: int = 8, read_threads: int = 4,
+                 cpu_per_analyst: int = 1):
         self.write_threads = write_threads
         self.cpu_pool = ThreadPoolExecutor(cpu_threads, thread_name_prefix="dpgate-cpu")
+        self.cpu_shares = FairShares(cpu_threads, cpu_per_analyst)
         self.write_pool = ThreadPoolExecutor(write_threads, thread_name_prefix="dpgate-write")
         self.read_pool = ThreadPoolExecutor(read_threads, thread_name_prefix="dpgate-read")
 
-    async def cpu(self, function: Callable[..., T], *args: object) -> T:
-        return await _run(self.cpu_pool, function, *args)
+    async def cpu(self, function: Callable[..., T], *args: object, analyst: str = "") -> T:
+        """`function(*args)` on a cpu thread, within the analyst's share of them."""
+        async with self.cpu_shares.slot(analyst):
+            return await _run(self.cpu_pool, function, *args)
+
+    async def cpu_until(self, seconds: float, function: Callable[..., T], *args: object,
+                        analyst: str = "") -> T:
+        """As `cpu`, but the work is stopped after `seconds` (TimeoutError). The analyst's
+        thread is given back only once the work has stopped."""
+        job = _StoppableJob(functools.partial(function, *args))
+        async with self.cpu_shares.slot(analyst):
+            running = asyncio.get_running_loop().run_in_executor(self.cpu_pool, job)
+            try:
+                return await asyncio.wait_for(asyncio.shield(running), seconds)
+            except TimeoutError:
+                job.stop()
+                try:
+                    await running
+                except Stopped:
+                    pass
+                raise
+            except asyncio.CancelledError:  # the client went away: its work stops too
+                job.stop()
+                running.add_done_callback(_retrieved)  # its Stopped is nobody's error
+                raise
 
     def free(self, rows: list) -> None:
         """Empty a long list on a worker thread, a piece at a time, without waiting: the
@@ -77,6 +118,48 @@ _FREED_PER_PIECE = 4096
 def _free_in_pieces(rows: list) -> None:
     while rows:
         del rows[-_FREED_PER_PIECE:]
+
+
+class _StoppableJob(Generic[T]):
+    """A function run on a worker thread that another thread may stop (`stop`)."""
+
+    def __init__(self, function: Callable[[], T]):
+        self.function = function
+        self.lock = threading.Lock()
+        self.thread: int | None = None
+        self.stopped = self.done = False
+
+    def __call__(self) -> T:
+        with self.lock:
+            if self.stopped:
+                raise Stopped()
+            self.thread = threading.get_ident()
+        try:
+            return self.function()
+        finally:
+            with self.lock:
+                self.done = True
+                # A stop that came after the work ended must not hit the pool's own code.
+                _raise_in_thread(threading.get_ident(), None)
+
+    def stop(self) -> None:
+        """Stop the work at its next Python instruction (before it starts, if it has not)."""
+        with self.lock:
+            self.stopped = True
+            if self.thread is not None and not self.done:
+                _raise_in_thread(self.thread, Stopped)
+
+
+def _retrieved(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+def _raise_in_thread(thread: int, exception: type[BaseException] | None) -> None:
+    """Raise `exception` in `thread` at its next Python instruction (None: take back one
+    raised before that has not happened yet)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread), None if exception is None else ctypes.py_object(exception))
 
 
 async def _run(pool: ThreadPoolExecutor, function: Callable[..., T], *args: object) -> T:

@@ -69,8 +69,6 @@ class ExtendedProtocol:
         if self.skipping:
             return
         try:
-            if not self.forwarded and not self.pending:  # between batches: a fresh relay
-                await self.session.ensure_relay()
             await self._handlers[kind](payload)
             if len(self.pending) >= MAX_PENDING:  # a client that never syncs: read as we go
                 await self.settle()
@@ -134,9 +132,13 @@ class ExtendedProtocol:
                 elif self.pending and kind in COMPLETES[self.pending[0][0]]:
                     self.pending.pop(0)
 
-    def _forward(self, message: bytes, undo: Callable[[], None] = _nothing) -> None:
+    async def _forward(self, message: bytes, undo: Callable[[], None] = _nothing) -> None:
         """Queue a message for the backend; its answer is read later (handle settles
-        when too many are unread)."""
+        when too many are unread). The first of a batch renews a relay connection
+        PostgreSQL closed (session.py): only messages that need the backend wait for it,
+        so SHOW dp.budget and the other answers of dpgate's own work while it is down."""
+        if not self.forwarded and not self.pending:
+            await self.session.ensure_relay()
         self.session.relay.send(message)
         self.pending.append((message[:1], undo))
         self.forwarded = True
@@ -178,9 +180,10 @@ class ExtendedProtocol:
         if isinstance(plan, Refusal):
             raise await self.session.engine.refused(parse.query, plan, types=parse.parameter_types)
         if isinstance(plan, Relay):
-            prepared = self.statements[parse.statement] = Prepared(parse.query, plan)
+            prepared = self.statements[parse.statement] = Prepared(
+                parse.query, plan, parse.parameter_types)
             # plan.text: the statement as classified (row counts neutralised, say).
-            self._forward(
+            await self._forward(
                 wire.parse_message(parse.statement, plan.text, parse.parameter_types),
                 undo=lambda: _drop(self.statements, parse.statement, prepared))
             return
@@ -200,7 +203,7 @@ class ExtendedProtocol:
             raise StatementError(SqlState.DUPLICATE_CURSOR, f'portal "{name}" already exists')
         if prepared.relayed:
             portal = self.portals[name] = Portal(prepared)
-            self._forward(wire.message(Frontend.BIND, payload),
+            await self._forward(wire.message(Frontend.BIND, payload),
                           undo=lambda: _drop(self.portals, name, portal))
             return
         bind = wire.read_bind(payload)
@@ -226,7 +229,7 @@ class ExtendedProtocol:
             portal = self._portal(name)
             prepared, formats = portal.prepared, portal.formats
         if prepared.relayed:
-            self._forward(wire.message(Frontend.DESCRIBE, payload))
+            await self._forward(wire.message(Frontend.DESCRIBE, payload))
             return
         await self._own_turn()
         if kind == Target.STATEMENT:
@@ -237,7 +240,7 @@ class ExtendedProtocol:
     async def _execute(self, payload: bytes, name: str, limit: int) -> None:
         portal = self._portal(name)
         if portal.relayed:
-            self._forward(wire.message(Frontend.EXECUTE, payload))
+            await self._forward(wire.message(Frontend.EXECUTE, payload))
             return
         await self._own_turn()
         session = self.session
@@ -272,7 +275,7 @@ class ExtendedProtocol:
         table: dict = self.statements if kind == Target.STATEMENT else self.portals
         closed = table.pop(name, None)
         if closed is not None and closed.relayed:
-            self._forward(wire.message(Frontend.CLOSE, payload))
+            await self._forward(wire.message(Frontend.CLOSE, payload))
             return
         await self._own_turn()
         self.session.send(wire.CLOSE_COMPLETE)

@@ -21,6 +21,7 @@ from rewriter.sqlstate import SqlState
 from ..config import Config
 from ..engine.charge_batches import ChargeBatches
 from ..engine.dispatch import Engine
+from ..engine.fair import FairShares
 from ..engine.knowledge import Knowledge
 from ..engine.plan_cache import PlanCache
 from ..engine.plan_check import PlanChecker
@@ -77,7 +78,10 @@ class Proxy:
         self.knowledge = Knowledge(self.ledger)
         self.plans = PlanCache(max_bytes=self.config.server.plan_cache_bytes)
         self.checker = PlanChecker(self.config.policy)
-        self.workers = Workers()
+        self.workers = Workers(cpu_per_analyst=self.config.server.analyses_per_analyst)
+        # Every session's fair shares of the reader connections (engine/fair.py).
+        self.readers = FairShares(self.config.backend.pool_size,
+                                  self.config.backend.private_statements_per_analyst)
         self.charges = ChargeBatches(self.ledger, self.workers, prepare=True)  # every session's
         self.planner = Planner(self.config, self.knowledge, self.plans, self.pool, self.workers)
         server = self.config.server
@@ -310,7 +314,7 @@ class Proxy:
                                options["application_name"])
         engine = Engine(analyst, self.config, self.ledger, self.pool, self.rng, self.planner,
                         self.checker, self.workers, running, report_charge=ops.charge,
-                        charges=self.charges)
+                        charges=self.charges, readers=self.readers)
         session = Session(analyst, engine, relay,
                           reconnect=lambda: BackendConnection.connect(self.relay_endpoint,
                                                                       **options),

@@ -144,22 +144,26 @@ class Session:
 
     async def ensure_relay(self) -> None:
         """Reconnect the relay connection if PostgreSQL closed it (a restart, a terminated
-        backend) while it was idle. Inside a transaction that transaction is gone, which
-        the client is told; outside one the statement goes on, on the new connection."""
+        backend) while it was idle, and prepare the session's relayed statements again on
+        it (prepared.py), so that the client's prepared statements go on working. Inside
+        a transaction that transaction is gone, which the client is told; outside one the
+        statement goes on, on the new connection."""
         if self.relay.alive:
             return
         in_transaction = self.relay.status != TransactionStatus.IDLE
         self.relay.close()
         try:
             self.relay = await self.reconnect()
+            refused = await self.prepared.prepare_again(self.relay)
         except (OSError, asyncio.IncompleteReadError, BackendError) as error:
             self.relay.status = TransactionStatus.IDLE
             code = getattr(error, "sqlstate", SqlState.CONNECTION_FAILURE)
             raise StatementError(code, "dpgate cannot reach its database at the moment",
                                  hint="Ask again in a moment.") from None
-        self.prepared.forget(None)
+        lost = f"; prepared statements {', '.join(refused)} could not be prepared " \
+            "again" if refused else ""
         self.send(wire.notice_response("dpgate: the connection to the database was renewed; "
-                                       "settings made with SET are reset"))
+                                       f"settings made with SET are reset{lost}"))
         if in_transaction:
             raise StatementError(SqlState.CONNECTION_FAILURE,
                                  "the connection to the database was lost "
