@@ -20,6 +20,6 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 # Two workers, each with its own PostgreSQL; a module's tests stay on one worker, so its
-# module-scoped proxy starts once.
+# module-scoped proxy starts once. One worker when DPGATE_TEST_DSN names a single server.
 test: lint
-	$(VENV)/bin/pytest -n 2 --dist loadfile
+	$(VENV)/bin/pytest $(if $(DPGATE_TEST_DSN),,-n 2 --dist loadfile)
