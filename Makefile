@@ -21,5 +21,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
+# Two workers, each with its own PostgreSQL; a module's tests stay on one worker, so its
+# module-scoped proxy starts once. One worker when DPGATE_TEST_DSN names a single server.
 test: lint
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest $(if $(DPGATE_TEST_DSN),,-n 2 --dist loadfile)

@@ -1,4 +1,13 @@
-"""The privacy ledger: analysts, budgets, charges, stored answers and metrics."""
+"""The privacy ledger: analysts, budgets, charges, stored answers and metrics.
+
+- the interface: `store` (the Ledger protocol and its plain data), `rows` (what both
+  stores read and write alike), `opening` (which store a configuration names).
+- the stores: `sqlite_ledger` (one file, WAL) with `group_commit` and `wal_restart`
+  (one fsync per answer), `postgres_ledger` and `postgres_schema` (shared by several
+  proxies), `ledger_copy` (SQLite into PostgreSQL).
+- answering: `one_commit` (look up, then charge with the answer in one commit),
+  `fingerprint` (the same question asked the same way).
+"""
 
 from .fingerprint import fingerprint
 from .one_commit import (

@@ -1,0 +1,12 @@
+"""The mathematics of noise: pure functions plus an injectable random source.
+
+- samplers: `laplace` and `gaussian` (exact discrete noise for integers), `reals` (real
+  answers on a power-of-two grid), `exponential` (the exponential mechanism),
+  `random_source` (secure randomness) and `seeded_source` (reproducible, for tests and
+  experiments only), `numbers` (exact rational parameters).
+- calibration and accuracy: `gaussian_sigma` (σ for (ε, δ)), `key_selection` (the
+  threshold of key selection), `accuracy` (the ±α of the NOTICE), `names` (the
+  mechanisms an analyst may choose).
+- budgets and analyses: `budget_plan` (risk-based budgets among analysts), `collusion`
+  (colluding analysts, reproduced with the real samplers).
+"""

@@ -13,7 +13,8 @@ accounting/, mechanisms/):
 - `proxy.server`  the asyncio glue: accept, sessions, the simple and extended protocol.
 - `proxy.demo`    the embedded demo: PostgreSQL, data, roles, analysts (pgwire and
                   config only).
-- `proxy.admin`   the `dpgate` command line (also `python -m proxy`).
+- `proxy.ops`     running it as a service: metrics, audit log, admin console, dashboard.
+- `proxy.admin`   the `dpgate` command line (also `python -m proxy`, `proxy.__main__`).
 
 tests/test_layers.py enforces this order and the absence of import cycles.
 """

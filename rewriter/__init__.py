@@ -1,0 +1,22 @@
+"""The rewriter: pure functions from SQL text, a catalog snapshot, the policy and the
+metrics to a Plan or a typed refusal. No I/O, no clock, no randomness.
+
+Modules, in the order a statement meets them:
+
+- reading the statement: `classify` (split a query string, decide what each statement
+  is), `scopes` (CTE names), `positions` (error positions in the client's text),
+  `functions` (functions refused or allowed on private rows), `catalog` and `neutralise`
+  (catalog reads refused, neutralised or relayed).
+- the policy: `policy`, `unit_policy` (the privacy unit), `unit` (which unit a row
+  belongs to), `policy_view` (SHOW dp.policy), `comments` (the policy as column comments).
+- sensitivity: `relations` (FLEX stability and max frequencies), `elastic` (elastic and
+  smooth sensitivity), `metrics` (what is known of the data), `calibrate` (noise scales).
+- private aggregates: `private` (validate, sensitivity, rewrite), `bounding`
+  (contribution bounding), `buckets` (computed group keys), `arithmetic` (expressions
+  that cannot fail), `constants` (values computed first), `choice` (exponential
+  mechanism), `computed` and `outer` (post-processing of released values), `totality`
+  (nothing may fail for some rows only), `rewrite` (the SQL the backend runs).
+- checks against PostgreSQL's own plan: `plan_check`, `plan_joins`.
+- what comes out: `plan` (the Plan), `errors` (typed refusals), `sqlstate` (every
+  SQLSTATE, a leaf module), `explain` and `unit_report` (`dpgate explain`, the NOTICE).
+"""

@@ -26,6 +26,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from accounting import Ledger, SqliteLedger
 from accounting.postgres_ledger import PostgresLedger
+from proxy.admin.cli_common import open_configured_ledger
+from proxy.config import load_config
+from proxy.demo.analysts import create_analyst
 from proxy.demo.demo import DEMO_POLICY_FILE, PRIVATE_TABLES, PUBLIC_TABLES
 from proxy.demo.demo_data import load_demo_dataset
 from proxy.demo.roles import READER, RELAY, prepare_roles
@@ -59,6 +62,9 @@ def _docker_engine_answers() -> bool:
 @pytest.fixture(scope="session")
 def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
     if os.environ.get("DPGATE_TEST_DSN"):
+        # Every worker of `pytest -n` would create and drop the same databases in it.
+        if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+            pytest.exit("DPGATE_TEST_DSN is one server: run pytest without -n", returncode=4)
         yield Postgres(os.environ["DPGATE_TEST_DSN"])
     elif _docker_engine_answers():
         from testcontainers.postgres import PostgresContainer
@@ -99,7 +105,8 @@ def ledger_database(postgres: Postgres) -> str:
     return postgres.create_database(LEDGER_DATABASE)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.end_to_end)])
+@pytest.fixture(params=[pytest.param("sqlite", marks=pytest.mark.unit),
+                        pytest.param("postgres", marks=pytest.mark.end_to_end)])
 def new_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Ledger]]:
     """Makes empty ledgers of one store (the test runs once per store): a new SQLite file,
     or a new schema in the test PostgreSQL."""
@@ -157,6 +164,24 @@ class RunningProxy:
     def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
         return dpgate_cli(*args, "--config", str(self.config_path), stdin=stdin)
 
+    def add_analyst(self, name: str, password: str, epsilon: float,
+                    delta: float = 1e-6) -> None:
+        add_analyst(self.config_path, name, password, epsilon, delta)
+
+
+def add_analyst(config_path: Path, name: str, password: str, epsilon: float,
+                delta: float = 1e-6) -> None:
+    """What `dpgate user add NAME --config CONFIG_PATH` does, in this process: the same
+    ledger, verifier and shift, without starting an interpreter (tests/test_ledger_cli.py
+    and test_end_to_end.py run the command itself)."""
+    config = load_config(config_path)
+    ledger = open_configured_ledger(config)
+    try:
+        create_analyst(ledger, name, password, epsilon, delta, config.privacy)
+    finally:
+        if isinstance(ledger, PostgresLedger):
+            ledger.close()
+
 
 def dpgate_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "proxy", *args], check=False, input=stdin,
@@ -209,29 +234,43 @@ def start_proxy(config_path: Path) -> subprocess.Popen:
     return process
 
 
-# Markers: `end_to_end` for tests that need PostgreSQL or run dpgate's CLI as a process,
-# `statistical` for the samplers' distribution tests (many draws), `unit` for the
-# in-process rest: `pytest -m unit` runs in seconds.
-PROCESS_MODULES = frozenset({"test_collusion", "test_ledger_cli", "test_ledger_crash",
-                             "test_demo_data"})
-STATISTICAL_MODULES = frozenset({"test_samplers_exponential", "test_samplers_reals",
-                                 "test_samplers_gaussian", "test_mechanisms"})
+# Markers: every test module declares its kind in `pytestmark`: `end_to_end` (PostgreSQL, a
+# dpgate process or another program), `statistical` (the samplers' many seeded draws),
+# `slow` (an outside tool for minutes), or `unit` (in-process: `pytest -m unit` runs in
+# seconds). In an end_to_end module, a test that needs neither may say @pytest.mark.unit
+# too. Either way a test marked `unit` uses no fixture that starts a server, and starts no
+# process (checked below), so `-m unit` never starts one.
+KINDS = frozenset({"unit", "end_to_end", "statistical", "slow"})
+SERVER_FIXTURES = frozenset({"postgres", "ledger_database", "demo_database", "proxy"})
+
+
+def _declared_kinds(module: object) -> set[str]:
+    marks = getattr(module, "pytestmark", [])
+    return {mark.name for mark in (marks if isinstance(marks, list) else [marks])} & KINDS
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.get_closest_marker("end_to_end"):  # e.g. the PostgreSQL ledger's parameter
-            continue
-        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
-        function = getattr(item, "function", None)
-        names = function.__code__.co_names if function else ()
-        if "postgres" in getattr(item, "fixturenames", ()) or module in PROCESS_MODULES \
-                or "dpgate_cli" in names or "subprocess" in names:
-            item.add_marker(pytest.mark.end_to_end)
-        elif module in STATISTICAL_MODULES:
-            item.add_marker(pytest.mark.statistical)
-        else:
-            item.add_marker(pytest.mark.unit)
+    undeclared = sorted({item.nodeid.split("::")[0] for item in items
+                         if not _declared_kinds(getattr(item, "module", None))})
+    servers = sorted(item.nodeid for item in items if item.get_closest_marker("unit")
+                     and SERVER_FIXTURES & set(getattr(item, "fixturenames", ())))
+    if undeclared:
+        raise pytest.UsageError("test modules without a pytestmark of "
+                                f"{sorted(KINDS)}: {undeclared}")
+    if servers:
+        raise pytest.UsageError(f"unit tests that start a server: {servers}")
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_process(request: pytest.FixtureRequest,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("unit") is None:
+        return
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a unit test starts no process: mark it end_to_end")
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -265,15 +304,13 @@ def wait_for_port(port: int, process: subprocess.Popen, seconds: float = 30) -> 
 @pytest.fixture(scope="session")
 def proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory
           ) -> Iterator[RunningProxy]:
-    """dpgate serving the demo database, with analysts alice and bob created by the CLI."""
+    """dpgate serving the demo database, with analysts alice and bob."""
     directory = tmp_path_factory.mktemp("proxy")
     port = free_port()
     config_path, ledger_path = directory / "dpgate.toml", directory / "ledger.sqlite3"
     write_config(config_path, port, ledger_path, demo_database)
     for name, (password, epsilon) in ANALYSTS.items():
-        result = dpgate_cli("user", "add", name, "--epsilon", str(epsilon), "--config",
-                            str(config_path), stdin=password + "\n")
-        assert result.returncode == 0, result.stderr
+        add_analyst(config_path, name, password, epsilon)
     process = start_proxy(config_path)
     wait_for_port(port, process)
     running = RunningProxy(port, config_path, ledger_path, process, demo_database)

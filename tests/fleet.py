@@ -11,6 +11,7 @@ from pathlib import Path
 from accounting.postgres_ledger import PostgresLedger
 from tests.conftest import (
     DemoDatabase,
+    add_analyst,
     as_url,
     dpgate_cli,
     free_port,
@@ -43,9 +44,7 @@ class Fleet:
 
     def add_analyst(self, epsilon: float) -> tuple[str, str]:
         name, password = f"fleet_{secrets.token_hex(4)}", secrets.token_urlsafe(12)
-        added = self.cli("user", "add", name, "--epsilon", str(epsilon), "--password-stdin",
-                         stdin=password + "\n")
-        assert added.returncode == 0, added.stderr
+        add_analyst(self.configs[0], name, password, epsilon)
         return name, password
 
     def start(self, index: int) -> None:

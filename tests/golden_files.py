@@ -2,7 +2,8 @@
 
 A golden file (tests/golden/*/*.sql) holds cases separated by `-- ----` lines: a `-- title`
 line, the analyst's statement, `-- expect:`, then what the rewriter makes of it as the
-directory's test writes it (tests/test_unit_golden.py, tests/test_row_golden.py). Run
+directory's test writes it (tests/test_unit_golden.py, tests/test_row_golden.py,
+tests/test_rewritten_golden.py). Run
 the tests with DPGATE_UPDATE_GOLDEN=1 to rewrite every expectation after an intended
 change, and review the diff like code.
 """
@@ -43,6 +44,12 @@ def _blocks(path: Path) -> list[tuple[str, str, str]]:
         found.append((head.strip(), "\n".join(lines[1:]).strip().rstrip(";"),
                       expected.strip()))
     return found
+
+
+def released_sql(post_sql: str | None, outer_sql: str | None) -> list[str]:
+    """The lines of a plan's SQL over released values: `-- post:` and `-- outer:`."""
+    return [f"-- {name}: {sql}" for name, sql in (("post", post_sql), ("outer", outer_sql))
+            if sql is not None]
 
 
 def cases(directory: Path) -> list[Case]:

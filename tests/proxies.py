@@ -14,7 +14,7 @@ import scramp
 from proxy.pgwire import wire
 from tests.conftest import (
     DemoDatabase,
-    dpgate_cli,
+    add_analyst,
     free_port,
     start_proxy,
     wait_for_port,
@@ -50,9 +50,7 @@ def start_own_proxy(directory: Path, database: DemoDatabase, **server: object) -
     extra = [f"{name} = {_toml(value)}" for name, value in server.items()]
     at = lines.index("[server]") + 1
     config_path.write_text("\n".join(lines[:at] + extra + lines[at:]) + "\n")
-    added = dpgate_cli("user", "add", USER, "--epsilon", "100", "--config", str(config_path),
-                       stdin=PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    add_analyst(config_path, USER, PASSWORD, 100)
     process = start_proxy(config_path)
     wait_for_port(port, process)
     return OwnProxy(port, process)

@@ -27,6 +27,8 @@ from rewriter.classify import parse_query
 from rewriter.private import plan_private_aggregate
 from tests.unit_support import demo_policy
 
+pytestmark = pytest.mark.unit
+
 EDGES = (Fraction(0), Fraction(1), Fraction(2), Fraction(4))  # three buckets
 
 

@@ -27,6 +27,8 @@ from tests.test_exact_answer_attacks import oracle_outcomes, outcome
 from tests.test_flex import POLICY
 from tests.test_ledger_proxy import fresh_analyst
 
+pytestmark = pytest.mark.end_to_end
+
 CUSTOMER = 1
 EPSILONS = ("0.001", "0.0011", "0.0012")
 ORDER = 4242
@@ -35,7 +37,7 @@ ORDER = 4242
 @pytest.fixture(scope="module")
 def analyst(proxy: RunningProxy) -> Iterator[psycopg.Connection]:
     """One analyst's session with budget for every attack of this module."""
-    name = fresh_analyst(proxy, "--epsilon", "100")
+    name = fresh_analyst(proxy, 100)
     with connect(proxy.dsn(name, name)) as connection:
         yield connection
 
@@ -242,6 +244,7 @@ def test_failures_do_not_depend_on_private_rows(proxy: RunningProxy, cost: float
 
 # -- the plan check counts a private scan once per read, not per definition ------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize("sql, scans", [
     ("WITH a AS (SELECT * FROM orders) SELECT count(*) FROM a", 1),
     ("WITH a AS (SELECT * FROM orders), b AS (SELECT * FROM orders) SELECT count(*) FROM a", 1),

@@ -25,6 +25,8 @@ from proxy.demo.roles import READER, RELAY, prepare_roles
 from tests.conftest import DemoDatabase, Postgres
 from tests.proxies import OwnProxy, start_own_proxy
 
+pytestmark = pytest.mark.end_to_end
+
 COUNT = "SELECT count(*) FROM orders WHERE quantity > {n}"
 
 

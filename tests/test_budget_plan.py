@@ -24,6 +24,8 @@ from mechanisms.budget_plan import (
     verify_exponential,
 )
 
+pytestmark = pytest.mark.unit
+
 EPSILON_T = 1.0  # the hospital's ε (ε^t in the seed)
 
 

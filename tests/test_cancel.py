@@ -10,6 +10,8 @@ from psycopg import errors
 
 from tests.conftest import RunningProxy
 
+pytestmark = pytest.mark.end_to_end
+
 LONG = "SELECT count(*) FROM generate_series(1, 2000000000)"
 
 

@@ -14,6 +14,8 @@ from tests.test_end_to_end import connect
 from tests.test_flex import POLICY
 from tests.test_psql import psql
 
+pytestmark = pytest.mark.end_to_end
+
 # pgcli 4's function completion (pgexecute.py, PostgreSQL ≥ 11): sqlglot reads regtype[]
 # only schema-qualified.
 PGCLI_FUNCTIONS = """
@@ -39,6 +41,7 @@ ORDER BY 1, 2
 ASYNCPG_JIT = "SELECT current_setting('jit') AS cur, set_config('jit', 'off', false) AS new"
 
 
+@pytest.mark.unit
 def test_array_types_are_qualified_only_where_sqlglot_needs_it():
     assert _qualify_array_types("SELECT x::regtype[], CAST(y AS oid[]), z::regtype "
                                 "FROM t") == ("SELECT x::pg_catalog.regtype[], "
@@ -46,12 +49,14 @@ def test_array_types_are_qualified_only_where_sqlglot_needs_it():
     assert _qualify_array_types("SELECT 'x::regtype[]'") == "SELECT 'x::regtype[]'"
 
 
+@pytest.mark.unit
 def test_pgcli_completion_is_relayed_as_written():
     (statement,) = classify(PGCLI_FUNCTIONS, POLICY)
     assert isinstance(statement.plan, Relay)
     assert statement.plan.text == PGCLI_FUNCTIONS.strip()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("sql", "allowed"), [
     (ASYNCPG_JIT, True),
     ("SELECT set_config('jit', $1, false)", True),

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
+
 from accounting import (
     AnswerCharge,
     BudgetExceeded,
@@ -19,6 +21,8 @@ from accounting import (
 from proxy.engine.charge_batches import ChargeBatches
 from proxy.engine.workers import Workers
 from tests.test_ledger import make_ledger, request
+
+pytestmark = pytest.mark.unit
 
 
 class CountingLedger(SqliteLedger):

@@ -6,6 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parent.parent
 # "SPEC.md", "SPEC §7", "(SPEC", "seed 000", "Seed 001's", "the seed's example"
 MISSING_SOURCE = re.compile(r"SPEC\.md|SPEC §|\(SPEC\b|(?i:\bseeds? 00\d|\bthe seed's)")

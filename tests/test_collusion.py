@@ -13,6 +13,8 @@ import pytest
 from mechanisms.collusion import CollusionSetup, colluders_needed, run_collusion
 from mechanisms.seeded_source import SeededRandomSource
 
+pytestmark = pytest.mark.end_to_end
+
 DPGATE = Path(sys.executable).parent / "dpgate"
 # No DPGATE_* settings from the developer's shell: the command sees only its flags.
 CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("DPGATE_")}

@@ -12,13 +12,14 @@ from rewriter.constants import Constant, evaluation_sql, substitute
 from rewriter.errors import Refusal
 from tests.test_flex import plan_of, refusal_of
 
+pytestmark = pytest.mark.unit
+
 
 def test_constant_date_arithmetic_is_computed_first():
     plan = plan_of("SELECT count(*) FROM orders WHERE order_date > current_date - "
                    "interval '30 days'")
     (constant,) = plan.constants
-    assert constant.sql == "(CURRENT_DATE - INTERVAL '30 DAYS')"
-    assert plan.sql.count(constant.token) == 1
+    assert constant.sql == "(CURRENT_DATE - INTERVAL '30 DAYS')"  # written in: golden/rewritten
 
 
 def test_in_subquery_becomes_any_of_an_array():
@@ -26,8 +27,7 @@ def test_in_subquery_becomes_any_of_an_array():
                    "(SELECT product_id FROM products WHERE category = 'x')")
     (constant,) = plan.constants
     assert constant.sql == ('ARRAY(SELECT product_id FROM "public"."products" '
-                            "WHERE category = 'x')")
-    assert f"NOT product_id = ANY {constant.token}" in plan.sql
+                            "WHERE category = 'x')")  # = ANY of it: golden/rewritten
 
 
 def test_exists_and_scalar_subqueries_are_values():
@@ -41,8 +41,7 @@ def test_exists_and_scalar_subqueries_are_values():
 def test_a_failing_public_subquery_in_a_case_branch_is_computed_first():
     plan = plan_of("SELECT count(*) FROM orders WHERE CASE WHEN order_cost > 100 THEN "
                    "quantity IN (SELECT 1 / (product_id - product_id) FROM products) END")
-    assert len(plan.constants) == 1
-    assert "CASE WHEN order_cost > 100 THEN quantity = ANY" in plan.sql
+    assert len(plan.constants) == 1  # the SQL: tests/golden/rewritten/constants.sql
 
 
 def test_a_setting_read_in_a_case_branch_is_computed_first():

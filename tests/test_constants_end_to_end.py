@@ -10,6 +10,8 @@ from tests.conftest import RunningProxy
 from tests.test_end_to_end import connect
 from tests.test_ledger_proxy import fresh_analyst
 
+pytestmark = pytest.mark.end_to_end
+
 
 def spent(connection: psycopg.Connection) -> float:
     return connection.execute("SHOW dp.budget").fetchone()[1]

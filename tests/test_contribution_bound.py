@@ -38,6 +38,8 @@ from rewriter.unit_policy import with_session_bounds
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
+pytestmark = pytest.mark.unit
+
 CAP = 4
 GRID = bound_grid(CAP)
 

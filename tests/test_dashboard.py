@@ -18,13 +18,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.conftest import DemoDatabase, dpgate_cli, free_port
+from tests.conftest import DemoDatabase, add_analyst, dpgate_cli, free_port
 from tests.proxies import PASSWORD, USER, OwnProxy, start_own_proxy
 
 OPERATOR, OPERATOR_PASSWORD = "ops", "ops-pw"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not "
-                                "installed (apt-get install chromium; .ci/run does)")
+pytestmark = [pytest.mark.end_to_end, pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="headless Chromium is not installed (apt-get install chromium; .ci/run does)")]
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +36,7 @@ def dashboard(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFact
     running = start_own_proxy(directory, demo_database, dashboard_port=port,
                               admin_users=OPERATOR)
     config = directory / "dpgate.toml"
-    added = dpgate_cli("user", "add", OPERATOR, "--epsilon", "0.001", "--config", str(config),
-                       stdin=OPERATOR_PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    add_analyst(config, OPERATOR, OPERATOR_PASSWORD, 0.001)
     yield running, port, config
     running.stop()
 

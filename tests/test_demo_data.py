@@ -12,6 +12,8 @@ import pytest
 from proxy.demo.demo_data import COUNTRIES, DEMO_TABLES, load_demo_dataset
 from tests.conftest import Postgres
 
+pytestmark = pytest.mark.end_to_end
+
 EXPECTED_COUNTS = {"customers": 10_000, "products": 1_000, "orders": 100_000}
 
 

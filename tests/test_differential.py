@@ -30,13 +30,15 @@ import pytest
 
 from tests.conftest import (
     DemoDatabase,
-    dpgate_cli,
+    add_analyst,
     free_port,
     start_proxy,
     wait_for_port,
     write_config,
 )
 from tests.sql_corpus import corpus
+
+pytestmark = pytest.mark.end_to_end
 
 COVERAGE = Path(__file__).resolve().parent.parent / "docs" / "sql-coverage.md"
 ANALYST, PASSWORD = "dora", "dora-pw"
@@ -62,9 +64,7 @@ def exact_dsn(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFact
     exact = (f"default_epsilon = {EXACT_EPSILON}\nmax_epsilon = {EXACT_EPSILON}\n"
              "shift_interval = [0.0, 0.0]")
     config.write_text(config.read_text().replace("default_epsilon = 0.1", exact))
-    added = dpgate_cli("user", "add", ANALYST, "--epsilon", "1e18", "--config", str(config),
-                       stdin=PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    add_analyst(config, ANALYST, PASSWORD, 1e18)
     process = start_proxy(config)
     try:
         wait_for_port(port, process)
@@ -210,6 +210,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+@pytest.mark.unit
 def test_rows_compare_as_released():
     assert _same((1, Decimal("2.5")), (1, Decimal(2.5000001)))
     assert not _same((1, Decimal("2.5")), (2, Decimal("2.5")))

@@ -21,6 +21,8 @@ from tests.test_differential import exact_dsn, run  # noqa: F401 (exact_dsn is a
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
+pytestmark = pytest.mark.end_to_end
+
 
 def _rewritten(statement: str, metrics: Metrics = METRICS) -> str:
     return plan_private_aggregate(parse_query(statement), demo_policy(unit=False), 0,

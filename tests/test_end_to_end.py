@@ -16,6 +16,8 @@ from psycopg import errors
 
 from tests.conftest import RunningProxy
 
+pytestmark = pytest.mark.end_to_end
+
 COUNT_PRODUCT_1 = "SELECT count(*) FROM orders WHERE product_id = 1"
 
 
@@ -166,9 +168,7 @@ def test_dp_epsilon_setting_is_validated(proxy: RunningProxy):
 
 
 def test_budget_exhaustion_is_53400_and_nothing_is_overspent(proxy: RunningProxy):
-    added = proxy.cli("user", "add", "carol", "--epsilon", "0.25", "--password-stdin",
-                      stdin="carol-pw\n")
-    assert added.returncode == 0, added.stderr
+    proxy.add_analyst("carol", "carol-pw", 0.25)
     dsn = proxy.dsn("carol", "carol-pw")
     with connect(dsn) as connection:
         connection.execute("SELECT count(*) FROM orders WHERE quantity = 1").fetchone()

@@ -27,6 +27,8 @@ from rewriter.errors import Refusal
 from rewriter.plan import EmptyStatement, Relay, SetDpSetting, ShowDpSetting
 from rewriter.sqlstate import SqlState
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def engine(tmp_path: Path):
@@ -60,7 +62,7 @@ def test_set_then_show_a_dp_setting(engine: Engine) -> None:
 def test_a_value_outside_the_owners_range_is_refused_with_22023(engine: Engine) -> None:
     with pytest.raises(StatementError) as refused:
         run(engine.execute("SET dp.epsilon = 50", SetDpSetting("dp.epsilon", "50")))
-    fields = wire.parse_error_fields(refused.value.response[5:])
+    fields = wire.parse_error_fields(refused.value.to_response()[5:])
     assert fields["C"] == SqlState.INVALID_PARAMETER_VALUE
     assert "between 0.001 and 10" in fields["M"]
 
@@ -88,16 +90,16 @@ def test_a_refusal_by_name_is_reported_without_asking_postgresql(engine: Engine)
     refusal = Refusal(SqlState.INSUFFICIENT_PRIVILEGE, "function pg_sleep is refused",
                       position=8)
     error = run(engine.refused("SELECT pg_sleep(1)", refusal))
-    fields = wire.parse_error_fields(error.response[5:])
+    fields = wire.parse_error_fields(error.to_response()[5:])
     assert (fields["C"], fields["P"]) == ("42501", "8")
 
 
 def test_client_error_shifts_or_drops_postgresqls_position() -> None:
     backend = BackendError({"C": "42703", "M": 'column "x" does not exist', "P": "8"})
-    in_string = wire.parse_error_fields(client_error(backend, offset=20).response[5:])
+    in_string = wire.parse_error_fields(client_error(backend, offset=20).to_response()[5:])
     assert in_string["P"] == "28"  # the statement starts at character 21 of the string
-    rewritten = wire.parse_error_fields(client_error(backend).response[5:])
+    rewritten = wire.parse_error_fields(client_error(backend).to_response()[5:])
     assert "P" not in rewritten  # SQL the client never wrote: no position
     refusal = Refusal(SqlState.SYNTAX_ERROR, "syntax error", "a hint", position=3)
-    fields = wire.parse_error_fields(client_error(refusal).response[5:])
+    fields = wire.parse_error_fields(client_error(refusal).to_response()[5:])
     assert (fields["C"], fields["H"], fields["P"]) == ("42601", "a hint", "3")

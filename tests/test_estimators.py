@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import pytest
+
 from accounting import Budget
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings
@@ -20,6 +22,8 @@ from rewriter.metrics import Metrics
 from rewriter.plan import PrivateAggregate
 from rewriter.policy import Policy
 from rewriter.private import plan_private_aggregate
+
+pytestmark = pytest.mark.unit
 
 # A clinic: birth years declared within [1930, 2020] (issue 29's example).
 CLINIC = Policy.from_dict({"tables": {"patients": {"private": True, "columns": {

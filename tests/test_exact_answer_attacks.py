@@ -26,6 +26,8 @@ from tests.test_end_to_end import admin_scalar, connect
 from tests.test_flex import POLICY
 from tests.test_ledger_proxy import fresh_analyst
 
+pytestmark = pytest.mark.end_to_end
+
 SMALL_EPSILONS = ("0.001", "0.0011", "0.0012", "0.0013")
 _distinct = itertools.count()
 
@@ -44,7 +46,7 @@ def outcome(connection: psycopg.Connection, sql: str) -> tuple[str, object]:
 
 def answers(proxy: RunningProxy, sql: str) -> list[tuple[str, object]]:
     """The attack asked at several tiny ε (distinct ε, so no free repeat)."""
-    name = fresh_analyst(proxy, "--epsilon", "1")
+    name = fresh_analyst(proxy, 1)
     results = []
     with connect(proxy.dsn(name, name)) as connection:
         for epsilon in SMALL_EPSILONS:
@@ -73,7 +75,7 @@ def target(proxy: RunningProxy) -> tuple[int, float, int]:
 
 def oracle_outcomes(proxy: RunningProxy, template: str, cost: float) -> set[tuple[str, object]]:
     """The attack's outcome class with the hidden condition false and true."""
-    name = fresh_analyst(proxy, "--epsilon", "1")
+    name = fresh_analyst(proxy, 1)
     classes = set()
     with connect(proxy.dsn(name, name)) as connection:
         for threshold in (cost + 0.005, cost - 0.005):  # cost > threshold: false, then true

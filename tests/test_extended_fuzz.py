@@ -13,6 +13,8 @@ from proxy.pgwire import wire
 from tests.conftest import RunningProxy
 from tests.test_extended_protocol import RawClient, kinds
 
+pytestmark = pytest.mark.end_to_end
+
 FUZZER, PASSWORD = "fuzzer", "fuzzer-pw"
 QUERIES = [
     "SELECT count(*) FROM orders WHERE product_id = $1",             # private
@@ -71,8 +73,7 @@ batches = st.lists(st.one_of(statement_run(), st.lists(stray_message(), max_size
 
 @pytest.fixture(scope="module")
 def fuzzer(proxy: RunningProxy) -> RunningProxy:
-    added = proxy.cli("user", "add", FUZZER, "--epsilon", "100000", stdin=PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    proxy.add_analyst(FUZZER, PASSWORD, 100000)
     return proxy
 
 

@@ -19,6 +19,8 @@ from proxy.pgwire import wire
 from tests.conftest import ANALYSTS, RunningProxy
 from tests.proxies import connect_raw, login, read_message
 
+pytestmark = pytest.mark.end_to_end
+
 COUNT_BY_PRODUCT = "SELECT count(*) FROM orders WHERE product_id = %s"
 
 

@@ -12,6 +12,8 @@ import pytest
 from proxy.engine.fair import FairShares
 from proxy.engine.workers import Workers
 
+pytestmark = pytest.mark.unit
+
 
 async def _hold(shares: FairShares, analyst: str, order: list[str], release: asyncio.Event
                 ) -> None:

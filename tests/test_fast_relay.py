@@ -19,6 +19,8 @@ from proxy.pgwire.codes import Target
 from tests.conftest import RunningProxy
 from tests.test_extended_protocol import RawClient, kinds
 
+pytestmark = pytest.mark.end_to_end
+
 PUBLIC = "SELECT name FROM products WHERE product_id = {}"
 PRIVATE = "SELECT count(*) FROM orders WHERE product_id = 7"
 PREPARED = "SELECT name FROM products WHERE product_id = $1"

@@ -19,6 +19,8 @@ from rewriter.plan import PrivateAggregate
 from rewriter.policy import Policy
 from rewriter.private import plan_private_aggregate
 
+pytestmark = pytest.mark.unit
+
 POLICY = load_policy_file(Path(__file__).parent / "data" / "reference_policy.toml")
 JOIN_RECOMMENDATIONS = ("SELECT count(*) FROM orders o JOIN recommendations r "
                         "ON o.customer_id = r.customer_id")

@@ -12,6 +12,8 @@ import pytest
 from accounting.group_commit import GroupCommit
 from tests.test_ledger_one_commit import wal_commits
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def database(tmp_path):

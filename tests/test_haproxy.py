@@ -19,8 +19,8 @@ import pytest
 from tests.conftest import DemoDatabase, free_port, wait_for_port
 from tests.fleet import Fleet, write_fleet
 
-pytestmark = pytest.mark.skipif(shutil.which("haproxy") is None,
-                                reason="haproxy is not installed (apt-get install haproxy)")
+pytestmark = [pytest.mark.end_to_end, pytest.mark.skipif(
+    shutil.which("haproxy") is None, reason="haproxy is not installed (apt-get install haproxy)")]
 
 SESSIONS = 8
 FITTING = 4

@@ -19,6 +19,8 @@ from tests.conftest import INTERNAL_ERROR_LINE, RunningProxy
 from tests.test_end_to_end import connect
 from tests.test_ledger_proxy import fresh_analyst
 
+pytestmark = pytest.mark.end_to_end
+
 # Found by hand (issue 23) and by the generator below, all of one cause: the probe
 # described for the outputs' types kept the placeholder of a constant computed before the
 # query (`%(__dpgate_constant_0)s`), and PostgreSQL's syntax error ended the session. The
@@ -173,7 +175,7 @@ def odd_statement(rng: random.Random) -> str:
 
 @pytest.fixture(scope="module")
 def analyst(proxy: RunningProxy) -> str:
-    return fresh_analyst(proxy, "--epsilon", "100000")
+    return fresh_analyst(proxy, 100000)
 
 
 def _internal_errors(proxy: RunningProxy) -> int:

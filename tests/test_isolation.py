@@ -17,7 +17,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.conftest import DemoDatabase, dpgate_cli
+from tests.conftest import DemoDatabase, add_analyst
 from tests.proxies import (
     PASSWORD,
     USER,
@@ -27,6 +27,8 @@ from tests.proxies import (
     login,
     start_own_proxy,
 )
+
+pytestmark = pytest.mark.end_to_end
 
 OTHER, OTHER_PASSWORD = "dave", "dave-pw"
 NEWCOMER = "erin"  # password: the same
@@ -39,9 +41,7 @@ def proxy(demo_database: DemoDatabase, tmp_path: Path) -> Iterator[OwnProxy]:
                           reserved_clients=1, max_statement_size=64 * 1024,
                           plan_cache_bytes=256 * 1024,
                           max_message_size=1 << 20)
-    added = dpgate_cli("user", "add", OTHER, "--epsilon", "100", "--config",
-                       str(tmp_path / "dpgate.toml"), stdin=OTHER_PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    add_analyst(tmp_path / "dpgate.toml", OTHER, OTHER_PASSWORD, 100)
     yield own
     own.stop()
 
@@ -145,9 +145,7 @@ def test_one_analyst_cannot_take_every_session(proxy: OwnProxy):
 
 def test_the_proxy_refuses_beyond_max_clients(proxy: OwnProxy, tmp_path: Path):
     """8 sessions, 4 per analyst, the last one kept for an analyst with none open."""
-    added = dpgate_cli("user", "add", NEWCOMER, "--epsilon", "1", "--config",
-                       str(tmp_path / "dpgate.toml"), stdin=NEWCOMER + "\n")
-    assert added.returncode == 0, added.stderr
+    add_analyst(tmp_path / "dpgate.toml", NEWCOMER, NEWCOMER, 1)
     held = [psycopg.connect(dsn, autocommit=True) for dsn in [proxy.dsn()] * 4 +
             [other_dsn(proxy)] * 3]
     try:

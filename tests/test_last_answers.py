@@ -16,6 +16,8 @@ from rewriter.private import plan_private_aggregate
 from tests.conftest import RunningProxy
 from tests.unit_support import demo_policy
 
+pytestmark = pytest.mark.end_to_end
+
 
 def _unique(template: str) -> str:
     """A statement no other test asks (a repeated one would be answered free)."""

@@ -1,6 +1,7 @@
 """proxy/ is layered: each sub-package imports only the layers below it, and no module
 imports itself back through a cycle. Read from the source (ast), so a lazy import inside a
-function counts too."""
+function counts too. Each package's docstring, the map a newcomer reads first, names all
+its modules."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,3 +138,38 @@ def test_the_checker_resolves_relative_imports() -> None:
     assert "proxy.pgwire.wire" in imports
     assert "proxy.engine.dispatch" in imports
     assert _imports(ROOT / "proxy" / "__main__.py") == {"proxy.admin.cli"}
+
+
+PACKAGES = sorted(init.parent for package in DPGATE for init in (ROOT / package).rglob(
+    "__init__.py"))
+
+
+def _listed(docstring: str) -> set[str]:
+    """The names a docstring shows in backticks, each dotted part on its own."""
+    return {part for quoted in re.findall(r"`([\w.]+)`", docstring) for part in
+            quoted.split(".")}
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda path: _module_name(path / "x")[:-2])
+def test_each_package_docstring_lists_its_modules(package: Path) -> None:
+    docstring = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+    parts = {path.stem for path in package.glob("*.py") if path.name != "__init__.py"} | {
+        path.parent.name for path in package.glob("*/__init__.py")}
+    assert sorted(parts - _listed(docstring)) == []
+
+
+def test_every_error_response_is_built_by_one_to_response() -> None:
+    # FatalError, StatementError and the console's errors are ClientErrors
+    # (proxy/pgwire/errors.py); an ErrorResponse built anywhere else is a second way.
+    built = sorted(f"{path.relative_to(ROOT)}:{number}"
+                   for path in (ROOT / "proxy").rglob("*.py")
+                   if path.relative_to(ROOT).as_posix() != "proxy/pgwire/errors.py"
+                   for number, line in enumerate(path.read_text().splitlines(), 1)
+                   if "error_response(" in line and "def error_response" not in line)
+    assert built == []
+    letters = re.compile(r"""(\.get\(|\{|, )"[SVCMHP]"[,:)]""")
+    literal = sorted(f"{path.relative_to(ROOT)}:{number}"
+                     for path in (ROOT / "proxy").rglob("*.py")
+                     for number, line in enumerate(path.read_text().splitlines(), 1)
+                     if letters.search(line))
+    assert literal == []  # ErrorField names the fields of an ErrorResponse

@@ -15,6 +15,8 @@ from tests.conftest import Postgres, RunningProxy
 from tests.test_end_to_end import admin_scalar, connect, psql
 from tests.test_ledger_proxy import fresh_analyst
 
+pytestmark = pytest.mark.end_to_end
+
 FLOAT4, INT4, INT8 = 700, 23, 20
 
 

@@ -27,6 +27,8 @@ from accounting import (
 )
 from accounting.sqlite_ledger import MIGRATIONS
 
+pytestmark = pytest.mark.end_to_end
+
 VERIFIER = ScramVerifier(b"salt", b"stored", b"server", 4096)
 
 
@@ -42,6 +44,7 @@ def request(n: int, epsilon: float = 0.1) -> ChargeRequest:
                          epsilon, 0.0, "shifted_laplace", 1.0)
 
 
+@pytest.mark.unit
 def test_file_is_wal_with_a_schema_version(tmp_path):
     SqliteLedger(tmp_path / "ledger.sqlite3").add_analyst(
         Analyst("ann", VERIFIER, 1.0, 1e-6, 0.3))
@@ -237,6 +240,7 @@ def test_budgets_include_removed_analysts_in_the_global_loss(new_ledger):
     assert [c.analyst for c in ledger.charges()] == ["ann", "ann", "cy"]
 
 
+@pytest.mark.unit
 def test_a_version_1_ledger_is_migrated_without_losing_anything(tmp_path):
     path = tmp_path / "old.sqlite3"
     connection = sqlite3.connect(path)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,8 @@ from accounting import Charged, ChargeRequest, SqliteLedger, fingerprint
 from proxy.admin.cli import main
 from proxy.config import PrivacySettings
 from proxy.demo.analysts import create_analyst
+
+pytestmark = pytest.mark.end_to_end
 
 
 @pytest.fixture
@@ -194,3 +198,17 @@ def test_budget_plan_input_errors_are_reported(capsys, tmp_path):
     code, _, err = dpgate(capsys, "budget", "plan", "--analysts", str(risks),
                           "--alpha-table", str(table))
     assert code == 1 and "up to 20 analysts" in err
+
+
+def test_adding_an_analyst_imports_neither_the_server_nor_the_rewriter(tmp_path):
+    # `dpgate user add` is what scripts and the tests run most: it must not pay for the
+    # server's imports (aiohttp, sqlglot, the engine).
+    probe = ("import sys\nfrom proxy.admin.cli import main\n"
+             "code = main(['user', 'add', 'ann', '--epsilon', '1', '--ledger', sys.argv[1]])\n"
+             "heavy = [m for m in ('sqlglot', 'aiohttp', 'proxy.server.server', "
+             "'proxy.engine.dispatch') if m in sys.modules]\n"
+             "print(code, heavy)\n")
+    result = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "ledger.sqlite3")],
+                            input="ann-pw\n", capture_output=True, text=True, timeout=60,
+                            check=False)
+    assert result.stdout.splitlines()[-1] == "0 []", result.stderr

@@ -14,6 +14,8 @@ import pytest
 from accounting import SqliteLedger
 from tests.conftest import RunningProxy
 
+pytestmark = pytest.mark.end_to_end
+
 SESSIONS = 24
 QUERIES_PER_SESSION = 2
 BUDGET = 1.0
@@ -31,9 +33,7 @@ class Outcome:
 def add_analyst(proxy: RunningProxy, epsilon: float) -> tuple[str, str]:
     """A fresh analyst, so other tests' spending never meets this one's."""
     name, password = f"race_{secrets.token_hex(4)}", secrets.token_urlsafe(12)
-    added = proxy.cli("user", "add", name, "--epsilon", str(epsilon), "--password-stdin",
-                      stdin=password + "\n")
-    assert added.returncode == 0, added.stderr
+    proxy.add_analyst(name, password, epsilon)
     return name, password
 
 

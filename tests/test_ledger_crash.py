@@ -17,12 +17,14 @@ import pytest
 from accounting import SqliteLedger
 from tests.conftest import (
     DemoDatabase,
-    dpgate_cli,
+    add_analyst,
     free_port,
     start_proxy,
     wait_for_port,
     write_config,
 )
+
+pytestmark = pytest.mark.end_to_end
 
 CLIENTS = 8
 KILL_AFTER_ANSWERS = 20
@@ -52,9 +54,7 @@ def own_proxy(demo_database: DemoDatabase, tmp_path: Path) -> Iterator[OwnProxy]
     port = free_port()
     config_path, ledger_path = tmp_path / "dpgate.toml", tmp_path / "ledger.sqlite3"
     write_config(config_path, port, ledger_path, demo_database)
-    added = dpgate_cli("user", "add", ANALYST, "--epsilon", str(BUDGET), "--config",
-                       str(config_path), stdin=PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    add_analyst(config_path, ANALYST, PASSWORD, BUDGET)
     running = OwnProxy(config_path, ledger_path, port)
     running.start()
     yield running

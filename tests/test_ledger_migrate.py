@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from accounting import Analyst, Charged, ChargeRequest, Metric, Repeated, ScramVerifier
 from accounting.postgres_ledger import PostgresLedger
 from accounting.sqlite_ledger import SqliteLedger
 from tests.conftest import Postgres, as_url, dpgate_cli
+
+pytestmark = pytest.mark.end_to_end
 
 VERIFIER = ScramVerifier(b"\x00salt\xff", b"stored", b"server", 4096)
 

@@ -26,6 +26,8 @@ from accounting import (
 from accounting.sqlite_ledger import AT_ONCE_ANSWER_BYTES, CHECKPOINT_EVERY
 from tests.test_ledger import make_ledger, request
 
+pytestmark = pytest.mark.end_to_end
+
 
 class InterfaceOnly:
     """A real SQLite ledger seen only through the Ledger interface, as another store
@@ -94,6 +96,7 @@ def test_a_failure_is_charged(store):
     assert isinstance(look_up(ledger, "ann", request(1).fingerprint, 0.3), Standing)
 
 
+@pytest.mark.unit
 def test_a_rotated_shift_is_noticed_before_anything_is_stored(sqlite_ledger):
     """The SQLite ledger's own charge: nothing is written with a retired shift."""
     ledger = make_ledger(sqlite_ledger)
@@ -116,6 +119,7 @@ def wal_commits(path) -> int:
     return sum(1 for at in frames if int.from_bytes(data[at + 4:at + 8], "big"))
 
 
+@pytest.mark.unit
 def test_one_fresh_answer_is_one_write_transaction(tmp_path, sqlite_ledger):
     ledger = make_ledger(sqlite_ledger, epsilon=100.0)
     wal = tmp_path / "ledger.sqlite3-wal"
@@ -147,6 +151,7 @@ def test_concurrent_answers_never_overspend(new_ledger):
     assert ledger.budget("ann").epsilon_spent == pytest.approx(1.0)
 
 
+@pytest.mark.unit
 def test_the_wal_is_checkpointed_off_the_answering_threads(tmp_path, sqlite_ledger):
     """Commits never checkpoint themselves (each answer: one fsync); a thread of the
     ledger's own does, every CHECKPOINT_EVERY commits."""
@@ -203,6 +208,7 @@ def test_look_up_at_once_reads_what_look_up_reads(store):
     assert isinstance(look_up(ledger, "ann", large.fingerprint, 0.3), Repeated)
 
 
+@pytest.mark.unit
 def test_the_budget_told_after_an_answer_is_the_ledgers(sqlite_ledger):
     """charge_answer computes the budget after the charge instead of reading it again:
     it must be exactly what the ledger then holds (the same float sums)."""

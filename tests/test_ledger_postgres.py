@@ -25,6 +25,8 @@ from accounting.postgres_ledger import PostgresLedger
 from accounting.postgres_schema import MIGRATIONS
 from tests.conftest import free_port
 
+pytestmark = pytest.mark.end_to_end
+
 VERIFIER = ScramVerifier(b"salt", b"stored", b"server", 4096)
 
 

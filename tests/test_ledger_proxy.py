@@ -14,15 +14,15 @@ import pytest
 
 from tests.conftest import RunningProxy
 
+pytestmark = pytest.mark.end_to_end
+
 QUESTION = "SELECT count(*) FROM orders WHERE product_id = 77"
 
 
-def fresh_analyst(proxy: RunningProxy, *budget: str) -> str:
-    """A new analyst (ε 1 unless `budget` says otherwise); its password is its name."""
+def fresh_analyst(proxy: RunningProxy, epsilon: float = 1.0, delta: float = 1e-6) -> str:
+    """A new analyst; its password is its name."""
     name = f"ledger_{secrets.token_hex(4)}"
-    added = proxy.cli("user", "add", name, *(budget or ("--epsilon", "1")), "--password-stdin",
-                      stdin=name + "\n")
-    assert added.returncode == 0, added.stderr
+    proxy.add_analyst(name, name, epsilon, delta)
     return name
 
 
@@ -65,7 +65,7 @@ def test_the_owner_sees_every_charge_and_the_global_loss(proxy: RunningProxy):
 
 
 def test_delta_runs_out_before_epsilon_and_refuses_with_53400(proxy: RunningProxy):
-    name = fresh_analyst(proxy, "--epsilon", "10", "--delta", "2e-8")
+    name = fresh_analyst(proxy, 10, 2e-8)
     join = ("SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
             "WHERE o.quantity = {}")
     with psycopg.connect(proxy.dsn(name, name), autocommit=True) as connection:

@@ -24,6 +24,8 @@ from accounting.postgres_schema import MIGRATIONS
 from tests.conftest import DemoDatabase, Postgres, start_proxy
 from tests.fleet import Fleet, write_fleet
 
+pytestmark = pytest.mark.end_to_end
+
 PROXIES = 3
 SESSIONS = 30
 FITTING = 15  # the budget holds exactly this many answers of epsilon 0.1

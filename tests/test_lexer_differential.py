@@ -33,6 +33,8 @@ from rewriter.plan import Relay
 from tests.conftest import Postgres
 from tests.test_flex import POLICY
 
+pytestmark = pytest.mark.end_to_end
+
 SEED, STRINGS = 23, 300
 MULTIBYTE = ["é", "日本", "😀", "\u00a0", "ß", "\u2028", "中", "ā"]
 # Every setting value dpgate lets a session have, as startup options of the connection.

@@ -25,6 +25,8 @@ from tests.conftest import RunningProxy
 from tests.test_end_to_end import connect
 from tests.test_flex import POLICY
 
+pytestmark = pytest.mark.end_to_end
+
 TAIL = " , reltuples::bigint FROM pg_class WHERE relname = $$customers$$ --"
 PROBE = "SELECT 'a\\', '" + TAIL + "'"
 READ_AS_DPGATE_DOES = [("a\\", TAIL)]

@@ -11,6 +11,8 @@ from accounting import SqliteLedger
 from tests.conftest import RunningProxy
 from tests.test_ledger_proxy import fresh_analyst
 
+pytestmark = pytest.mark.end_to_end
+
 SHAPE = "SELECT count(*) FROM orders WHERE product_id = {} AND quantity >= {}"
 
 
@@ -19,7 +21,7 @@ def queries_charged(connection: psycopg.Connection) -> int:
 
 
 def test_each_value_is_its_own_question_and_a_repeat_is_free(proxy: RunningProxy):
-    name = fresh_analyst(proxy, "--epsilon", "10")
+    name = fresh_analyst(proxy, 10)
     with psycopg.connect(proxy.dsn(name, name), autocommit=True) as connection:
         first = connection.execute(SHAPE.format(5, 2)).fetchone()
         connection.execute(SHAPE.format(6, 2)).fetchone()
@@ -33,7 +35,7 @@ def test_each_value_is_its_own_question_and_a_repeat_is_free(proxy: RunningProxy
 
 
 def test_the_answer_has_the_columns_postgresql_gives(proxy: RunningProxy):
-    name = fresh_analyst(proxy, "--epsilon", "10")
+    name = fresh_analyst(proxy, 10)
     sql = "SELECT count(*) AS n, sum(quantity) FROM orders WHERE order_cost > 100.5"
     with psycopg.connect(proxy.database.admin_dsn) as direct, \
             psycopg.connect(proxy.dsn(name, name), autocommit=True) as through:
@@ -48,7 +50,7 @@ def test_the_answer_has_the_columns_postgresql_gives(proxy: RunningProxy):
     "SELECT count(*) FROM orders WHERE product_id = 3 AND nosuchcolumn = 4",
 ])
 def test_errors_are_those_of_the_text_as_written_and_free(proxy: RunningProxy, sql: str):
-    name = fresh_analyst(proxy, "--epsilon", "10")
+    name = fresh_analyst(proxy, 10)
     with psycopg.connect(proxy.database.admin_dsn) as direct, \
             pytest.raises(psycopg.Error) as expected:
         direct.execute(sql)

@@ -14,6 +14,8 @@ from proxy.ops.decision import _remembered_fingerprint, statement_fingerprint
 from rewriter.classify import Statement
 from rewriter.plan import Relay
 
+pytestmark = pytest.mark.unit
+
 
 def test_nesting_counts_parentheses_outside_strings_and_quoted_names():
     assert nesting("SELECT ((1))") == 2

@@ -25,6 +25,8 @@ from rewriter.metrics import MissingMetrics
 from rewriter.plan import PrivateAggregate
 from tests.sql_corpus import corpus
 
+pytestmark = pytest.mark.unit
+
 POLICY = load_policy_file(DEMO_POLICY_FILE)  # privacy unit: the customer
 # Row-level FLEX (no privacy unit), with declared metrics.
 ROW_LEVEL = load_policy_file(Path(__file__).parent / "data" / "reference_policy.toml")

@@ -24,6 +24,8 @@ from mechanisms.laplace import (
 from mechanisms.random_source import RandomSource, SecureRandomSource, uniform
 from mechanisms.seeded_source import SeededRandomSource as SeededSource
 
+pytestmark = pytest.mark.statistical
+
 N_DRAWS = 100_000
 
 

@@ -10,6 +10,8 @@ import pytest
 from mechanisms.random_source import RandomSource
 from mechanisms.seeded_source import SeededRandomSource
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parent.parent
 # The only module outside mechanisms/ and tests/ allowed to import the seeded source:
 # `dpgate experiment --seed`, which says on its output that it is seeded.

@@ -13,6 +13,8 @@ from rewriter.errors import Refusal
 from rewriter.metrics import Metrics
 from tests.test_flex import plan_of, refusal_of
 
+pytestmark = pytest.mark.unit
+
 COLUMNS = Metrics(columns={
     "public.orders": ("order_id", "customer_id", "product_id", "order_date", "quantity",
                       "order_cost"),

@@ -21,6 +21,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from tests.clinic import Clinic, clinic_server
 from tests.conftest import free_port
 
+pytestmark = pytest.mark.end_to_end
+
 GUIDE = Path(__file__).resolve().parent.parent / "docs" / "onboarding.md"
 BLOCK = re.compile(r"^```sh( setup)?\n(.*?)^```", re.MULTILINE | re.DOTALL)
 

@@ -22,6 +22,8 @@ from proxy.demo.demo import has_demo_data
 from rewriter.unit_policy import UNIT_KEYS
 from tests.conftest import DemoDatabase, Postgres
 
+pytestmark = pytest.mark.end_to_end
+
 ROOT = Path(__file__).resolve().parent.parent
 DPGATE = str(Path(sys.executable).with_name("dpgate"))
 

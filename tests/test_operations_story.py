@@ -23,6 +23,8 @@ from proxy.ops.metrics import Metrics
 from tests.conftest import DemoDatabase, free_port
 from tests.proxies import PASSWORD, USER, OwnProxy, start_own_proxy
 
+pytestmark = pytest.mark.end_to_end
+
 OPERATOR = "ops"
 
 

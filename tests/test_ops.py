@@ -18,8 +18,10 @@ import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import DemoDatabase, dpgate_cli, free_port
+from tests.conftest import DemoDatabase, add_analyst, dpgate_cli, free_port
 from tests.proxies import PASSWORD, USER, OwnProxy, start_own_proxy
+
+pytestmark = pytest.mark.end_to_end
 
 OPERATOR, OPERATOR_PASSWORD = "ops", "ops-pw"
 
@@ -43,9 +45,7 @@ def ops(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory
     running = start_own_proxy(directory, demo_database, metrics_port=metrics_port,
                               audit_log="audit.jsonl", admin_users=OPERATOR)
     config = directory / "dpgate.toml"
-    added = dpgate_cli("user", "add", OPERATOR, "--epsilon", "0.001", "--config", str(config),
-                       stdin=OPERATOR_PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    add_analyst(config, OPERATOR, OPERATOR_PASSWORD, 0.001)
     yield Ops(running, metrics_port, directory / "audit.jsonl", config)
     running.stop()
 

@@ -16,6 +16,8 @@ from proxy.demo.demo import DEMO_POLICY_FILE
 from proxy.ops import Operations
 from rewriter.classify import classify
 
+pytestmark = pytest.mark.unit
+
 POLICY = load_policy_file(DEMO_POLICY_FILE)
 PRIVATE = "SELECT count(*) FROM orders"
 RELAY = "SELECT 1"

@@ -17,6 +17,8 @@ from proxy.config import ServerSettings, load_config
 from tests.conftest import DemoDatabase, free_port
 from tests.proxies import USER, OwnProxy, start_own_proxy
 
+pytestmark = pytest.mark.end_to_end
+
 TOKEN = "s3cret-metrics-token"
 REPOSITORY = Path(__file__).resolve().parent.parent
 LOOPBACK = "127.0.0.1"

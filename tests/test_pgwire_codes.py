@@ -11,6 +11,8 @@ from proxy.pgwire import wire
 from proxy.pgwire.codes import AuthRequest, Backend, Frontend, Target, TransactionStatus
 from rewriter.sqlstate import SqlState
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("codes", [Frontend, Backend, TransactionStatus, Target])
 def test_members_are_their_byte_and_unique(codes) -> None:

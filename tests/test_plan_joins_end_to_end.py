@@ -37,6 +37,8 @@ from tests.conftest import DemoDatabase
 from tests.test_flex import POLICY
 from tests.unit_support import measured_metrics
 
+pytestmark = pytest.mark.end_to_end
+
 JOIN = ("SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
         "WHERE c.address <> 'nowhere'")
 
@@ -197,7 +199,7 @@ def test_a_refused_join_charges_nothing_and_a_good_one_is_charged(engine):
         return refused, answer if isinstance(answer, Answer) else None, charged_before
 
     refused, answer, (charges, spent) = asyncio.run(both())
-    fields = wire.parse_error_fields(refused.response[5:])
+    fields = wire.parse_error_fields(refused.to_response()[5:])
     assert fields["C"] == "0A000" and "disagree" in fields["M"]
     assert charges == [] and spent == 0
     assert isinstance(answer, Answer) and len(answer.rows) == 1

@@ -13,9 +13,12 @@ import pytest
 
 from proxy.admin.cli import main
 
+pytestmark = pytest.mark.end_to_end
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.unit
 def test_plot_without_matplotlib_names_the_extra(monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str],
                                                  tmp_path: Path) -> None:

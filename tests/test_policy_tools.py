@@ -17,6 +17,8 @@ from rewriter.policy import ColumnDomain, RangeDomain, ValuesDomain
 from tests.clinic import Clinic, clinic_server
 from tests.conftest import dpgate_cli, free_port
 
+pytestmark = pytest.mark.end_to_end
+
 CLINIC_POLICY = """
 privacy_unit = { table = "patients", column = "patient_id" }
 max_contributions = 5

@@ -12,10 +12,13 @@ from proxy.engine.generic_plan import generic_explain, has_generic_plans
 from proxy.pgwire.backend import BackendConnection, BackendPool, Endpoint, Parameters
 from tests.test_private_connections import Setup, error_fields, setup  # noqa: F401
 
+pytestmark = pytest.mark.end_to_end
+
 COUNT = "SELECT count(*) FROM orders WHERE product_id = $1 AND quantity >= $2"
 INT4 = 23
 
 
+@pytest.mark.unit
 def test_generic_explain_types_each_placeholder_and_leaves_strings_alone():
     sql = "SELECT count(*) FROM t WHERE x = $1 AND y = '$2' AND z >= $10"
     names = ["integer"] * 9 + ["numeric"]
@@ -26,6 +29,7 @@ def test_generic_explain_types_each_placeholder_and_leaves_strings_alone():
         generic_explain("SELECT $3", ["integer"])
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("version, generic", [("16.2", True), ("17beta1", True),
                                               ("17.0 (Debian 17.0-1)", True),
                                               ("15.6", False), ("", False)])

@@ -131,7 +131,7 @@ async def ask(engine: Engine, sql: str) -> Answer:
 
 
 def error_fields(error: StatementError) -> dict[str, str]:
-    return wire.parse_error_fields(error.response[5:])
+    return wire.parse_error_fields(error.to_response()[5:])
 
 
 def test_no_connection_is_on_loan_while_an_answer_or_a_failure_commits(setup: Setup

@@ -14,10 +14,14 @@ import sys
 import termios
 from pathlib import Path
 
+import pytest
+
 from accounting import ChargeRequest, SqliteLedger
 from proxy.config import PrivacySettings
 from proxy.demo.analysts import create_analyst
 from proxy.ops.progress import Progress
+
+pytestmark = pytest.mark.end_to_end
 
 CHARGES = 40
 

@@ -8,6 +8,8 @@ import pytest
 
 from tests.conftest import RunningProxy
 
+pytestmark = pytest.mark.end_to_end
+
 
 def psql(proxy: RunningProxy, *commands: str) -> subprocess.CompletedProcess:
     args = ["psql", proxy.dsn("alice"), "-X", "-v", "ON_ERROR_STOP=1"]

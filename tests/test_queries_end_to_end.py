@@ -13,6 +13,8 @@ from psycopg import errors
 
 from tests.conftest import RunningProxy, dpgate_cli
 
+pytestmark = pytest.mark.end_to_end
+
 REFERENCE_POLICY = Path(__file__).parent / "data" / "reference_policy.toml"
 PASSWORD = "analyst-pw"
 
@@ -20,9 +22,7 @@ PASSWORD = "analyst-pw"
 @pytest.fixture(scope="module")
 def carol(proxy: RunningProxy) -> str:
     """An analyst with a large budget, so this module cannot starve the others."""
-    added = proxy.cli("user", "add", "flexi", "--epsilon", "1000", "--delta", "0.01",
-                      "--password-stdin", stdin=PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    proxy.add_analyst("flexi", PASSWORD, 1000, delta=0.01)
     return proxy.dsn("flexi", PASSWORD)
 
 

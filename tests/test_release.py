@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings, load_policy_file
 from proxy.engine.release import release
@@ -11,6 +13,8 @@ from rewriter.calibrate import calibrate
 from rewriter.classify import parse_query
 from rewriter.plan import PrivateAggregate
 from rewriter.private import plan_private_aggregate
+
+pytestmark = pytest.mark.unit
 
 POLICY = load_policy_file(Path(__file__).parent / "data" / "reference_policy.toml")
 NO_SHIFT = PrivacySettings(shift_interval=(0.0, 0.0))

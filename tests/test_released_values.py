@@ -22,6 +22,8 @@ from tests.conftest import RunningProxy
 from tests.test_end_to_end import connect
 from tests.test_ledger_proxy import fresh_analyst
 
+pytestmark = pytest.mark.end_to_end
+
 # Post-processing in the select list (computed.py) and around a subquery (outer.py), and
 # with a constant computed before the query (its probe is described too).
 ROUTES = [
@@ -35,7 +37,7 @@ ROUTES = [
 
 @pytest.fixture(scope="module")
 def analyst(proxy: RunningProxy) -> str:
-    return fresh_analyst(proxy, "--epsilon", "1000")
+    return fresh_analyst(proxy, 1000)
 
 
 @pytest.mark.parametrize("route", ROUTES)

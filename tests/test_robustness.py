@@ -29,6 +29,8 @@ from tests.proxies import (
     start_own_proxy,
 )
 
+pytestmark = pytest.mark.end_to_end
+
 MAX_MESSAGE = 65536  # the proxy's max_message_size in write_config
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])

@@ -30,8 +30,10 @@ from rewriter.classify import parse_query
 from rewriter.errors import Refusal
 from rewriter.plan import PostProcess
 from rewriter.private import plan_private_aggregate
-from tests.golden_files import Case, cases, update_if_asked
+from tests.golden_files import Case, cases, released_sql, update_if_asked
 from tests.test_unit_golden import METRICS
+
+pytestmark = pytest.mark.unit
 
 GOLDEN = Path(__file__).parent / "golden" / "row"
 POLICY = load_policy_file(Path(__file__).parent / "data" / "reference_policy.toml")
@@ -71,11 +73,7 @@ def expectation(title: str, statement: str) -> str:
         lines.append(f"-- hidden outputs (for HAVING / ORDER BY only): {hidden}")
     if plan.post != PostProcess():
         lines.append(f"-- after noise: {plan.post}")
-    if plan.post_sql is not None:
-        lines.append(f"-- post: {plan.post_sql}")
-    if plan.outer_sql is not None:
-        lines.append(f"-- outer: {plan.outer_sql}")
-    return "\n".join(lines)
+    return "\n".join(lines + released_sql(plan.post_sql, plan.outer_sql))
 
 
 update_if_asked(GOLDEN, expectation)

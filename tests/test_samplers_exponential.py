@@ -25,6 +25,8 @@ from mechanisms.exponential import (
 )
 from mechanisms.seeded_source import SeededRandomSource
 
+pytestmark = pytest.mark.statistical
+
 N_DRAWS = 100_000
 
 

@@ -27,6 +27,8 @@ from mechanisms.gaussian_sigma import (
 )
 from mechanisms.seeded_source import SeededRandomSource
 
+pytestmark = pytest.mark.statistical
+
 N_DRAWS = 100_000
 
 

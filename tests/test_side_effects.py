@@ -21,6 +21,8 @@ from tests.test_classify import POLICY
 from tests.test_end_to_end import connect
 from tests.test_ledger_proxy import fresh_analyst
 
+pytestmark = pytest.mark.end_to_end
+
 # Every function here changes some state when it runs (or assigns a transaction id).
 SIDE_EFFECTS = [
     "setseed(0.5)", "set_config('dpgate.x', '1', false)", "nextval('orders_seq')",
@@ -54,7 +56,7 @@ ROUTES = [
 
 @pytest.fixture(scope="module")
 def analyst(proxy: RunningProxy) -> str:
-    return fresh_analyst(proxy, "--epsilon", "1000")
+    return fresh_analyst(proxy, 1000)
 
 
 @pytest.mark.parametrize("route", ROUTES)

@@ -29,6 +29,8 @@ from tests.proxies import (
     startup_message,
 )
 
+pytestmark = pytest.mark.end_to_end
+
 IDLE_TIMEOUT = 1
 
 

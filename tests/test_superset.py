@@ -20,6 +20,7 @@ SUPERSET_PYTHON = Path(os.environ.get("DPGATE_SUPERSET_PYTHON",
                                       "/tmp/superset-venv/bin/python"))
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.end_to_end,
     pytest.mark.skipif(not SUPERSET_PYTHON.exists(), reason=(
         f"no Superset virtualenv at {SUPERSET_PYTHON}: run examples/superset/install.sh "
         "(about 1.5 minutes, not part of CI) or set DPGATE_SUPERSET_PYTHON")),

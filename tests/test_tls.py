@@ -38,6 +38,8 @@ from tests.proxies import (
     start_own_proxy,
 )
 
+pytestmark = pytest.mark.end_to_end
+
 
 @dataclass(frozen=True)
 class Certificates:
@@ -222,6 +224,7 @@ def test_channel_binding_with_a_sha384_certificate(demo_database: DemoDatabase, 
         running.stop()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("kind", "expected"), [
     ("rsa-sha256", "sha256"), ("ecdsa-sha384", "sha384"), ("ed25519", None)])
 def test_server_end_point_hash(tmp_path: Path, kind: str, expected: str | None):

@@ -25,6 +25,7 @@ from rewriter.private import plan_private_aggregate
 from tests.conftest import (
     DemoDatabase,
     Postgres,
+    add_analyst,
     dpgate_cli,
     free_port,
     start_proxy,
@@ -32,6 +33,8 @@ from tests.conftest import (
     write_config,
 )
 from tests.unit_support import demo_policy, measured_metrics
+
+pytestmark = pytest.mark.end_to_end
 
 ANALYST, PASSWORD = "uma", "uma-pw"
 TAU = 10
@@ -64,9 +67,7 @@ def _zero_noise_proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.Temp
     config.write_text(text.replace("default_epsilon = 0.1", "default_epsilon = 1e12\n"
                                    "max_epsilon = 1e12\nshift_interval = [0.0, 0.0]\n"
                                    + privacy))
-    added = dpgate_cli("user", "add", ANALYST, "--epsilon", "1e18", "--config", str(config),
-                       stdin=PASSWORD + "\n")
-    assert added.returncode == 0, added.stderr
+    add_analyst(config, ANALYST, PASSWORD, 1e18)
     process = start_proxy(config)
     try:
         wait_for_port(port, process)

@@ -21,6 +21,8 @@ from rewriter.private import plan_private_aggregate
 from tests.golden_files import Case, cases, update_if_asked
 from tests.unit_support import demo_policy
 
+pytestmark = pytest.mark.unit
+
 GOLDEN = Path(__file__).parent / "golden" / "unit"
 
 # The demo schema and FLEX's reference frequencies (products.product_id 300 …).

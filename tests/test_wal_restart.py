@@ -9,9 +9,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from accounting import SqliteLedger, charge_answer
 from accounting.wal_restart import Checkpointer
 from tests.test_ledger import make_ledger, request
+
+pytestmark = pytest.mark.unit
 
 
 def restarts(database: Path) -> int:

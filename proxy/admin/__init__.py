@@ -1,5 +1,8 @@
 """The `dpgate` command line: serve, demo, users, budgets, the ledger, metrics, explain
-and experiments (`cli` and its `cli_*` parts). The top layer.
+and experiments: `cli` (the parser, serve, demo, users) and its parts `cli_common` (the
+options every command shares), `cli_analysis` (explain, metrics) with `metrics_refresh`,
+`cli_ledger` (budget, ledger) with `cli_ledger_store` (the shared ledger's schema and
+migration), `cli_experiment`. The top layer.
 
 May import: every other part of `proxy` and the pure packages.
 """

@@ -17,9 +17,6 @@ from accounting import LedgerOutdated, LedgerUnavailable, UnknownAnalyst, as_tex
 
 from ..config import Config, default_data_dir, load_config
 from ..demo.analysts import create_analyst, draw_shift
-from ..server import event_loop
-from ..server.health import start_health
-from ..server.server import Proxy
 from . import cli_analysis, cli_experiment, cli_ledger, cli_policy
 from .cli_common import (
     add_config_arguments,
@@ -33,6 +30,11 @@ DEMO_METRICS_PORT = 9632
 
 
 async def _serve(config: Config, banner: str = "") -> None:
+    # The server (with sqlglot and aiohttp) is imported only by the commands that serve:
+    # `dpgate user add` and the tests that run it start in a fraction of the time.
+    from ..server.health import start_health
+    from ..server.server import Proxy
+
     ledger = open_configured_ledger(config)
     proxy = Proxy(config, ledger)
     server = await proxy.start()
@@ -58,6 +60,8 @@ async def _serve(config: Config, banner: str = "") -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from ..server import event_loop
+
     config = config_from_args(args)
     if not config.backend.dsn:
         print("dpgate: backend.dsn is not set (use --config, DPGATE_BACKEND_DSN, "
@@ -83,6 +87,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         prepare_database,
         start_embedded_postgres,
     )
+    from ..server import event_loop
 
     data_dir = Path(args.data_dir)
     print(f"dpgate demo: starting PostgreSQL in {data_dir / 'pgdata'}", flush=True)

@@ -11,12 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import asyncpg
-from psycopg.conninfo import make_conninfo
-
-from rewriter.explain import explain
-from rewriter.metrics import Metrics
-
 from ..config import (
     BackendSettings,
     Config,
@@ -25,10 +19,10 @@ from ..config import (
     load_policy_file,
 )
 from ..demo.demo import DEMO_POLICY_FILE
-from ..engine.knowledge import Knowledge
-from ..ops.progress import Progress
 from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
-from .metrics_refresh import refresh_metrics
+
+# The analysis (sqlglot, numpy) and asyncpg are imported by the commands that use them, so
+# that registering these commands costs every other `dpgate` command nothing.
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -70,6 +64,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from rewriter.explain import explain
+    from rewriter.metrics import Metrics
+
+    from ..engine.knowledge import Knowledge
+
     if args.policy:
         config, metrics = Config(), Metrics()
         policy, source = load_policy_file(args.policy), args.policy
@@ -99,6 +98,8 @@ def cmd_metrics_refresh(args: argparse.Namespace) -> int:
 def _refresh_demo(args: argparse.Namespace) -> int:
     """The demo's database, as the superuser of its embedded PostgreSQL (which keeps
     running if `dpgate demo` uses it)."""
+    from psycopg.conninfo import make_conninfo
+
     from ..demo.demo import DEMO_DATABASE, start_embedded_postgres
 
     data_dir = Path(args.data_dir)
@@ -118,6 +119,11 @@ def _refresh_demo(args: argparse.Namespace) -> int:
 
 
 def _refresh(config: Config) -> int:
+    import asyncpg
+
+    from ..ops.progress import Progress
+    from .metrics_refresh import refresh_metrics
+
     ledger = open_configured_ledger(config)
 
     bars: list[Progress] = []  # made at the first column, when the total is known

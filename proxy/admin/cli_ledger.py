@@ -33,7 +33,6 @@ from mechanisms.budget_plan import (
     verify,
 )
 
-from ..ops.progress import Progress
 from . import cli_ledger_store
 from .cli_common import add_config_arguments, config_from_args, open_existing_ledger
 
@@ -315,6 +314,8 @@ def _content_lines(text: str) -> list[str]:
 # ledger export and forget-answers
 
 def cmd_ledger_export(args: argparse.Namespace) -> int:
+    from ..ops.progress import Progress  # proxy.ops imports the rewriter: only when needed
+
     ledger = _ledger(args)
     charges = ledger.charges(args.analyst)
     if args.analyst is not None and not charges and ledger.analyst(args.analyst) is None:

@@ -11,6 +11,12 @@
 - `plan_cache`, `plan_check`, `knowledge`, `limits`, `workers`: the plan cache,
   PostgreSQL's check of a rewritten plan before the charge, metrics and column names
   measured on the backend, the work limits of one statement, worker threads.
+- `fair`: each analyst's fair share of the pools all analysts use (workers, readers).
+- `literals`, `shapes`, `generic_plan`: literals lifted out as parameters so that
+  statements differing in constants share a plan, what PostgreSQL said of a lifted
+  shape, and the one generic-plan check for all values.
+- `charge_batches`: concurrent sessions' charges taken to the ledger together;
+  `connection_loss`: a private statement whose connection fails before the charge.
 
 May import: `proxy.pgwire`, `proxy.config`, rewriter/, accounting/, mechanisms/. Never
 `proxy.server`, `proxy.demo` or `proxy.admin`.

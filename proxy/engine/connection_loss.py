@@ -15,6 +15,7 @@ from rewriter.sqlstate import SqlState
 
 from ..pgwire import wire
 from ..pgwire.backend import BackendError
+from ..pgwire.errors import ClientError
 
 CONNECTION_FAILURE = SqlState.CONNECTION_FAILURE
 # PostgreSQL's class of codes for a connection it ended or cannot serve yet (57P01 admin
@@ -23,8 +24,10 @@ _LOST_CLASSES = ("57P", "08")
 
 
 def connection_loss(error: BaseException) -> str | None:
-    """The SQLSTATE to report if `error` means the database connection failed, else None."""
-    if isinstance(error, BackendError):
+    """The SQLSTATE to report if `error` means the database connection failed, else None.
+    PostgreSQL's error comes as a BackendError, or as a ClientError made of one (a
+    Describe's)."""
+    if isinstance(error, (BackendError, ClientError)):
         state = error.sqlstate
         return state if state.startswith(_LOST_CLASSES) else None
     if isinstance(error, (OSError, EOFError, asyncio.IncompleteReadError,

@@ -18,6 +18,7 @@ from rewriter.sqlstate import SqlState
 from ..config import Config
 from ..pgwire import wire
 from ..pgwire.backend import BackendError, BackendPool, Parameters
+from ..pgwire.codes import ErrorField
 from ..pgwire.running import Running
 from .charge_batches import ChargeBatches
 from .dp_settings import DpSettings
@@ -177,6 +178,6 @@ class Engine:
 def _ours(error: BackendError) -> bool:
     """Whether dpgate's refusal says more than PostgreSQL's error: a query string of several
     statements cannot be parsed in one go, and dpgate's own aggregates are unknown there."""
-    text = error.fields.get("M", "")
+    text = error.fields.get(ErrorField.MESSAGE, "")
     return text == _MULTIPLE_COMMANDS or (
         error.sqlstate == SqlState.UNDEFINED_FUNCTION and text.startswith(_DPGATE_FUNCTIONS))

@@ -1,7 +1,8 @@
-"""The one place where what went wrong becomes the client's ErrorResponse.
+"""What went wrong in the engine, as the client's error.
 
-A statement's error is a `StatementError`: the rest of the query string is skipped and the
-protocol layer sends `response`. dpgate's refusals (`Refusal`) and PostgreSQL's errors
+A statement's error is a `StatementError` (proxy/pgwire/errors.py, where every error a
+client sees is defined): the rest of the query string is skipped and the protocol layer
+sends its `to_response()`. dpgate's refusals (`Refusal`) and PostgreSQL's errors
 (`BackendError`) become one through `client_error`, so positions are treated alike.
 """
 
@@ -16,31 +17,24 @@ from accounting import LedgerUnavailable
 from rewriter.errors import Refusal
 from rewriter.sqlstate import SqlState
 
-from ..pgwire import wire
 from ..pgwire.backend import BackendError
+from ..pgwire.codes import ErrorField
+from ..pgwire.errors import StatementError
 
+__all__ = ["AlreadyReported", "StatementError", "client_error", "ledger_call"]
 log = logging.getLogger("dpgate.session")
 T = TypeVar("T")
 
 
-
-class StatementError(Exception):
-    """An error to report for one statement; the rest of the query string is skipped."""
-
-    def __init__(self, code: str, text: str, hint: str | None = None,
-                 position: int | None = None):
-        super().__init__(text)
-        self.sqlstate = code  # what proxy/ops reports of the statement
-        self.response = wire.error_response(code, text, hint, position)
-
-
 class AlreadyReported(StatementError):
-    """The backend's own ErrorResponse was relayed already."""
+    """The backend's own ErrorResponse was relayed already: nothing more to send."""
 
     def __init__(self, sqlstate: str = "") -> None:
-        Exception.__init__(self, "relayed error")
-        self.sqlstate = sqlstate  # PostgreSQL's, read from the relayed ErrorResponse
-        self.response = b""
+        # PostgreSQL's SQLSTATE, read from the relayed ErrorResponse
+        super().__init__(sqlstate, "relayed error")
+
+    def to_response(self) -> bytes:
+        return b""
 
 
 def client_error(error: Refusal | BackendError, offset: int | None = None) -> StatementError:
@@ -53,11 +47,11 @@ def client_error(error: Refusal | BackendError, offset: int | None = None) -> St
     """
     if isinstance(error, Refusal):
         return StatementError(error.sqlstate, error.message, error.hint, error.position)
-    position = error.fields.get("P")
+    position = error.fields.get(ErrorField.POSITION)
     shifted = int(position) + offset if offset is not None and position and \
         position.isdigit() else None
-    return StatementError(error.sqlstate, error.fields.get("M", "error"),
-                          error.fields.get("H"), shifted)
+    return StatementError(error.sqlstate, error.fields.get(ErrorField.MESSAGE, "error"),
+                          error.fields.get(ErrorField.HINT), shifted)
 
 
 class WorkerPool(Protocol):

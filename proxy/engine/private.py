@@ -219,10 +219,7 @@ class PrivateAnswers:
             try:
                 return await self._answer_once(text, plan, parameters, offset)
             except Exception as error:
-                # A describe's BackendError arrives as a StatementError with its code.
-                state = None if self.charging else connection_loss(
-                    BackendError({"C": error.sqlstate})
-                    if isinstance(error, StatementError) else error)
+                state = None if self.charging else connection_loss(error)
                 if state is None:
                     raise
                 log.warning("database connection failed before the charge (%s)%s", state,

@@ -22,6 +22,7 @@ from rewriter.sqlstate import SqlState
 from ..engine.workers import Workers
 from ..pgwire import wire
 from ..pgwire.codes import Frontend, Target, TransactionStatus
+from ..pgwire.errors import StatementError
 from . import views
 from .hub import Operations
 
@@ -34,12 +35,6 @@ PARAMETERS = {"server_version": "16.0 (dpgate console)", "server_encoding": "UTF
               "client_encoding": "UTF8", "DateStyle": "ISO, MDY", "TimeZone": "UTC",
               "integer_datetimes": "on", "standard_conforming_strings": "on",
               "application_name": ""}
-
-
-class ConsoleError(Exception):
-    def __init__(self, code: str, text: str, hint: str | None = None):
-        super().__init__(text)
-        self.response = wire.error_response(code, text, hint)
 
 
 class Console:
@@ -69,7 +64,7 @@ class Console:
             return _SET.match(text).group(1).upper()  # type: ignore[union-attr]
         match = _SHOW.match(text)
         if match is None:
-            raise ConsoleError(SqlState.SYNTAX_ERROR,
+            raise StatementError(SqlState.SYNTAX_ERROR,
                                "the dpgate console answers SHOW commands only",
                                hint="SHOW " + ", SHOW ".join(COMMANDS))
         what, argument = match.group(1).upper(), match.group(2)
@@ -89,7 +84,7 @@ class Console:
         if what == "HELP":
             return views.Table([("command", wire.TEXT_OID)],
                                [["SHOW " + command] for command in COMMANDS])
-        raise ConsoleError(SqlState.SYNTAX_ERROR, f"unknown console command SHOW {what}",
+        raise StatementError(SqlState.SYNTAX_ERROR, f"unknown console command SHOW {what}",
                            hint="SHOW " + ", SHOW ".join(COMMANDS))
 
     def _send_table(self, result: views.Table | str | None, describe: bool = True) -> None:
@@ -110,8 +105,8 @@ class Console:
         try:
             for command in commands:
                 self._send_table(await self.answer(command))
-        except ConsoleError as error:
-            self.send(error.response)
+        except StatementError as error:
+            self.send(error.to_response())
         self.send(wire.ready_for_query(TransactionStatus.IDLE))
 
     async def extended(self, kind: bytes, payload: bytes) -> None:
@@ -124,22 +119,22 @@ class Console:
             return
         try:
             await self._extended(kind, payload)
-        except ConsoleError as error:
-            self.send(error.response)
+        except StatementError as error:
+            self.send(error.to_response())
             self.skipping = True
 
     async def _extended(self, kind: bytes, payload: bytes) -> None:
         if kind == Frontend.PARSE:
             parse = wire.read_parse(payload)
             if parse.parameter_types or "$1" in parse.query:
-                raise ConsoleError(SqlState.FEATURE_NOT_SUPPORTED, "console commands take no "
+                raise StatementError(SqlState.FEATURE_NOT_SUPPORTED, "console commands take no "
                                    "parameters")
             self.prepared[parse.statement] = parse.query
             self.send(wire.PARSE_COMPLETE)
         elif kind == Frontend.BIND:
             bind = wire.read_bind(payload)
             if any(bind.result_formats):
-                raise ConsoleError(SqlState.INVALID_PARAMETER_VALUE,
+                raise StatementError(SqlState.INVALID_PARAMETER_VALUE,
                                    "the console answers in text format only")
             self.portals[bind.portal] = (self._statement(bind.statement), None)
             self.send(wire.BIND_COMPLETE)
@@ -160,12 +155,12 @@ class Console:
             (self.prepared if target == Target.STATEMENT else self.portals).pop(name, None)
             self.send(wire.CLOSE_COMPLETE)
         else:
-            raise ConsoleError(SqlState.FEATURE_NOT_SUPPORTED,
+            raise StatementError(SqlState.FEATURE_NOT_SUPPORTED,
                                "the console does not take this message")
 
     def _statement(self, name: str) -> str:
         if name not in self.prepared:
-            raise ConsoleError(SqlState.INVALID_SQL_STATEMENT_NAME,
+            raise StatementError(SqlState.INVALID_SQL_STATEMENT_NAME,
                                f'prepared statement "{name}" does not exist')
         return self.prepared[name]
 
@@ -173,7 +168,7 @@ class Console:
         """The portal's answer, computed once (at Describe or Execute) and kept, so that
         both show the same rows."""
         if name not in self.portals:
-            raise ConsoleError(SqlState.INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
+            raise StatementError(SqlState.INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
         sql, result = self.portals[name]
         if result is None:
             result = await self.answer(sql)

@@ -18,7 +18,7 @@ from rewriter.sqlstate import SqlState
 
 from . import wire
 from .codes import AuthRequest, Frontend
-from .startup import FatalError
+from .errors import FatalError
 
 MECHANISM = "SCRAM-SHA-256"
 MECHANISM_PLUS = "SCRAM-SHA-256-PLUS"

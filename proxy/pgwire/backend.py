@@ -20,7 +20,7 @@ from psycopg.conninfo import conninfo_to_dict
 from rewriter.sqlstate import SqlState
 
 from . import wire
-from .codes import AuthRequest, Backend, Frontend, Target, TransactionStatus
+from .codes import AuthRequest, Backend, ErrorField, Frontend, Target, TransactionStatus
 from .hooked import HookedStreamProtocol
 
 MAX_BACKEND_MESSAGE = 1 << 30
@@ -36,12 +36,12 @@ class BackendError(Exception):
     """An ErrorResponse from PostgreSQL, with its fields (C = SQLSTATE, M = message)."""
 
     def __init__(self, fields: dict[str, str]):
-        super().__init__(fields.get("M", "backend error"))
+        super().__init__(fields.get(ErrorField.MESSAGE, "backend error"))
         self.fields = fields
 
     @property
     def sqlstate(self) -> str:
-        return self.fields.get("C", SqlState.INTERNAL_ERROR)
+        return self.fields.get(ErrorField.SQLSTATE, SqlState.INTERNAL_ERROR)
 
 
 class NotExecuted(BackendError):
@@ -187,8 +187,8 @@ class BackendConnection:
         elif code == AuthRequest.SASL_FINAL and scram is not None:
             scram.set_server_final(payload[4:].decode())
         else:
-            raise BackendError({"C": SqlState.INVALID_AUTHORIZATION,
-                                "M": f"unsupported backend authentication {code}"})
+            raise BackendError({ErrorField.SQLSTATE: SqlState.INVALID_AUTHORIZATION,
+                                ErrorField.MESSAGE: f"unsupported backend authentication {code}"})
         await self.flush()
         return scram
 

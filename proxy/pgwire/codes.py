@@ -7,7 +7,7 @@ from a socket: `kind == Frontend.QUERY` holds for `kind = b"Q"`.
 
 from __future__ import annotations
 
-from enum import Enum, IntEnum
+from enum import Enum, IntEnum, StrEnum
 
 
 class Frontend(bytes, Enum):
@@ -71,6 +71,25 @@ class EncryptionAnswer(bytes, Enum):
 
     ACCEPT = b"S"
     DECLINE = b"N"
+
+
+class ErrorField(StrEnum):
+    """The code letter of a field of ErrorResponse and NoticeResponse."""
+
+    SEVERITY = "S"
+    SEVERITY_NONLOCALIZED = "V"
+    SQLSTATE = "C"
+    MESSAGE = "M"
+    HINT = "H"
+    POSITION = "P"
+
+
+class Severity(StrEnum):
+    """The severity of an ErrorResponse or NoticeResponse that dpgate sends."""
+
+    ERROR = "ERROR"
+    FATAL = "FATAL"
+    NOTICE = "NOTICE"
 
 
 class AuthRequest(IntEnum):

@@ -12,21 +12,11 @@ from rewriter.sqlstate import SqlState
 from . import wire
 from .client_stream import ClientReader
 from .codes import EncryptionAnswer
+from .errors import FatalError
 from .tls import ServerTls
 
 MAX_STARTUP_PACKET = 10_000  # PostgreSQL's MAX_STARTUP_PACKET_LENGTH
 NEWEST_MINOR = 0  # the proxy speaks protocol 3.0 only
-
-
-class FatalError(Exception):
-    """The connection is refused with this SQLSTATE and message, sent as FATAL."""
-
-    def __init__(self, code: str, text: str, hint: str | None = None):
-        super().__init__(text)
-        self.code, self.text, self.hint = code, text, hint
-
-    def response(self) -> bytes:
-        return wire.error_response(self.code, self.text, hint=self.hint, severity="FATAL")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from rewriter.sqlstate import SqlState
 
-from .codes import AuthRequest, Backend, Frontend, Target
+from .codes import AuthRequest, Backend, ErrorField, Frontend, Severity, Target
 
 PROTOCOL_3_0 = 196608
 SSL_REQUEST = 80877103
@@ -164,25 +164,26 @@ def empty_query_response() -> bytes:
 def _fields(
     severity: str, code: str, text: str, hint: str | None, position: int | None
 ) -> bytes:
-    body = b"S" + _cstr(severity) + b"V" + _cstr(severity) + b"C" + _cstr(code)
-    body += b"M" + _cstr(text)
+    fields = {ErrorField.SEVERITY: severity, ErrorField.SEVERITY_NONLOCALIZED: severity,
+              ErrorField.SQLSTATE: code, ErrorField.MESSAGE: text}
     if hint:
-        body += b"H" + _cstr(hint)
+        fields[ErrorField.HINT] = hint
     if position:
-        body += b"P" + _cstr(str(position))
-    return body + b"\0"
+        fields[ErrorField.POSITION] = str(position)
+    return b"".join(field.encode() + _cstr(value) for field, value in fields.items()) + b"\0"
 
 
 def error_response(
     code: str, text: str, hint: str | None = None, position: int | None = None,
-    severity: str = "ERROR",
+    severity: str = Severity.ERROR,
 ) -> bytes:
+    """An ErrorResponse: build it from a ClientError's to_response (proxy/pgwire/errors.py)."""
     return message(Backend.ERROR_RESPONSE, _fields(severity, code, text, hint, position))
 
 
 def notice_response(text: str, hint: str | None = None) -> bytes:
     return message(Backend.NOTICE_RESPONSE,
-                   _fields("NOTICE", SqlState.SUCCESSFUL_COMPLETION, text, hint, None))
+                   _fields(Severity.NOTICE, SqlState.SUCCESSFUL_COMPLETION, text, hint, None))
 
 
 def parse_error_fields(payload: bytes) -> dict[str, str]:

@@ -77,7 +77,7 @@ class ExtendedProtocol:
         except StatementError as error:
             await self.settle()  # forwarded answers come first; their error would stand
             if not self.skipping:
-                self.session.send(error.response)
+                self.session.send(error.to_response())
                 self.skipping = self.own_error = True
 
     async def sync(self) -> None:

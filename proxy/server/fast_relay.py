@@ -36,7 +36,8 @@ from rewriter.sqlstate import SqlState
 from ..pgwire import wire
 from ..pgwire.backend import BackendConnection
 from ..pgwire.client_stream import ClientReader
-from ..pgwire.codes import Backend, Frontend, Target, TransactionStatus
+from ..pgwire.codes import Backend, ErrorField, Frontend, Target, TransactionStatus
+from ..pgwire.errors import relay_lost
 from ..pgwire.outbox import Outbox
 from .extended import ExtendedProtocol
 from .prepared import Portal
@@ -228,7 +229,7 @@ class FastRelay:
                 self._finish(self.in_flight.popleft(), relay.status)
             elif kind == _ERROR and self.in_flight[0].sqlstate is None:
                 self.in_flight[0].sqlstate = wire.parse_error_fields(
-                    data[at + 5:end]).get("C", "")
+                    data[at + 5:end]).get(ErrorField.SQLSTATE, "")
             elif kind == _SETTING:
                 name, offset = wire.cstring(data, at + 5)
                 relay.parameters[name] = wire.cstring(data, offset)[0]
@@ -286,10 +287,7 @@ class FastRelay:
         while self.in_flight:
             done = self.in_flight.popleft()
             done.sqlstate = SqlState.CONNECTION_FAILURE
-            self.writer.write(wire.error_response(
-                SqlState.CONNECTION_FAILURE, "the connection to the database was lost while "
-                "the statement ran", hint="Ask again: dpgate reconnects. Settings made with "
-                "SET are reset.") + wire.ready_for_query(relay.status))
+            self.writer.write(relay_lost().to_response() + wire.ready_for_query(relay.status))
             self._finish(done, relay.status)
         self.unfinished.clear()
         self._idle()

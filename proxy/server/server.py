@@ -40,10 +40,11 @@ from ..pgwire.auth import AuthenticationFailed, authenticate
 from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Endpoint
 from ..pgwire.client_stream import ClientReader, IdleTimeout, ShuttingDown
 from ..pgwire.codes import Frontend, TransactionStatus
+from ..pgwire.errors import FatalError, StatementError
 from ..pgwire.hooked import HookedStreamProtocol
 from ..pgwire.outbox import Outbox
 from ..pgwire.running import Running
-from ..pgwire.startup import CancelRequest, FatalError, negotiate
+from ..pgwire.startup import CancelRequest, negotiate
 from ..pgwire.tls import ServerTls
 from .extended import ExtendedProtocol
 from .fast_relay import FastRelay
@@ -167,26 +168,25 @@ class Proxy:
             await self._client(reader, writer)
         except (ShuttingDown, asyncio.CancelledError):
             if self.stopping:
-                _try_write(writer, wire.error_response(
-                    SqlState.ADMIN_SHUTDOWN, "terminating connection due to administrator command",
-                    severity="FATAL"))
+                _try_write(writer, FatalError(
+                    SqlState.ADMIN_SHUTDOWN,
+                    "terminating connection due to administrator command").to_response())
         except IdleTimeout:
-            _try_write(writer, wire.error_response(
-                SqlState.IDLE_SESSION_TIMEOUT, "terminating connection due to idle-session timeout",
-                severity="FATAL"))
+            _try_write(writer, FatalError(
+                SqlState.IDLE_SESSION_TIMEOUT,
+                "terminating connection due to idle-session timeout").to_response())
         except FatalError as error:
-            _try_write(writer, error.response())
+            _try_write(writer, error.to_response())
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except ssl.SSLError as error:
             log.info("TLS handshake with a client failed: %s", error)
         except wire.ProtocolError as error:
-            _try_write(writer, wire.error_response(SqlState.PROTOCOL_VIOLATION, str(error),
-                                                   severity="FATAL"))
+            _try_write(writer, FatalError(SqlState.PROTOCOL_VIOLATION, str(error)).to_response())
         except Exception:
             log.exception("internal error in a client session")
-            _try_write(writer, wire.error_response(SqlState.INTERNAL_ERROR, "dpgate internal error",
-                                                   severity="FATAL"))
+            _try_write(writer, FatalError(SqlState.INTERNAL_ERROR,
+                                          "dpgate internal error").to_response())
         finally:
             del self.clients[task]
             writer.close()
@@ -198,9 +198,8 @@ class Proxy:
             startup = await asyncio.wait_for(self._startup(reader, writer, outbox),
                                              settings.auth_timeout)
         except TimeoutError:
-            _try_write(writer, wire.error_response(
-                SqlState.QUERY_CANCELED,
-                "canceling authentication due to timeout", severity="FATAL"))
+            _try_write(writer, FatalError(
+                SqlState.QUERY_CANCELED, "canceling authentication due to timeout").to_response())
             return
         if startup is None:
             return
@@ -261,10 +260,10 @@ class Proxy:
         if not console and database != self.relay_endpoint.database:
             self.ops.login_refused(user, _peer(writer), "database",
                                    SqlState.INVALID_CATALOG_NAME)
-            writer.write(wire.error_response(
+            writer.write(FatalError(
                 SqlState.INVALID_CATALOG_NAME, f'database "{database}" does not exist',
-                hint=f'dpgate serves the database "{self.relay_endpoint.database}".',
-                severity="FATAL"))
+                hint=f'dpgate serves the database "{self.relay_endpoint.database}".'
+            ).to_response())
             return None
         try:
             analyst = await authenticate(user, self.ledger.analyst, reader, writer,
@@ -273,9 +272,9 @@ class Proxy:
                                          else None)
         except AuthenticationFailed:
             self.ops.login_refused(user, _peer(writer), "password", SqlState.INVALID_PASSWORD)
-            writer.write(wire.error_response(
-                SqlState.INVALID_PASSWORD, f'password authentication failed for user "{user}"',
-                severity="FATAL"))
+            writer.write(FatalError(
+                SqlState.INVALID_PASSWORD, f'password authentication failed for user "{user}"'
+            ).to_response())
             return None
         except LedgerUnavailable as error:  # credentials live in the ledger
             log.error("login of %s: privacy ledger unreachable: %s", user, error)
@@ -392,9 +391,9 @@ class Proxy:
                     await extended.settle()
                 await session.simple_query(sql)
             elif kind == Frontend.FUNCTION_CALL:
-                session.send(wire.error_response(
+                session.send(StatementError(
                     SqlState.FEATURE_NOT_SUPPORTED, "the function call protocol is refused",
-                    hint="Call functions in a SELECT statement."))
+                    hint="Call functions in a SELECT statement.").to_response())
                 session.send(wire.ready_for_query(session.relay.status))
             else:
                 raise wire.ProtocolError(f"unexpected message type {kind!r}")

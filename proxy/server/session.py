@@ -19,7 +19,8 @@ from ..engine.outcome import Answer, Outcome
 from ..ops import SessionOps
 from ..pgwire import wire
 from ..pgwire.backend import BackendConnection, BackendError, Parameters
-from ..pgwire.codes import Frontend, TransactionStatus
+from ..pgwire.codes import ErrorField, Frontend, TransactionStatus
+from ..pgwire.errors import relay_lost
 from ..pgwire.running import Running
 from .prepared import PreparedStatements
 
@@ -59,7 +60,7 @@ class Session:
             statements = [Statement(sql, 0, refusal)]
         except StatementError as error:
             self.ops.refused(sql, error.sqlstate)
-            self.send(error.response)
+            self.send(error.to_response())
             await self.fail_open_transaction()
             statements = []
         for statement in statements:
@@ -67,7 +68,7 @@ class Session:
                 with self.ops.statement(statement.plan, statement.text):
                     await self._run(statement)
             except StatementError as error:
-                self.send(error.response)
+                self.send(error.to_response())
                 await self.fail_open_transaction()
                 break
         self.send(wire.ready_for_query(self.relay.status))
@@ -131,14 +132,11 @@ class Session:
                 )
         except (OSError, asyncio.IncompleteReadError):
             self.relay.status = TransactionStatus.IDLE
-            raise StatementError(SqlState.CONNECTION_FAILURE,
-                                 "the connection to the database was lost "
-                                 "while the statement ran", hint="Ask again: dpgate "
-                                 "reconnects. Settings made with SET are reset.") from None
+            raise relay_lost() from None
         if self.relay.status == TransactionStatus.IDLE:
             self.prepared.portals.clear()  # a transaction ended (COMMIT…), its portals too
         if error is not None:  # PostgreSQL's SQLSTATE, for proxy/ops
-            raise AlreadyReported(error.get("C", ""))
+            raise AlreadyReported(error.get(ErrorField.SQLSTATE, ""))
         if plan.resets_dp:
             self.engine.settings.clear()
         if plan.deallocates_all or plan.deallocates:

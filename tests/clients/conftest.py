@@ -41,9 +41,7 @@ class Analyst:
 def analyst(proxy: RunningProxy) -> Analyst:
     """An analyst with a budget large enough for every client test."""
     name, password = "client_tests", "client-tests-pw"
-    added = proxy.cli("user", "add", name, "--epsilon", "1000", "--password-stdin",
-                      stdin=password + "\n")
-    assert added.returncode == 0, added.stderr
+    proxy.add_analyst(name, password, 1000)
     return Analyst(name, password, "127.0.0.1", proxy.port, "dpgate_e2e")
 
 

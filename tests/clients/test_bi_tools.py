@@ -15,6 +15,8 @@ import sqlalchemy
 from tests.clients.conftest import DEMO_TABLES, Analyst
 from tests.clients.test_jdbc import run_java
 
+pytestmark = pytest.mark.end_to_end
+
 QUERIES = Path(__file__).with_name("bi_queries")
 
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.clients.conftest import DEMO_TABLES, Analyst, assert_noisy
+
+pytestmark = pytest.mark.end_to_end
 
 JAVA_DIR = Path(__file__).with_name("java")
 PGJDBC_JAR = Path("/usr/share/java/postgresql.jar")  # Debian's libpostgresql-jdbc-java

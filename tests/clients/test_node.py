@@ -13,6 +13,8 @@ import pytest
 
 from tests.clients.conftest import DEMO_TABLES, Analyst, assert_noisy
 
+pytestmark = pytest.mark.end_to_end
+
 NODE_DIR = Path(__file__).with_name("node")
 
 

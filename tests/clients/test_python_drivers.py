@@ -20,6 +20,8 @@ from sqlalchemy import bindparam, func, select
 
 from tests.clients.conftest import DEMO_TABLES, REFUSED, Analyst, assert_noisy
 
+pytestmark = pytest.mark.end_to_end
+
 TABLES_SQL = ("SELECT table_name FROM information_schema.tables "
               "WHERE table_schema = 'public' ORDER BY 1")
 
