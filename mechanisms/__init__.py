@@ -7,6 +7,9 @@
 - calibration and accuracy: `gaussian_sigma` (σ for (ε, δ)), `key_selection` (the
   threshold of key selection), `accuracy` (the ±α of the NOTICE), `names` (the
   mechanisms an analyst may choose).
+- chosen from the data, privately: `contribution_bound` (τ per query, AboveThreshold
+  over the units beyond each candidate), `approx_bounds` (clamping bounds of a SUM/AVG
+  from a noisy log-scale histogram).
 - budgets and analyses: `budget_plan` (risk-based budgets among analysts), `collusion`
   (colluding analysts, reproduced with the real samplers).
 """

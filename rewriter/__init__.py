@@ -3,7 +3,9 @@ metrics to a Plan or a typed refusal. No I/O, no clock, no randomness.
 
 Modules, in the order a statement meets them:
 
-- reading the statement: `classify` (split a query string, decide what each statement
+- reading the statement: `lexer` (PostgreSQL's own lexical rules, cross-checked
+  against sqlglot's tokens), `lexical` (the session settings that change how text is
+  read: pinned or refused), `classify` (split a query string, decide what each statement
   is), `scopes` (CTE names), `positions` (error positions in the client's text),
   `functions` (functions refused or allowed on private rows), `catalog` and `neutralise`
   (catalog reads refused, neutralised or relayed).
@@ -18,5 +20,6 @@ Modules, in the order a statement meets them:
   (nothing may fail for some rows only), `rewrite` (the SQL the backend runs).
 - checks against PostgreSQL's own plan: `plan_check`, `plan_joins`.
 - what comes out: `plan` (the Plan), `errors` (typed refusals), `sqlstate` (every
-  SQLSTATE, a leaf module), `explain` and `unit_report` (`dpgate explain`, the NOTICE).
+  SQLSTATE, a leaf module), `explain` and `unit_report` (`dpgate explain`, the NOTICE),
+  `error_bars` (the interval each released column states).
 """

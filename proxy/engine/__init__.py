@@ -11,6 +11,9 @@
 - `plan_cache`, `plan_check`, `knowledge`, `limits`, `workers`: the plan cache,
   PostgreSQL's check of a rewritten plan before the charge, metrics and column names
   measured on the backend, the work limits of one statement, worker threads.
+- `chosen_bound`, `bounded_sums`: τ chosen per query from per-unit counts, clamping
+  bounds chosen from bucketed sums, both at release.
+- `recent`: each analyst's recent answers with their error bars (SHOW dp.last_answers).
 - `fair`: each analyst's fair share of the pools all analysts use (workers, readers).
 - `literals`, `shapes`, `generic_plan`: literals lifted out as parameters so that
   statements differing in constants share a plan, what PostgreSQL said of a lifted

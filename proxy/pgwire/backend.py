@@ -139,8 +139,8 @@ class BackendConnection:
         reported = {name.lower(): value for name, value in self.parameters.items()}
         for name, value in expected.items():
             if reported.get(name.lower(), value) != value:
-                raise BackendError({"C": SqlState.INVALID_PARAMETER_VALUE,
-                                    "M": f"the backend reports {name} = "
+                raise BackendError({ErrorField.SQLSTATE: SqlState.INVALID_PARAMETER_VALUE,
+                                    ErrorField.MESSAGE: f"the backend reports {name} = "
                                     f"{reported[name.lower()]!r}, not {value!r}"})
 
     async def _startup(self, endpoint: Endpoint, options: dict[str, str]) -> None:
