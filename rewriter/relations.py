@@ -14,7 +14,15 @@ from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
-from .arithmetic import ARITHMETIC, NUMBER_TYPES, NotTotal, total_form
+from .arithmetic import (
+    ARITHMETIC,
+    NUMBER_TYPES,
+    TRUNCATIONS,
+    NotTotal,
+    TooCostly,
+    total_form,
+    total_trunc,
+)
 from .elastic import (
     Elastic,
     add,
@@ -29,15 +37,17 @@ from .errors import (
     AMBIGUOUS_COLUMN,
     DUPLICATE_ALIAS,
     INVALID_COLUMN_REFERENCE,
+    PROGRAM_LIMIT_EXCEEDED,
     UNDEFINED_COLUMN,
     Refusal,
     policy_refusal,
     unsupported,
 )
-from .functions import function_name, is_literal_constant, node_failure
+from .functions import function_name, is_literal_constant, may_be_array, node_failure, row_failure
 from .metrics import ColumnKey, Metrics, MissingMetrics
 from .policy import Policy
 from .positions import position_of
+from .row_cost import COSTLY_HINT
 
 DATETIME_TYPES = frozenset({"date", "timestamp without time zone", "timestamp with time zone"})
 JOIN_HINT = ("Join private tables with equalities of plain columns: "
@@ -606,12 +616,14 @@ class Analyzer:
             wanted, what = DATETIME_TYPES, f"{function_name(node)} on private rows"
         elif isinstance(node, (exp.Sum, exp.Avg)):
             argument, wanted, what = node.this, NUMBER_TYPES, f"{node.sql_name()}()"
-        elif isinstance(node, exp.DPipe):
-            for operand in (node.this, node.expression):
-                if isinstance(operand, exp.Column) and \
-                        self._type_of(operand, relation) == "ARRAY":
-                    raise unsupported("|| of array columns can fail on some rows only",
-                                      position=position_of(node, self.offset))
+        elif isinstance(node, (exp.DPipe, exp.Array)):
+            operands = node.expressions if isinstance(node, exp.Array) else \
+                [node.this, node.expression]
+            if any(may_be_array(operand, lambda column: self._type_of(column, relation)
+                                == "ARRAY") for operand in operands):
+                raise unsupported("arrays of arrays and || of arrays can fail on some rows "
+                                  "only (their dimensions differ)",
+                                  position=position_of(node, self.offset))
             return
         else:
             return
@@ -655,9 +667,20 @@ class Analyzer:
         if isinstance(node, ARITHMETIC) and not is_literal_constant(node):
             try:
                 node.replace(total_form(node, lambda column: self._type_of(column, relation)))
+            except TooCostly as error:
+                raise Refusal(PROGRAM_LIMIT_EXCEEDED, str(error), COSTLY_HINT,
+                              position_of(node, self.offset)) from None
             except NotTotal as error:
                 raise unsupported(str(error), position=position_of(node, self.offset)
                                   ) from None
+            return
+        if isinstance(node, TRUNCATIONS):
+            if (failure := row_failure(node)) is not None:
+                raise unsupported(failure, position=position_of(node, self.offset))
+            self._check_operand_types(node, relation)
+            for child in node.iter_expressions():
+                self.check_row_expression(child, relation, allow_aggregates)
+            node.replace(total_trunc(node))
             return
         if allow_aggregates and isinstance(node, (exp.Count, exp.Sum, exp.Avg, exp.Min,
                                                   exp.Max, exp.Distinct)):
