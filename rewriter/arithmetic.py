@@ -253,3 +253,52 @@ def total_trunc(node: exp.Expression) -> exp.Expression:
     safe = exp.or_(exp.not_(finite),
                    exp.Between(this=value.copy(), low=low, high=high))
     return _marked(exp.Case(ifs=[exp.If(this=safe, true=node.copy())]))
+
+
+# Nodes that bring their operands to one type: PostgreSQL casts a numeric operand to real
+# or double precision when the other is one, and that cast fails, row by row, beyond the
+# float's range ("is out of range for type real", 1e-300 as well as 1e400).
+_UNIFYING = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ,
+             exp.NullSafeNEQ, exp.Between, exp.In, exp.Greatest, exp.Least, exp.Coalesce,
+             exp.Nullif, exp.Case)
+_FLOAT_TYPES = frozenset({"real", "double precision", "float4", "float8", "double", "float"})
+_NUMERIC_TYPES = frozenset({"numeric", "decimal"})
+
+
+def mixes_numeric_and_float(node: exp.Expression,
+                            type_of: Callable[[exp.Column], str | None]) -> bool:
+    """Whether `node` unifies a numeric value read from a row with a float one."""
+    if not isinstance(node, _UNIFYING):
+        return False
+    if isinstance(node, exp.Case):
+        operands = [case.args.get("true") for case in node.args.get("ifs") or []]
+        operands.append(node.args.get("default"))
+    else:
+        operands = [node.this, node.args.get("expression"), node.args.get("low"),
+                    node.args.get("high"), *node.expressions]
+    kinds = {kind for operand in operands if isinstance(operand, exp.Expression)
+             for kind in _number_kinds(operand, type_of)}
+    return kinds == {"numeric", "float"}
+
+
+def _number_kinds(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
+                  ) -> set[str]:
+    if isinstance(node, exp.Paren):
+        return _number_kinds(node.this, type_of)
+    if isinstance(node, exp.Column):
+        kind = type_of(node)
+    elif isinstance(node, exp.Cast):
+        kind = node.to.sql(dialect="postgres").lower()
+    elif isinstance(node, (*_OPERATORS, exp.Extract)):
+        kind = "numeric" if node.find(exp.Column) is not None else None
+    elif isinstance(node, (exp.Case, exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least)):
+        arms = node.args.get("ifs") or []
+        results = [arm.args.get("true") for arm in arms] + [
+            node.args.get("default"), node.this, *node.expressions]
+        return {kind for result in results if isinstance(result, exp.Expression)
+                and not isinstance(result, exp.If) for kind in _number_kinds(result, type_of)}
+    else:
+        return set()
+    if kind in _FLOAT_TYPES:
+        return {"float"}
+    return {"numeric"} if kind in _NUMERIC_TYPES else set()

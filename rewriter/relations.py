@@ -20,6 +20,7 @@ from .arithmetic import (
     TRUNCATIONS,
     NotTotal,
     TooCostly,
+    mixes_numeric_and_float,
     total_form,
     total_trunc,
 )
@@ -609,8 +610,15 @@ class Analyzer:
         """Nodes total for some argument types only: extract and date_trunc on dates and
         times (an interval or a time rejects some units, row by row), SUM and AVG on
         numbers (an interval or money sum overflows), || on anything but arrays (arrays of
-        different dimensions do not concatenate). A column of unknown type passes: the
-        proxy always knows the types, `dpgate explain --policy` may not."""
+        different dimensions do not concatenate), comparisons and choices of a numeric
+        with a float (the numeric is cast, and fails beyond the float's range). A column of
+        unknown type passes: the proxy always knows the types, `dpgate explain --policy`
+        may not."""
+        if mixes_numeric_and_float(node, lambda column: self._type_of(column, relation)):
+            raise unsupported("a numeric value read from a row meets a real or double "
+                              "precision one: PostgreSQL casts it to the float, which fails "
+                              "beyond the float's range", hint="Cast the float side to "
+                              "numeric (d::numeric).", position=position_of(node, self.offset))
         if isinstance(node, (exp.Extract, exp.TimestampTrunc, exp.DateTrunc)):
             argument = node.expression if isinstance(node, exp.Extract) else node.this
             wanted, what = DATETIME_TYPES, f"{function_name(node)} on private rows"
@@ -666,13 +674,16 @@ class Analyzer:
             return
         if isinstance(node, ARITHMETIC) and not is_literal_constant(node):
             try:
-                node.replace(total_form(node, lambda column: self._type_of(column, relation)))
+                total = total_form(node, lambda column: self._type_of(column, relation))
             except TooCostly as error:
                 raise Refusal(PROGRAM_LIMIT_EXCEEDED, str(error), COSTLY_HINT,
                               position_of(node, self.offset)) from None
             except NotTotal as error:
                 raise unsupported(str(error), position=position_of(node, self.offset)
                                   ) from None
+            node.replace(total)
+            if isinstance(total, exp.Cast):  # to text: what it casts is checked like any other
+                self.check_row_expression(total.this, relation, allow_aggregates)
             return
         if isinstance(node, TRUNCATIONS):
             if (failure := row_failure(node)) is not None:

@@ -32,6 +32,12 @@ FAILING = {
                           "ARRAY[[1]]) || ARRAY[1]) IS NOT NULL",
     "always failing concatenation in a branch": f"CASE WHEN {HIDDEN} THEN "
                                                  "(ARRAY[[1]] || ARRAY[quantity]) IS NULL END",
+    "a cast to text around a division": f"CAST(1 / (CASE WHEN {HIDDEN} THEN 0 ELSE 1 END)"
+                                         " AS text) IS NOT NULL",
+    "a cast to text around an array": f"CAST(ARRAY[CASE WHEN {HIDDEN} THEN ARRAY[1] ELSE "
+                                      "ARRAY[1, 2] END, ARRAY[1, 2]] AS text) <> ''",
+    "numeric meets real": f"LEAST(CASE WHEN {HIDDEN} THEN 1e-300 ELSE 1 END * order_cost, "
+                          "CAST(quantity AS real)) > 0",
 }
 # date_trunc fails before year 1 and after year 10,000: on rows it is guarded, not refused.
 TRUNCATIONS = {
