@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint
+.PHONY: demo test lint fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,3 +21,8 @@ lint: $(STAMP)
 
 test: lint
 	$(VENV)/bin/pytest
+
+# The totality fuzzer at length (tests/test_totality_fuzz.py runs a bounded version).
+FUZZ_COUNT ?= 20000
+fuzz: $(STAMP)
+	$(VENV)/bin/python -m bench.totality_fuzz --count $(FUZZ_COUNT)
