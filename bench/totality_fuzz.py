@@ -274,10 +274,13 @@ class Report:
     failures: list[Failure] = field(default_factory=list)
     expressions: int = 0
     accepted: int = 0
+    raw_failures: int = 0
 
     def lines(self) -> Iterator[str]:
         yield (f"{self.expressions} expressions, {self.accepted} accepted by dpgate, "
-               f"{len(self.failures)} accepted ones failed on PostgreSQL")
+               f"{len(self.failures)} accepted ones failed on PostgreSQL; "
+               f"{self.raw_failures} failed on rows when run as written")
+        yield "per node: expressions containing it (tried, refused, failed; failed as written)"
         yield f"{'node':<18}{'tried':>8}{'refused':>9}{'failed':>8}{'raw fails':>11}"
         for name in sorted(self.tried):
             yield (f"{name:<18}{self.tried[name]:>8}{self.refused[name]:>9}"
@@ -307,6 +310,7 @@ def fuzz(connection: psycopg.Connection, count: int, seed: int) -> Report:
         report.expressions += 1
         report.tried.update(nodes)
         if _error(connection, statement) is not None:
+            report.raw_failures += 1
             report.raw_failed.update(nodes)
         try:
             plan = plan_private_aggregate(parse_query(statement), policy, 0, metrics)

@@ -50,6 +50,7 @@ from .policy import Policy
 from .positions import position_of
 from .row_cost import COSTLY_HINT
 
+EXACT_NUMBER_TYPES = NUMBER_TYPES - {"real", "double precision"}
 DATETIME_TYPES = frozenset({"date", "timestamp without time zone", "timestamp with time zone"})
 JOIN_HINT = ("Join private tables with equalities of plain columns: "
              "JOIN t ON a.x = t.y, USING (x), or FROM a, t WHERE a.x = t.y.")
@@ -609,11 +610,11 @@ class Analyzer:
     def _check_operand_types(self, node: exp.Expression, relation: Relation) -> None:
         """Nodes total for some argument types only: extract and date_trunc on dates and
         times (an interval or a time rejects some units, row by row), SUM and AVG on
-        numbers (an interval or money sum overflows), || on anything but arrays (arrays of
-        different dimensions do not concatenate), comparisons and choices of a numeric
-        with a float (the numeric is cast, and fails beyond the float's range). A column of
-        unknown type passes: the proxy always knows the types, `dpgate explain --policy`
-        may not."""
+        integers and numerics (an interval, money or float sum overflows), || and ARRAY[]
+        on anything but arrays (arrays of different dimensions do not concatenate),
+        comparisons and choices of a numeric with a float (the numeric is cast, and fails
+        beyond the float's range). A column of unknown type passes: the proxy always
+        knows the types, `dpgate explain --policy` may not."""
         if mixes_numeric_and_float(node, lambda column: self._type_of(column, relation)):
             raise unsupported("a numeric value read from a row meets a real or double "
                               "precision one: PostgreSQL casts it to the float, which fails "
@@ -623,7 +624,8 @@ class Analyzer:
             argument = node.expression if isinstance(node, exp.Extract) else node.this
             wanted, what = DATETIME_TYPES, f"{function_name(node)} on private rows"
         elif isinstance(node, (exp.Sum, exp.Avg)):
-            argument, wanted, what = node.this, NUMBER_TYPES, f"{node.sql_name()}()"
+            # a float sum overflows ("value out of range: overflow"), a numeric one cannot
+            argument, wanted, what = node.this, EXACT_NUMBER_TYPES, f"{node.sql_name()}()"
         elif isinstance(node, (exp.DPipe, exp.Array)):
             operands = node.expressions if isinstance(node, exp.Array) else \
                 [node.this, node.expression]

@@ -10,6 +10,8 @@ hidden condition holds or not). Timing itself is measured in bench/timing_oracle
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rewriter.errors import Refusal
@@ -139,6 +141,16 @@ def test_costly_work_on_private_rows_is_refused_everywhere(attack, clause):
 ])
 def test_ordinary_expressions_stay_allowed(condition):
     plan_of(f"SELECT count(*) FROM orders WHERE {condition}", TYPED)
+
+
+def test_a_float_sum_in_a_derived_table_is_refused():
+    """sum(float8) of 1e308 and 1e308 fails ("value out of range: overflow")."""
+    metrics = replace(TYPED, column_types={**TYPED.column_types,
+                                           ("public.orders", "order_cost"): "double precision"})
+    with pytest.raises(Refusal) as caught:
+        plan_of("SELECT count(*) FROM (SELECT customer_id, sum(order_cost) AS s FROM orders "
+                "GROUP BY customer_id) d WHERE s > 0", metrics)
+    assert "SUM() takes" in caught.value.message
 
 
 def test_date_trunc_on_rows_is_guarded_to_the_years_it_accepts():
