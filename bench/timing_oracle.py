@@ -46,9 +46,9 @@ _CONSTRUCTS = {
     "three 40-digit products": f"(order_cost * {_L40}) * (order_cost * {_L40}) * "
                                f"(order_cost * {_L40}) > 0",
     "four numeric factors": "order_cost * order_cost * order_cost * order_cost > 0",
-    "~2,000 operations (OR chain)": " OR ".join(f"order_id = {-i}" for i in range(390)),
-    "16-part concatenation of 1,000-char text": "length(lower(" + " || ".join(
-        [f"'{'x' * 1000}'"] + ["name"] * 15) + ")) > 0",
+    "~1,000 operations (OR chain)": " OR ".join(f"order_id = {-i}" for i in range(190)),
+    "16-part concatenation of 200-char text": "length(lower(" + " || ".join(
+        [f"'{'x' * 200}'"] + ["name"] * 15) + ")) > 0",
     "nothing costly": "order_cost > 0",
 }
 

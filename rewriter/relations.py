@@ -691,8 +691,8 @@ class Analyzer:
             if (failure := row_failure(node)) is not None:
                 raise unsupported(failure, position=position_of(node, self.offset))
             self._check_operand_types(node, relation)
-            for child in node.iter_expressions():
-                self.check_row_expression(child, relation, allow_aggregates)
+            for argument in node.iter_expressions():
+                self.check_row_expression(argument, relation, allow_aggregates)
             node.replace(total_trunc(node))
             return
         if allow_aggregates and isinstance(node, (exp.Count, exp.Sum, exp.Avg, exp.Min,

@@ -28,8 +28,8 @@ from .buckets import DOMAIN_ONLY
 from .errors import PROGRAM_LIMIT_EXCEEDED, Refusal
 from .positions import position_of
 
-MAX_ROW_NODES = 2_000
-MAX_TEXT_LITERAL = 1_000
+MAX_ROW_NODES = 1_000
+MAX_TEXT_LITERAL = 200
 MAX_CONCAT_OPERANDS = 16
 COSTLY_HINT = ("dpgate bounds the work per private row so that its time cannot depend on "
                "which rows reach it; write a shorter expression")
