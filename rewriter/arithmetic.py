@@ -207,8 +207,13 @@ def _operand(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
         # decimals rounded so that _digits can bound what it computes and what that costs.
         # A CASE, not LEAST(GREATEST(…)): those skip NULL, and a NULL parameter must stay
         # NULL as in PostgreSQL. PostgreSQL folds it when it plans (a constant there).
-        value = exp.Anonymous(this="round", expressions=[
-            _numeric(node), exp.Literal.number(_RUNTIME_DIGITS[1])])
+        # Rounded only beyond 40 decimals: PostgreSQL's value and scale otherwise.
+        decimals = exp.Literal.number(_RUNTIME_DIGITS[1])
+        value = exp.Case(ifs=[exp.If(
+            this=exp.GT(this=exp.Anonymous(this="scale", expressions=[_numeric(node)]),
+                        expression=decimals),
+            true=exp.Anonymous(this="round", expressions=[_numeric(node), decimals.copy()]))],
+            default=_numeric(node))
         bound = exp.Literal.number(_RUNTIME_BOUND)
         low = exp.Neg(this=bound.copy())
         clamped = exp.Case(ifs=[

@@ -17,6 +17,7 @@ from sqlglot import exp
 from .arithmetic import (
     ARITHMETIC,
     NUMBER_TYPES,
+    TOTAL,
     TRUNCATIONS,
     NotTotal,
     TooCostly,
@@ -673,6 +674,8 @@ class Analyzer:
         if isinstance(node, exp.Column):
             if not isinstance(node.this, exp.Star):
                 self.resolve(node, relation)
+            return
+        if node.meta.get(TOTAL):  # built total by dpgate (a variance's sum of squares)
             return
         if isinstance(node, ARITHMETIC) and not is_literal_constant(node):
             try:
