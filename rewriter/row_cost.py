@@ -13,7 +13,8 @@ row (docs/totality.md §3):
   look-up;
 - text written in the statement at most MAX_TEXT_LITERAL characters long;
 - at most MAX_CONCAT_OPERANDS operands in one chain of `||` or concat() (each step copies
-  what came before, so the work grows with the square of the chain);
+  what came before, so the work grows with the square of the chain), and no parameter or
+  computed value (of any size) concatenated with or trimmed from a row's value;
 - numbers in arithmetic: at most 40 digits (arithmetic.py).
 
 What is left is linear in the size of the row's own values, and small; the latency bench
@@ -37,6 +38,8 @@ COSTLY_HINT = ("dpgate bounds the work per private row so that its time cannot d
 _NOT_COUNTED = (exp.Identifier, exp.Star, exp.DataType, exp.Var, exp.Alias, exp.TableAlias,
                 exp.Ordered, exp.Order, exp.Group, exp.Where, exp.Having)
 _CONCATENATIONS = (exp.DPipe, exp.Concat)
+# Text work that grows with every operand (a parameter or computed value can be megabytes).
+_TEXT_BUILDERS = (exp.DPipe, exp.Concat, exp.Trim)
 
 
 def refuse_costly(roots: list[exp.Expression], offset: int) -> None:
@@ -60,6 +63,12 @@ def _count(node: exp.Expression, offset: int) -> tuple[int, bool]:
         raise Refusal(PROGRAM_LIMIT_EXCEEDED,
                       f"text on private rows is at most {MAX_TEXT_LITERAL} characters long",
                       COSTLY_HINT, position_of(node, offset))
+    if isinstance(node, _TEXT_BUILDERS) and node.find(exp.Column) is not None and \
+            node.find(exp.Parameter, exp.Placeholder) is not None:
+        raise Refusal(PROGRAM_LIMIT_EXCEEDED,
+                      "a parameter or computed value has no bounded size: it cannot be "
+                      "concatenated with or trimmed from private rows", COSTLY_HINT,
+                      position_of(node, offset))
     if isinstance(node, _CONCATENATIONS) and not isinstance(node.parent, _CONCATENATIONS) \
             and _operands(node) > MAX_CONCAT_OPERANDS:
         raise Refusal(PROGRAM_LIMIT_EXCEEDED,

@@ -144,6 +144,18 @@ def test_ordinary_expressions_stay_allowed(condition):
     plan_of(f"SELECT count(*) FROM orders WHERE {condition}", TYPED)
 
 
+@pytest.mark.parametrize("condition", [
+    "length(concat(CAST(order_id AS text), $1)) > 0",
+    "trim(both $1 FROM CAST(order_id AS text)) = ''",
+    "length(concat(CAST(order_id AS text), (SELECT max(category) FROM products))) > 0",
+])
+def test_a_value_of_unbounded_size_is_not_built_into_row_text(condition):
+    """A megabyte parameter concatenated on every row reached costs milliseconds there."""
+    refusal = _refused(f"SELECT count(*) FROM orders WHERE CASE WHEN {HIDDEN} THEN "
+                       f"{condition} ELSE true END")
+    assert refusal.sqlstate == "54000"
+
+
 def test_a_float_sum_in_a_derived_table_is_refused():
     """sum(float8) of 1e308 and 1e308 fails ("value out of range: overflow")."""
     metrics = replace(TYPED, column_types={**TYPED.column_types,
