@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 # `make demo PORT=7432` when 6432 is taken.
 PORT ?= 6432
 
-.PHONY: demo test lint
+.PHONY: demo test lint fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,3 +25,8 @@ lint: $(STAMP)
 # module-scoped proxy starts once. One worker when DPGATE_TEST_DSN names a single server.
 test: lint
 	$(VENV)/bin/pytest $(if $(DPGATE_TEST_DSN),,-n 2 --dist loadfile)
+
+# The totality fuzzer at length (tests/test_totality_fuzz.py runs a bounded version).
+FUZZ_COUNT ?= 20000
+fuzz: $(STAMP)
+	$(VENV)/bin/python -m bench.totality_fuzz --count $(FUZZ_COUNT)

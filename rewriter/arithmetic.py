@@ -16,9 +16,20 @@ like `order_cost * 1e131071` would fail for some rows only. The analysis therefo
 the digits of every result from its operands (a literal's own digits; 5, 10 and 19 for
 the integer types, 39 and 309 for real and double precision, and an assumed 1,000 for a
 numeric column, whose typmod dpgate does not read; division adds the divisor's fractional
-digits) and refuses an expression whose bound exceeds MAX_DIGITS. Values known only when
+digits) and refuses an expression whose bound exceeds MAX_DIGITS — far below NUMERIC's
+limit, because the work of a product grows with the digits of its operands. Values known only when
 the statement runs (bound parameters, computed constants) are clamped to ±1e1000 first,
 so their digits are bounded too: beyond that PostgreSQL's answer and dpgate's differ.
+
+NUMERIC's cost grows with digits too: a product of 20,001-digit numbers takes PostgreSQL
+milliseconds, paid only for the rows that reach it. So a number written in arithmetic on
+rows has at most MAX_LITERAL_DIGITS digits (before and after the point together), and a
+parameter or computed constant is clamped to ±1e40 and rounded to 40 decimals (once, when
+the statement is planned: it is a constant there); bigger ones are refused (54000).
+
+date_trunc fails on timestamps it would move before year 1 or past year 10,000 (`week`
+of a year-1 date, `year` of 10001-06-01), so on rows it is guarded (`total_trunc`): values
+outside years 100 to 9899 (infinity aside, which it keeps) give NULL.
 
 Where PostgreSQL would have raised an error the total form gives NULL (or a number where
 an integer would have overflowed); elsewhere it gives the same value, as numeric. Casts
@@ -52,15 +63,23 @@ _WIDER = {  # target -> the source types it holds every value of
 }
 _TEXT_TYPES = frozenset({"text", "varchar", "char", "character varying", "character",
                          "bpchar"})
-# NUMERIC holds 131,072 digits before the point; SUM over up to 1e19 rows adds 19 more.
-MAX_DIGITS = 131_000
+# NUMERIC holds 131,072 digits before the point (SUM over up to 1e19 rows adds 19 more),
+# but the work is what bounds it: four numeric columns (1,000 digits assumed each) multiply,
+# a product of twelve does not.
+MAX_DIGITS = 4_000
 # Digits before and after the point of a value of each type (numeric: an assumption).
 _TYPE_DIGITS = {"smallint": (5, 0), "integer": (10, 0), "bigint": (19, 0),
                 "real": (39, 45), "double precision": (309, 324), "numeric": (1000, 1000)}
-# Bound parameters and computed constants are clamped to this magnitude (and may have up
-# to NUMERIC's 16,383 fractional digits).
-_RUNTIME_DIGITS = (1001, 16383)
-_RUNTIME_BOUND = "1e1000"
+# Digits of a number written in arithmetic on rows: no real query needs more (money, rates
+# and unit conversions have a few dozen), and the work of a product grows with them.
+MAX_LITERAL_DIGITS = 40
+# Bound parameters and computed constants are clamped to this magnitude and rounded to
+# this many decimals.
+_RUNTIME_DIGITS = (41, 40)
+_RUNTIME_BOUND = "1e40"
+# date_trunc cannot fail on timestamps of these years (it fails before year 1, after
+# 10,000, and on what a week, decade or millennium moves there).
+_TRUNC_RANGE = ("0100-01-01", "9899-12-31")
 _OPERATORS = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Abs)
 ARITHMETIC = _OPERATORS + (exp.Cast,)
 
@@ -69,15 +88,25 @@ class NotTotal(ValueError):
     """The expression has no total form dpgate knows."""
 
 
+class TooCostly(NotTotal):
+    """The expression is total but its work per row has no small bound (54000)."""
+
+
 def total_form(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
                ) -> exp.Expression:
     """The total form of an arithmetic expression or cast; raises NotTotal."""
     if isinstance(node, exp.Cast):
         return _total_cast(node, type_of)
+    for literal in node.find_all(exp.Literal):
+        if not literal.is_string and sum(_literal_digits(literal.this)) > MAX_LITERAL_DIGITS:
+            raise TooCostly(f"a number in arithmetic on private rows has at most "
+                            f"{MAX_LITERAL_DIGITS} digits: its work would depend on which "
+                            "rows reach it")
     digits, _ = _digits(node, type_of)
     if digits > MAX_DIGITS:
-        raise NotTotal(f"this arithmetic can reach about 10^{digits}, beyond what NUMERIC "
-                       "holds, so it would fail for some rows only; use smaller constants")
+        raise TooCostly(f"this arithmetic can reach about 10^{digits}: its work on a row "
+                        f"would grow with it (at most 10^{MAX_DIGITS}); use fewer factors "
+                        "or smaller constants")
     total, _ = _number(node, type_of)
     return _marked(total)
 
@@ -174,10 +203,17 @@ def _operand(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
         integer = "." not in node.this and "e" not in node.this.lower()
         return _numeric(node), integer
     if isinstance(node, (exp.Parameter, exp.Placeholder)):
-        # Its type is checked when PostgreSQL plans it; its magnitude is clamped so that
-        # _digits can bound what it computes. A CASE, not LEAST(GREATEST(…)): those skip
-        # NULL, and a NULL parameter must stay NULL as in PostgreSQL.
-        value = _numeric(node)
+        # Its type is checked when PostgreSQL plans it; its magnitude is clamped and its
+        # decimals rounded so that _digits can bound what it computes and what that costs.
+        # A CASE, not LEAST(GREATEST(…)): those skip NULL, and a NULL parameter must stay
+        # NULL as in PostgreSQL. PostgreSQL folds it when it plans (a constant there).
+        # Rounded only beyond 40 decimals: PostgreSQL's value and scale otherwise.
+        decimals = exp.Literal.number(_RUNTIME_DIGITS[1])
+        value = exp.Case(ifs=[exp.If(
+            this=exp.GT(this=exp.Anonymous(this="scale", expressions=[_numeric(node)]),
+                        expression=decimals),
+            true=exp.Anonymous(this="round", expressions=[_numeric(node), decimals.copy()]))],
+            default=_numeric(node))
         bound = exp.Literal.number(_RUNTIME_BOUND)
         low = exp.Neg(this=bound.copy())
         clamped = exp.Case(ifs=[
@@ -209,3 +245,65 @@ def _numeric(node: exp.Expression) -> exp.Expression:
 def _marked(node: exp.Expression) -> exp.Expression:
     node.meta[TOTAL] = True
     return node
+
+
+TRUNCATIONS = (exp.TimestampTrunc, exp.DateTrunc)
+
+
+def total_trunc(node: exp.Expression) -> exp.Expression:
+    """date_trunc(unit, x) where it cannot fail, NULL elsewhere (see the module docstring)."""
+    value = node.this
+    low, high = (exp.Literal.string(day) for day in _TRUNC_RANGE)
+    finite = exp.Anonymous(this="isfinite", expressions=[value.copy()])
+    safe = exp.or_(exp.not_(finite),
+                   exp.Between(this=value.copy(), low=low, high=high))
+    return _marked(exp.Case(ifs=[exp.If(this=safe, true=node.copy())]))
+
+
+# Nodes that bring their operands to one type: PostgreSQL casts a numeric operand to real
+# or double precision when the other is one, and that cast fails, row by row, beyond the
+# float's range ("is out of range for type real", 1e-300 as well as 1e400).
+_UNIFYING = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ,
+             exp.NullSafeNEQ, exp.Between, exp.In, exp.Greatest, exp.Least, exp.Coalesce,
+             exp.Nullif, exp.Case)
+_FLOAT_TYPES = frozenset({"real", "double precision", "float4", "float8", "double", "float"})
+_NUMERIC_TYPES = frozenset({"numeric", "decimal"})
+
+
+def mixes_numeric_and_float(node: exp.Expression,
+                            type_of: Callable[[exp.Column], str | None]) -> bool:
+    """Whether `node` unifies a numeric value read from a row with a float one."""
+    if not isinstance(node, _UNIFYING):
+        return False
+    if isinstance(node, exp.Case):
+        operands = [case.args.get("true") for case in node.args.get("ifs") or []]
+        operands.append(node.args.get("default"))
+    else:
+        operands = [node.this, node.args.get("expression"), node.args.get("low"),
+                    node.args.get("high"), *node.expressions]
+    kinds = {kind for operand in operands if isinstance(operand, exp.Expression)
+             for kind in _number_kinds(operand, type_of)}
+    return kinds == {"numeric", "float"}
+
+
+def _number_kinds(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
+                  ) -> set[str]:
+    if isinstance(node, exp.Paren):
+        return _number_kinds(node.this, type_of)
+    if isinstance(node, exp.Column):
+        kind = type_of(node)
+    elif isinstance(node, exp.Cast):
+        kind = node.to.sql(dialect="postgres").lower()
+    elif isinstance(node, (*_OPERATORS, exp.Extract)):
+        kind = "numeric" if node.find(exp.Column) is not None else None
+    elif isinstance(node, (exp.Case, exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least)):
+        arms = node.args.get("ifs") or []
+        results = [arm.args.get("true") for arm in arms] + [
+            node.args.get("default"), node.this, *node.expressions]
+        return {kind for result in results if isinstance(result, exp.Expression)
+                and not isinstance(result, exp.If) for kind in _number_kinds(result, type_of)}
+    else:
+        return set()
+    if kind in _FLOAT_TYPES:
+        return {"float"}
+    return {"numeric"} if kind in _NUMERIC_TYPES else set()

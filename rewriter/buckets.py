@@ -29,6 +29,7 @@ DOMAIN_ONLY = "dpgate_domain_only"
 _BUCKET_FUNCTIONS: tuple[type[exp.Expression], ...] = (
     exp.TimeToStr, exp.Floor, exp.Ceil, exp.Round, exp.Trunc, exp.Abs, exp.Sign,
     exp.WidthBucket, exp.Substring, exp.Left, exp.Right, exp.Mod, exp.DataTypeParam,
+    exp.TimestampTrunc, exp.DateTrunc,
 )
 _ALLOWED = ROW_SAFE_NODES + FOLDED_NODES + _BUCKET_FUNCTIONS
 # Placeholders and parameters have no value when the mapping is computed first.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
 # Functions that run SQL text, read files or server state, sleep, change settings or
@@ -50,7 +52,7 @@ ROW_SAFE_NODES: tuple[type[exp.Expression], ...] = (
     exp.Lower, exp.Upper, exp.Length, exp.Trim, exp.Extract, exp.Var,
     exp.Tuple, exp.Star, exp.DPipe, exp.Concat, exp.Where, exp.Parameter,
     exp.Placeholder, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DataType,
-    exp.TimestampTrunc, exp.DateTrunc, exp.Greatest, exp.Least, exp.Nullif,
+    exp.Greatest, exp.Least, exp.Nullif,
     exp.CurrentDate, exp.CurrentTimestamp, exp.Interval, exp.Any, exp.Array,
     # clauses of a derived table, checked item by item
     exp.Order, exp.Ordered, exp.Group, exp.Limit, exp.Offset,
@@ -60,8 +62,10 @@ ROW_SAFE_NODES: tuple[type[exp.Expression], ...] = (
 # Placeholders of values dpgate computes before the query runs (see constants.py).
 RESERVED_PREFIX = "__dpgate_"
 
-# abs() and unary minus are missing above: they overflow on the smallest integer. The
-# nodes below are total only with some arguments, which `row_failure` checks.
+# abs() and unary minus are missing above: they overflow on the smallest integer.
+# date_trunc too: it fails on dates before year 1 or after 10,000 after truncation; on rows
+# dpgate evaluates it guarded (arithmetic.total_trunc). The nodes below are total only with
+# some arguments, which `row_failure` checks.
 # Fields extract() takes from a date, a timestamp and a timestamptz alike (hour would fail
 # on a date, and only when a row reaches it).
 EXTRACT_UNITS = frozenset({
@@ -136,7 +140,47 @@ def row_failure(node: exp.Expression) -> str | None:
         return _unit_failure("date_trunc", node.args.get("unit"), TRUNC_UNITS)
     if isinstance(node, exp.Identifier) and node.name.startswith(RESERVED_PREFIX):
         return f"names starting with {RESERVED_PREFIX} are reserved by dpgate"
+    if isinstance(node, (exp.Array, exp.DPipe)) and node.find(exp.Column) is not None:
+        # ARRAY[…] of arrays and || of arrays fail when dimensions or lengths differ, and
+        # a CASE chooses the shape row by row. Array columns are caught with their types
+        # (relations.py); constants of fixed shape are folded when planned.
+        operands = node.expressions if isinstance(node, exp.Array) else \
+            [node.this, node.expression]
+        if any(may_be_array(operand) for operand in operands):
+            return ("arrays of arrays and || of arrays can fail on some rows only (their "
+                    "dimensions differ)")
     return None
+
+
+# Nodes whose value is one of their operands, chosen row by row.
+_CHOICES = (exp.Paren, exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least,
+            exp.DPipe)
+
+
+def may_be_array(node: exp.Expression,
+                 is_array_column: Callable[[exp.Column], bool] = lambda column: False) -> bool:
+    """Whether `node` could be an array: an array constructor, a cast to an array type, a
+    parameter or computed value (of a type known only at run time), an array column, or a
+    choice among such values."""
+    if isinstance(node, (exp.Array, exp.Parameter, exp.Placeholder)):
+        return True
+    if isinstance(node, exp.Cast):
+        return node.to.is_type(exp.DataType.Type.ARRAY) or "[" in node.to.sql("postgres")
+    if isinstance(node, exp.Column):
+        return is_array_column(node)
+    if isinstance(node, _CHOICES):
+        if isinstance(node, exp.Case):
+            results = [case.args.get("true") for case in node.args.get("ifs") or []]
+            results.append(node.args.get("default"))
+        elif isinstance(node, exp.If):
+            results = [node.args.get("true"), node.args.get("false")]
+        elif isinstance(node, exp.Nullif):
+            results = [node.this]
+        else:
+            results = [node.this, node.args.get("expression"), *node.expressions]
+        return any(may_be_array(result, is_array_column) for result in results
+                   if isinstance(result, exp.Expression))
+    return False
 
 
 def _unit_failure(function: str, unit: exp.Expression | None, units: frozenset[str]

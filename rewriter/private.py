@@ -584,6 +584,10 @@ class _Planner:
                    ) -> OutputColumn:
         node = _without_filter(node, position)
         argument = node.this
+        if not isinstance(argument, (exp.Star, exp.Distinct)):
+            # The analysis's checks by type (arrays, a numeric meeting a float) besides
+            # totality.py's walk, which knows no types; arithmetic is rewritten on this copy.
+            self.analyzer.check_row_expression(argument, self.relation)
         if isinstance(node, exp.Count):
             if isinstance(argument, exp.Distinct):
                 if len(argument.expressions) != 1 or \

@@ -14,7 +14,17 @@ from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
-from .arithmetic import ARITHMETIC, NUMBER_TYPES, NotTotal, total_form
+from .arithmetic import (
+    ARITHMETIC,
+    NUMBER_TYPES,
+    TOTAL,
+    TRUNCATIONS,
+    NotTotal,
+    TooCostly,
+    mixes_numeric_and_float,
+    total_form,
+    total_trunc,
+)
 from .elastic import (
     Elastic,
     add,
@@ -29,16 +39,19 @@ from .errors import (
     AMBIGUOUS_COLUMN,
     DUPLICATE_ALIAS,
     INVALID_COLUMN_REFERENCE,
+    PROGRAM_LIMIT_EXCEEDED,
     UNDEFINED_COLUMN,
     Refusal,
     policy_refusal,
     unsupported,
 )
-from .functions import function_name, is_literal_constant, node_failure
+from .functions import function_name, is_literal_constant, may_be_array, node_failure, row_failure
 from .metrics import ColumnKey, Metrics, MissingMetrics
 from .policy import Policy
 from .positions import position_of
+from .row_cost import COSTLY_HINT
 
+EXACT_NUMBER_TYPES = NUMBER_TYPES - {"real", "double precision"}
 DATETIME_TYPES = frozenset({"date", "timestamp without time zone", "timestamp with time zone"})
 JOIN_HINT = ("Join private tables with equalities of plain columns: "
              "JOIN t ON a.x = t.y, USING (x), or FROM a, t WHERE a.x = t.y.")
@@ -598,20 +611,30 @@ class Analyzer:
     def _check_operand_types(self, node: exp.Expression, relation: Relation) -> None:
         """Nodes total for some argument types only: extract and date_trunc on dates and
         times (an interval or a time rejects some units, row by row), SUM and AVG on
-        numbers (an interval or money sum overflows), || on anything but arrays (arrays of
-        different dimensions do not concatenate). A column of unknown type passes: the
-        proxy always knows the types, `dpgate explain --policy` may not."""
+        integers and numerics (an interval, money or float sum overflows), || and ARRAY[]
+        on anything but arrays (arrays of different dimensions do not concatenate),
+        comparisons and choices of a numeric with a float (the numeric is cast, and fails
+        beyond the float's range). A column of unknown type passes: the proxy always
+        knows the types, `dpgate explain --policy` may not."""
+        if mixes_numeric_and_float(node, lambda column: self._type_of(column, relation)):
+            raise unsupported("a numeric value read from a row meets a real or double "
+                              "precision one: PostgreSQL casts it to the float, which fails "
+                              "beyond the float's range", hint="Cast the float side to "
+                              "numeric (d::numeric).", position=position_of(node, self.offset))
         if isinstance(node, (exp.Extract, exp.TimestampTrunc, exp.DateTrunc)):
             argument = node.expression if isinstance(node, exp.Extract) else node.this
             wanted, what = DATETIME_TYPES, f"{function_name(node)} on private rows"
         elif isinstance(node, (exp.Sum, exp.Avg)):
-            argument, wanted, what = node.this, NUMBER_TYPES, f"{node.sql_name()}()"
-        elif isinstance(node, exp.DPipe):
-            for operand in (node.this, node.expression):
-                if isinstance(operand, exp.Column) and \
-                        self._type_of(operand, relation) == "ARRAY":
-                    raise unsupported("|| of array columns can fail on some rows only",
-                                      position=position_of(node, self.offset))
+            # a float sum overflows ("value out of range: overflow"), a numeric one cannot
+            argument, wanted, what = node.this, EXACT_NUMBER_TYPES, f"{node.sql_name()}()"
+        elif isinstance(node, (exp.DPipe, exp.Array)):
+            operands = node.expressions if isinstance(node, exp.Array) else \
+                [node.this, node.expression]
+            if any(may_be_array(operand, lambda column: self._type_of(column, relation)
+                                == "ARRAY") for operand in operands):
+                raise unsupported("arrays of arrays and || of arrays can fail on some rows "
+                                  "only (their dimensions differ)",
+                                  position=position_of(node, self.offset))
             return
         else:
             return
@@ -652,12 +675,28 @@ class Analyzer:
             if not isinstance(node.this, exp.Star):
                 self.resolve(node, relation)
             return
+        if node.meta.get(TOTAL):  # built total by dpgate (a variance's sum of squares)
+            return
         if isinstance(node, ARITHMETIC) and not is_literal_constant(node):
             try:
-                node.replace(total_form(node, lambda column: self._type_of(column, relation)))
+                total = total_form(node, lambda column: self._type_of(column, relation))
+            except TooCostly as error:
+                raise Refusal(PROGRAM_LIMIT_EXCEEDED, str(error), COSTLY_HINT,
+                              position_of(node, self.offset)) from None
             except NotTotal as error:
                 raise unsupported(str(error), position=position_of(node, self.offset)
                                   ) from None
+            node.replace(total)
+            if isinstance(total, exp.Cast):  # to text: what it casts is checked like any other
+                self.check_row_expression(total.this, relation, allow_aggregates)
+            return
+        if isinstance(node, TRUNCATIONS):
+            if (failure := row_failure(node)) is not None:
+                raise unsupported(failure, position=position_of(node, self.offset))
+            self._check_operand_types(node, relation)
+            for argument in node.iter_expressions():
+                self.check_row_expression(argument, relation, allow_aggregates)
+            node.replace(total_trunc(node))
             return
         if allow_aggregates and isinstance(node, (exp.Count, exp.Sum, exp.Avg, exp.Min,
                                                   exp.Max, exp.Distinct)):

@@ -7,7 +7,8 @@ pass walks *every* node PostgreSQL will evaluate — CTE bodies, derived tables,
 subqueries, aggregate arguments and filters, GROUP BY — against the same allow list, so a
 clause the analysis does not look at cannot slip through. What the proxy computes itself
 from released values (arithmetic over aggregates, HAVING, ORDER BY, LIMIT) never reaches
-PostgreSQL and is not walked. The rule and its proof obligation: docs/totality.md.
+PostgreSQL and is not walked. The same nodes get a bound on their work per row
+(row_cost.py). The rule and its proof obligation: docs/totality.md.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from .buckets import DOMAIN_ONLY
 from .errors import unsupported
 from .functions import AGGREGATE_NODES, STRUCTURE_NODES, node_failure
 from .positions import position_of
+from .row_cost import refuse_costly
 
 # Top-level clauses the proxy applies to noisy values itself (private.py takes LIMIT and
 # OFFSET as literal numbers only).
@@ -29,7 +31,8 @@ _MIXED_CLAUSES = frozenset({"expressions", "having", "order"})
 
 
 def refuse_unsafe_nodes(tree: exp.Select, offset: int) -> None:
-    """Raise a 0A000 refusal at the first node that could fail on some rows only."""
+    """Raise a 0A000 refusal at the first node that could fail on some rows only, and a
+    54000 one when their work per row is not bounded (row_cost.py)."""
     for node in _evaluated_nodes(tree):
         if _subquery_in_expression(node):
             raise unsupported("a subquery is allowed here only in WHERE, ON or the select "
@@ -42,6 +45,7 @@ def refuse_unsafe_nodes(tree: exp.Select, offset: int) -> None:
                               "IS NULL, CASE and simple functions (lower, upper, length, trim, "
                               "extract, date_trunc, coalesce).",
                               position=position_of(node, offset))
+    refuse_costly(list(evaluated_roots(tree)), offset)
 
 
 def _subquery_in_expression(node: exp.Expression) -> bool:
@@ -53,6 +57,12 @@ def _subquery_in_expression(node: exp.Expression) -> bool:
 
 def _evaluated_nodes(tree: exp.Select) -> Iterator[exp.Expression]:
     """Every node of the statement that PostgreSQL evaluates."""
+    for root in evaluated_roots(tree):
+        yield from _walk(root)
+
+
+def evaluated_roots(tree: exp.Select) -> Iterator[exp.Expression]:
+    """The subtrees of the statement that PostgreSQL evaluates (the proxy the rest)."""
     for key, value in tree.args.items():
         if key in _PROXY_CLAUSES or value is None:
             continue
@@ -62,7 +72,7 @@ def _evaluated_nodes(tree: exp.Select) -> Iterator[exp.Expression]:
             if key in _MIXED_CLAUSES:
                 yield from _sent_to_backend(item)
             else:
-                yield from _walk(item)
+                yield item
 
 
 def _walk(node: exp.Expression) -> Iterator[exp.Expression]:
@@ -80,7 +90,7 @@ def _sent_to_backend(node: exp.Expression) -> Iterator[exp.Expression]:
     aggregates (arguments and FILTER included) and aggregate-free subtrees (group keys),
     but not the arithmetic the proxy does over released aggregates."""
     if isinstance(node, AGGREGATE_NODES + (exp.Window,)) or node.find(exp.AggFunc) is None:
-        yield from _walk(node)
+        yield node
         return
     for child in node.iter_expressions():
         yield from _sent_to_backend(child)
