@@ -15,7 +15,7 @@ Modules, in the order a statement meets them:
   smooth sensitivity), `metrics` (what is known of the data), `calibrate` (noise scales).
 - private aggregates: `private` (validate, sensitivity, rewrite), `bounding`
   (contribution bounding), `buckets` (computed group keys), `arithmetic` (expressions
-  that cannot fail), `constants` (values computed first), `choice` (exponential
+  that cannot fail), `row_cost` (the bounded work of an expression on one row), `constants` (values computed first), `choice` (exponential
   mechanism), `computed` and `outer` (post-processing of released values), `totality`
   (nothing may fail for some rows only), `rewrite` (the SQL the backend runs).
 - checks against PostgreSQL's own plan: `plan_check`, `plan_joins`.
