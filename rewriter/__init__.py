@@ -15,9 +15,10 @@ Modules, in the order a statement meets them:
   smooth sensitivity), `metrics` (what is known of the data), `calibrate` (noise scales).
 - private aggregates: `private` (validate, sensitivity, rewrite), `bounding`
   (contribution bounding), `buckets` (computed group keys), `arithmetic` (expressions
-  that cannot fail), `row_cost` (the bounded work of an expression on one row), `constants` (values computed first), `choice` (exponential
-  mechanism), `computed` and `outer` (post-processing of released values), `totality`
-  (nothing may fail for some rows only), `rewrite` (the SQL the backend runs).
+  that cannot fail), `row_cost` (the bounded work of an expression on one row),
+  `constants` (values computed first), `choice` (exponential mechanism), `computed` and
+  `outer` (post-processing of released values), `totality` (nothing may fail for some
+  rows only), `rewrite` (the SQL the backend runs).
 - checks against PostgreSQL's own plan: `plan_check`, `plan_joins`.
 - what comes out: `plan` (the Plan), `errors` (typed refusals), `sqlstate` (every
   SQLSTATE, a leaf module), `explain` and `unit_report` (`dpgate explain`, the NOTICE),
