@@ -83,6 +83,7 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
                               position=position_of(tree, offset))
     # Names as PostgreSQL reads them: unquoted folded to lower case, quoted kept.
     normalize_identifiers(tree, dialect="postgres")
+    _name_derived_tables(tree)
     split = split_outer(tree)
     if split is not None:
         inner, outer, alias = split
@@ -115,6 +116,16 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
                    scans=tuple(sorted(analyzer.scans.elements())), join_keys=join_keys)
 
 
+def _name_derived_tables(tree: exp.Select) -> None:
+    """Give each derived table written without an alias (PostgreSQL 16 allows it) a name,
+    so that the rewritten SQL, and the unit column read through it, can refer to it. No
+    column of the statement can name it (it had no name), so the answer is unchanged."""
+    unnamed = [node for node in tree.find_all(exp.Subquery)
+               if isinstance(node.parent, (exp.From, exp.Join)) and not node.alias]
+    for number, node in enumerate(unnamed, 1):
+        node.set("alias", exp.TableAlias(this=exp.to_identifier(f"_dp_derived{number}")))
+
+
 def _aggregates_groups(outer: exp.Select, grouping: Grouping) -> bool:
     """Whether the query around a GROUP BY aggregates its groups in a way that depends on
     which groups exist. Over a whole declared domain, sum() and max() of the released
@@ -141,6 +152,9 @@ class _Planner:
     outputs: list[OutputColumn] = field(default_factory=list)
     choices: list[tuple[ChoiceSpec, Resolved]] = field(default_factory=list)
     probe: exp.Select | None = None  # with expressions over released values
+    # Per hidden aggregate output: the aggregate as written (a SUM sharing an AVG's part
+    # has the SUM's type, not the AVG's).
+    hidden_sources: dict[int, exp.Expression] = field(default_factory=dict)
     # Per key: the GROUP BY expression of its column (a bucket), or None for the column.
     key_expressions: list[exp.Expression | None] = field(default_factory=list)
     # Per computed key: the constant that evaluates its mapping before the query.
@@ -184,13 +198,25 @@ class _Planner:
                                      self._bounding()),
                              len(self.keys), noisy_parts, post, grouping,
                              grouped_bounding=bool(self.keys))
+        plan = replace(plan, occupied_by=self._occupied_by(grouping))
         if computed_post is None:
             return plan
-        self.probe = probe(self.tree, [self._source(o) for o in self.outputs],
+        self.probe = probe(self.tree, [self._source(i, o) for i, o in enumerate(self.outputs)],
                            [e or column for (_, column), e in
                             zip(self.keys, self.key_expressions, strict=True)])
         return replace(plan, post_sql=computed_post,
                        probe_sql=self.probe.sql(dialect="postgres"))
+
+    def _occupied_by(self, grouping: Grouping | None) -> int | None:
+        """Over a whole declared domain, the statement's COUNT(*) when it orders or limits
+        its groups: PostgreSQL ranks the groups that exist, so a group whose released
+        count is ≤ 0 is dropped first (post-processing of released values only). Without
+        ORDER BY or LIMIT the whole domain is listed, as documented."""
+        if grouping is None or grouping.key_selection or not any(
+                self.tree.args.get(clause) is not None for clause in ("order", "limit")):
+            return None
+        return next((index for index, projection in enumerate(self.tree.expressions)
+                     if _is_count_star(_unalias(projection))), None)
 
     # -- the privacy unit ----------------------------------------------------
 
@@ -288,6 +314,7 @@ class _Planner:
     def _hidden_aggregate(self, node: exp.Expression) -> int:
         self.outputs.append(self._aggregate(node, _default_name(node), True,
                                             position_of(node, self.offset)))
+        self.hidden_sources[len(self.outputs) - 1] = node
         return len(self.outputs) - 1
 
     def _hidden_key(self, column: exp.Expression) -> int:
@@ -311,13 +338,17 @@ class _Planner:
             ordered.set("this", self._substitute(node))
         return ordered
 
-    def _source(self, output: OutputColumn) -> exp.Expression:
-        """An output as the statement asks for it, for PostgreSQL's type of it."""
+    def _source(self, index: int, output: OutputColumn) -> exp.Expression:
+        """An output as the statement asks for it, for PostgreSQL's type of it: the
+        aggregate as written, not the part it shares (an AVG's sum is numeric, a SUM of
+        integers bigint)."""
         if output.kind == "key":
             return self.key_expressions[output.parts[0]] or self.keys[output.parts[0]][1]
         if output.kind == "computed":
             return exp.cast(exp.Null(), "text")
-        return self.parts[output.parts[0]].node
+        if index < len(self.tree.expressions):
+            return _unalias(self.tree.expressions[index])
+        return self.hidden_sources.get(index) or self.parts[output.parts[0]].node
 
     # -- group keys ------------------------------------------------------------------
 
@@ -1014,6 +1045,10 @@ def _number(node: exp.Expression) -> float | None:
 def _part_text(part: PartSpec) -> str:
     argument = part.node.this
     return f"{part.aggregate}:{argument.sql(dialect='postgres', normalize=True)}"
+
+
+def _is_count_star(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Count) and isinstance(node.this, exp.Star)
 
 
 def _unalias(node: exp.Expression) -> exp.Expression:

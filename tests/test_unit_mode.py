@@ -182,6 +182,7 @@ def test_a_chain_through_a_key_that_is_not_unique_is_refused():
 
 @pytest.mark.parametrize("sql", [
     "SELECT count(*) FROM (SELECT * FROM orders WHERE quantity > 2) AS s",
+    "SELECT count(*) FROM (SELECT * FROM orders)",  # no alias: valid in PostgreSQL 16
     "WITH big AS (SELECT customer_id AS who, quantity FROM orders WHERE quantity > 5) "
     "SELECT b.quantity, count(*) FROM big b JOIN customers c ON b.who = c.customer_id "
     "GROUP BY 1",

@@ -478,6 +478,9 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
     if calibration.threshold is not None:
         lines.append("groups are released only when their noisy count passes a threshold "
                      "(key selection)")
+    elif plan.occupied_by is not None:
+        lines.append("of the declared domain's keys that the WHERE admits, those whose "
+                     "noisy count is above 0 are ordered and limited")
     elif plan.grouping is not None:
         lines.append("every key of the declared domain that the WHERE admits is listed, "
                      "empty ones with noise")

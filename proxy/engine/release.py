@@ -85,6 +85,8 @@ def release(plan: PrivateAggregate, calibration: Calibration,
             if unshifted[plan.grouping.selection_part] <= calibration.threshold:
                 continue
         rows.append([_output_value(o, keys, noisy) for o in plan.outputs])
+    if plan.occupied_by is not None:  # decided on released counts only (docs/queries.md)
+        rows = [row for row in rows if row[plan.occupied_by] > 0]
     if plan.post_sql is not None:  # every output, for the statement's own expressions
         return Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
                                   in zip(row, columns, strict=True)] for row in rows],
