@@ -58,6 +58,10 @@ def _report(plan: PrivateAggregate, calibration: Calibration) -> dict[str, Any]:
             columns.append({"name": output.name, "kind": "key", "aggregate": None,
                             "elastic_sensitivity": 0.0})
             continue
+        if output.kind == "computed":  # post-processing of the noisy outputs: free
+            columns.append({"name": output.name, "kind": "computed", "aggregate": None,
+                            "elastic_sensitivity": 0.0})
+            continue
         parts = [calibration.parts[i] for i in output.parts]
         first = parts[0]
         if output.kind == "choice":
