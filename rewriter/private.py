@@ -10,6 +10,7 @@ selection) and HAVING, ORDER BY and LIMIT, which the proxy applies after noise.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import cast
 
@@ -18,6 +19,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 
+from .aggregate_args import NoBounds, interval, mark_total, with_clamped_columns
 from .arithmetic import TOTAL
 from .bounding import Bounding, window_count
 from .buckets import bucket_failure, mark_domain_only
@@ -585,6 +587,12 @@ class _Planner:
             part = self._part("count", node, 1.0, None)
             return OutputColumn(name, OutputKind.NOISY, "count", (part,), hidden)
         bounds = self._bounds(node, position)
+        if not isinstance(argument, exp.Column) and _squared_column(argument) is None and \
+                not (isinstance(argument, exp.Case) and _plain_case(argument)):
+            mark_total(argument)
+            node = node.copy()  # summed with each column clamped first (aggregate_args.py)
+            node.set("this", with_clamped_columns(argument, self._bounds_of(
+                node.key.upper(), position)))
         magnitude = max(abs(bounds[0]), abs(bounds[1]))
         total = self._part("sum", node, magnitude, bounds)
         if isinstance(node, exp.Sum):
@@ -598,7 +606,7 @@ class _Planner:
         what = node.sql_name()
         if isinstance(argument, exp.Distinct):
             raise unsupported(f"{what}(DISTINCT …) is not supported", position=position)
-        if isinstance(argument, exp.Case):
+        if isinstance(argument, exp.Case) and _plain_case(argument):
             return self._case_bounds(argument, what, position)
         square = _squared_column(argument)
         if square is not None:  # the sum of squares of a variance
@@ -606,10 +614,24 @@ class _Planner:
             low = 0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)
             return low, max(lo * lo, hi * hi)
         if not isinstance(argument, exp.Column):
-            raise unsupported(f"{what} takes a plain column with declared bounds, or a CASE "
-                              "whose branches are such columns or constants",
-                              position=position)
+            return self._expression_bounds(argument, what, position)
         return self._column_bounds(argument, what, position)
+
+    def _expression_bounds(self, argument: exp.Expression, what: str, position: int | None
+                           ) -> tuple[float, float]:
+        """An expression of columns with declared bounds: by interval arithmetic
+        (aggregate_args.py), which the rewrite then clamps its columns for."""
+        try:
+            return interval(argument, self._bounds_of(what, position))
+        except NoBounds as missing:
+            raise unsupported(f"{what} takes a column with declared bounds, or +, -, *, "
+                              "a division by a decimal constant, casts to numbers, CASE, "
+                              f"COALESCE, LEAST, GREATEST or abs of them: {missing}",
+                              position=position) from None
+
+    def _bounds_of(self, what: str, position: int | None
+                   ) -> Callable[[exp.Column], tuple[float, float]]:
+        return lambda column: self._column_bounds(column, what, position)
 
     def _case_bounds(self, case: exp.Case, what: str, position: int | None
                      ) -> tuple[float, float]:
@@ -1045,6 +1067,14 @@ def _number(node: exp.Expression) -> float | None:
 def _part_text(part: PartSpec) -> str:
     argument = part.node.this
     return f"{part.aggregate}:{argument.sql(dialect='postgres', normalize=True)}"
+
+
+def _plain_case(case: exp.Case) -> bool:
+    """A CASE whose branches are columns, constants or NULL (bounded as a whole)."""
+    branches = [i.args.get("true") for i in case.args.get("ifs", [])] + \
+        [case.args.get("default")]
+    return all(isinstance(b, (exp.Column, exp.Null)) or _number(b) is not None
+               for b in (_unparen(b) for b in branches if b is not None))
 
 
 def _is_count_star(node: exp.Expression) -> bool:

@@ -179,6 +179,17 @@ _HANDWRITTEN = [
     ("derived", "SELECT count(CASE WHEN quantity > 3 THEN 1 END) FROM orders"),
     ("derived", "SELECT sum(quantity * 2) FROM orders"),
     ("derived", "SELECT avg(quantity::numeric) FROM orders"),
+    # expressions inside aggregates: bounds by interval arithmetic (aggregate_args.py)
+    ("derived", "SELECT sum(quantity * order_cost) FROM orders"),
+    ("derived", "SELECT sum(order_cost * (1 - 0.15)) AS revenue FROM orders"),
+    ("derived", "SELECT sum(CASE WHEN quantity > 3 THEN quantity * order_cost ELSE 0 END) / "
+                "sum(quantity * order_cost) AS share FROM orders"),
+    ("derived", "SELECT avg(order_cost / 100.0), sum(-quantity) FROM orders"),
+    ("derived", "SELECT sum(abs(quantity - 5)), avg(greatest(quantity, 3)) FROM orders"),
+    ("derived", "SELECT quantity, sum(order_cost * 1.2) FROM orders GROUP BY quantity "
+                "ORDER BY 1"),
+    ("derived", "SELECT sum(quantity::float8 * 2) FROM orders WHERE order_cost > 100"),
+    ("derived", "SELECT sum(quantity / 2) FROM orders"),
     ("derived", "SELECT count(DISTINCT product_id) FROM orders"),
     ("derived", "SELECT count(DISTINCT quantity) FROM orders WHERE order_cost > 1000"),
     # -- BI tools: Superset ---------------------------------------------------------------
