@@ -40,7 +40,8 @@ def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: f
                 "hint": refusal.hint, "position": refusal.position}
     except MissingMetrics as missing:
         return {"supported": False, "sqlstate": OBJECT_NOT_IN_PREREQUISITE_STATE,
-                "error": str(missing), "hint": None, "position": None}
+                "error": str(missing), "hint": None, "position": None,
+                "missing_metrics": [list(column) for column in missing.columns]}
 
 
 def _public_aggregate(text: str, policy: Policy, metrics: Metrics) -> PrivateAggregate | None:
