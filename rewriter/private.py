@@ -166,6 +166,8 @@ class _Planner:
     # Unit mode: the unit of every row; or why a unit policy fell back to rows.
     unit: UnitOfRows | None = None
     row_level_reason: str | None = None
+    # A condition on a key alone left the domain whole (a computed constant in it).
+    unnarrowed: bool = False
 
     @property
     def policy(self) -> Policy:
@@ -200,7 +202,8 @@ class _Planner:
                                      self._bounding()),
                              len(self.keys), noisy_parts, post, grouping,
                              grouped_bounding=bool(self.keys))
-        plan = replace(plan, occupied_by=self._occupied_by(grouping))
+        plan = replace(plan, occupied_by=self._occupied_by(grouping),
+                       domain_unnarrowed=self.unnarrowed)
         if computed_post is None:
             return plan
         self.probe = probe(self.tree, [self._source(i, o) for i, o in enumerate(self.outputs)],
@@ -441,6 +444,9 @@ class _Planner:
             columns = list(conjunct.find_all(exp.Column))
             if not columns or conjunct.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window,
                                             exp.Rand, exp.Anonymous, exp.Placeholder):
+                if conjunct.find(exp.Placeholder) and \
+                        all(self._same_column(c, key, column) for c in columns):
+                    self.unnarrowed = True  # the NOTICE says so (answer_notice)
                 continue
             if all(self._same_column(c, key, column) for c in columns):
                 kept.append(conjunct)
