@@ -13,7 +13,8 @@ Modules, in the order a statement meets them:
   belongs to), `policy_view` (SHOW dp.policy), `comments` (the policy as column comments).
 - sensitivity: `relations` (FLEX stability and max frequencies), `elastic` (elastic and
   smooth sensitivity), `metrics` (what is known of the data), `calibrate` (noise scales).
-- private aggregates: `private` (validate, sensitivity, rewrite), `bounding`
+- private aggregates: `private` (validate, sensitivity, rewrite), `aggregate_args`
+  (bounds of expressions inside SUM/AVG by interval arithmetic), `bounding`
   (contribution bounding), `buckets` (computed group keys), `arithmetic` (expressions
   that cannot fail), `row_cost` (the bounded work of an expression on one row),
   `constants` (values computed first), `choice` (exponential mechanism), `computed` and

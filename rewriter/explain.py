@@ -45,7 +45,8 @@ def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: f
                 "hint": refusal.hint, "position": refusal.position}
     except MissingMetrics as missing:
         return {"supported": False, "sqlstate": OBJECT_NOT_IN_PREREQUISITE_STATE,
-                "error": str(missing), "hint": None, "position": None}
+                "error": str(missing), "hint": None, "position": None,
+                "missing_metrics": [list(column) for column in missing.columns]}
 
 
 def _public_aggregate(text: str, policy: Policy, metrics: Metrics) -> PrivateAggregate | None:
@@ -62,6 +63,10 @@ def _report(plan: PrivateAggregate, calibration: Calibration, beta: float
     for output in plan.visible:
         if output.kind == "key":
             columns.append({"name": output.name, "kind": "key", "aggregate": None,
+                            "elastic_sensitivity": 0.0})
+            continue
+        if output.kind == "computed":  # post-processing of the noisy outputs: free
+            columns.append({"name": output.name, "kind": "computed", "aggregate": None,
                             "elastic_sensitivity": 0.0})
             continue
         parts = [calibration.parts[i] for i in output.parts]

@@ -224,6 +224,12 @@ class PrivateAggregate:
     # The base columns the analysis joined on and the alias lists it read: PostgreSQL's
     # plan may join private rows on these columns only (plan_joins.py). None: unchecked.
     join_keys: JoinKeys | None = None
+    # A histogram over a declared domain whose groups the statement orders or limits: the
+    # output (a COUNT(*)) whose released value, ≤ 0, drops its group (docs/queries.md).
+    occupied_by: int | None = None
+    # A WHERE condition on a key alone did not narrow its declared domain (it holds a
+    # value computed before the query, such as TO_DATE(…)): the NOTICE says so.
+    domain_unnarrowed: bool = False
 
     @property
     def visible(self) -> tuple[OutputColumn, ...]:

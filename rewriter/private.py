@@ -10,6 +10,7 @@ selection) and HAVING, ORDER BY and LIMIT, which the proxy applies after noise.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import cast
@@ -20,6 +21,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from mechanisms.approx_bounds import bucket_edges
 from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 
+from .aggregate_args import NoBounds, interval, mark_total, with_clamped_columns
 from .arithmetic import TOTAL
 from .bounding import Bounding, window_count
 from .buckets import bucket_failure, mark_domain_only
@@ -87,6 +89,7 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
                               position=position_of(tree, offset))
     # Names as PostgreSQL reads them: unquoted folded to lower case, quoted kept.
     normalize_identifiers(tree, dialect="postgres")
+    _name_derived_tables(tree)
     split = split_outer(tree)
     if split is not None:
         inner, outer, alias = split
@@ -123,6 +126,16 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
                    scans=tuple(sorted(analyzer.scans.elements())), join_keys=join_keys)
 
 
+def _name_derived_tables(tree: exp.Select) -> None:
+    """Give each derived table written without an alias (PostgreSQL 16 allows it) a name,
+    so that the rewritten SQL, and the unit column read through it, can refer to it. No
+    column of the statement can name it (it had no name), so the answer is unchanged."""
+    unnamed = [node for node in tree.find_all(exp.Subquery)
+               if isinstance(node.parent, (exp.From, exp.Join)) and not node.alias]
+    for number, node in enumerate(unnamed, 1):
+        node.set("alias", exp.TableAlias(this=exp.to_identifier(f"_dp_derived{number}")))
+
+
 def _aggregates_groups(outer: exp.Select, grouping: Grouping) -> bool:
     """Whether the query around a GROUP BY aggregates its groups in a way that depends on
     which groups exist. Over a whole declared domain, sum() and max() of the released
@@ -149,6 +162,9 @@ class _Planner:
     outputs: list[OutputColumn] = field(default_factory=list)
     choices: list[tuple[ChoiceSpec, Resolved]] = field(default_factory=list)
     probe: exp.Select | None = None  # with expressions over released values
+    # Per hidden aggregate output: the aggregate as written (a SUM sharing an AVG's part
+    # has the SUM's type, not the AVG's).
+    hidden_sources: dict[int, exp.Expression] = field(default_factory=dict)
     # Per key: the GROUP BY expression of its column (a bucket), or None for the column.
     key_expressions: list[exp.Expression | None] = field(default_factory=list)
     # Per computed key: the constant that evaluates its mapping before the query.
@@ -158,6 +174,8 @@ class _Planner:
     # Unit mode: the unit of every row; or why a unit policy fell back to rows.
     unit: UnitOfRows | None = None
     row_level_reason: str | None = None
+    # A condition on a key alone left the domain whole (a computed constant in it).
+    unnarrowed: bool = False
 
     @property
     def policy(self) -> Policy:
@@ -192,13 +210,26 @@ class _Planner:
                                      self._bounding()),
                              len(self.keys), noisy_parts, post, grouping,
                              grouped_bounding=bool(self.keys))
+        plan = replace(plan, occupied_by=self._occupied_by(grouping),
+                       domain_unnarrowed=self.unnarrowed)
         if computed_post is None:
             return self._chosen_count(plan, key_specs)
-        self.probe = probe(self.tree, [self._source(o) for o in self.outputs],
+        self.probe = probe(self.tree, [self._source(i, o) for i, o in enumerate(self.outputs)],
                            [e or column for (_, column), e in
                             zip(self.keys, self.key_expressions, strict=True)])
         return replace(plan, post_sql=computed_post,
                        probe_sql=self.probe.sql(dialect="postgres"))
+
+    def _occupied_by(self, grouping: Grouping | None) -> int | None:
+        """Over a whole declared domain, the statement's COUNT(*) when it orders or limits
+        its groups: PostgreSQL ranks the groups that exist, so a group whose released
+        count is ≤ 0 is dropped first (post-processing of released values only). Without
+        ORDER BY or LIMIT the whole domain is listed, as documented."""
+        if grouping is None or grouping.key_selection or not any(
+                self.tree.args.get(clause) is not None for clause in ("order", "limit")):
+            return None
+        return next((index for index, projection in enumerate(self.tree.expressions)
+                     if _is_count_star(_unalias(projection))), None)
 
     # -- the privacy unit ----------------------------------------------------
 
@@ -333,6 +364,7 @@ class _Planner:
     def _hidden_aggregate(self, node: exp.Expression) -> int:
         self.outputs.append(self._aggregate(node, _default_name(node), True,
                                             position_of(node, self.offset)))
+        self.hidden_sources[len(self.outputs) - 1] = node
         return len(self.outputs) - 1
 
     def _hidden_key(self, column: exp.Expression) -> int:
@@ -356,13 +388,17 @@ class _Planner:
             ordered.set("this", self._substitute(node))
         return ordered
 
-    def _source(self, output: OutputColumn) -> exp.Expression:
-        """An output as the statement asks for it, for PostgreSQL's type of it."""
+    def _source(self, index: int, output: OutputColumn) -> exp.Expression:
+        """An output as the statement asks for it, for PostgreSQL's type of it: the
+        aggregate as written, not the part it shares (an AVG's sum is numeric, a SUM of
+        integers bigint)."""
         if output.kind == "key":
             return self.key_expressions[output.parts[0]] or self.keys[output.parts[0]][1]
         if output.kind == "computed":
             return exp.cast(exp.Null(), "text")
-        return self.parts[output.parts[0]].node
+        if index < len(self.tree.expressions):
+            return _unalias(self.tree.expressions[index])
+        return self.hidden_sources.get(index) or self.parts[output.parts[0]].node
 
     # -- group keys ------------------------------------------------------------------
 
@@ -454,6 +490,9 @@ class _Planner:
             columns = list(conjunct.find_all(exp.Column))
             if not columns or conjunct.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window,
                                             exp.Rand, exp.Anonymous, exp.Placeholder):
+                if conjunct.find(exp.Placeholder) and \
+                        all(self._same_column(c, key, column) for c in columns):
+                    self.unnarrowed = True  # the NOTICE says so (answer_notice)
                 continue
             if all(self._same_column(c, key, column) for c in columns):
                 kept.append(conjunct)
@@ -605,6 +644,13 @@ class _Planner:
             part = self._part("count", node, 1.0, None)
             return OutputColumn(name, OutputKind.NOISY, "count", (part,), hidden)
         bounds = self._bounds(node, position)
+        if not isinstance(argument, exp.Column) and _squared_value(argument) is None and \
+                not (isinstance(argument, exp.Case) and _plain_case(argument)):
+            mark_total(argument)
+            argument = with_clamped_columns(argument, self._bounds_of(node.key.upper(),
+                                                                      position))
+            node = node.copy()  # summed with each column clamped first (aggregate_args.py)
+            node.set("this", argument)
         lo, hi = bounds
         edges = self._edges(argument, bounds)
         if isinstance(node, exp.Sum):
@@ -656,7 +702,7 @@ class _Planner:
             value, centre = centred
             lo, hi = self._value_bounds(value, what, position)
             return lo - centre, hi - centre
-        if isinstance(argument, exp.Case):
+        if isinstance(argument, exp.Case) and _plain_case(argument):
             return self._case_bounds(argument, what, position)
         square = _squared_value(argument)
         if square is not None:  # the sum of squares of a variance
@@ -664,10 +710,24 @@ class _Planner:
             low = 0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)
             return low, max(lo * lo, hi * hi)
         if not isinstance(argument, exp.Column):
-            raise unsupported(f"{what} takes a plain column with declared bounds, or a CASE "
-                              "whose branches are such columns or constants",
-                              position=position)
+            return self._expression_bounds(argument, what, position)
         return self._column_bounds(argument, what, position)
+
+    def _expression_bounds(self, argument: exp.Expression, what: str, position: int | None
+                           ) -> tuple[float, float]:
+        """An expression of columns with declared bounds: by interval arithmetic
+        (aggregate_args.py), which the rewrite then clamps its columns for."""
+        try:
+            return interval(argument, self._bounds_of(what, position))
+        except NoBounds as missing:
+            raise unsupported(f"{what} takes a column with declared bounds, or +, -, *, "
+                              "a division by a decimal constant, casts to numbers, CASE, "
+                              f"COALESCE, LEAST, GREATEST or abs of them: {missing}",
+                              position=position) from None
+
+    def _bounds_of(self, what: str, position: int | None
+                   ) -> Callable[[exp.Column], tuple[float, float]]:
+        return lambda column: self._column_bounds(column, what, position)
 
     def _case_bounds(self, case: exp.Case, what: str, position: int | None
                      ) -> tuple[float, float]:
@@ -1144,6 +1204,18 @@ def _part_text(part: PartSpec) -> str:
     argument = part.node.this
     centred = "centred " if part.centred else ""
     return f"{part.aggregate}:{centred}{argument.sql(dialect='postgres', normalize=True)}"
+
+
+def _plain_case(case: exp.Case) -> bool:
+    """A CASE whose branches are columns, constants or NULL (bounded as a whole)."""
+    branches = [i.args.get("true") for i in case.args.get("ifs", [])] + \
+        [case.args.get("default")]
+    return all(isinstance(b, (exp.Column, exp.Null)) or _number(b) is not None
+               for b in (_unparen(b) for b in branches if b is not None))
+
+
+def _is_count_star(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Count) and isinstance(node.this, exp.Star)
 
 
 def _unalias(node: exp.Expression) -> exp.Expression:

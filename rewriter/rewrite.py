@@ -17,6 +17,7 @@ from fractions import Fraction
 
 from sqlglot import exp
 
+from .aggregate_args import clamped
 from .bounding import Bounding, bounded_rows, cell_contributions, contribution_histogram
 from .metrics import quote_identifier
 from .plan import Grouping
@@ -221,23 +222,11 @@ def _alias(node: exp.Expr, name: str) -> exp.Expr:
     return exp.alias_(node, name, quoted=True)
 
 
-def _clamped(argument: exp.Expression, bounds: tuple[float, float]) -> exp.Expression:
-    """The value clamped to its bounds as exact NUMERIC, NULL kept NULL.
-
-    PostgreSQL's GREATEST ignores NULLs, so a bare clamp would turn NULL into lo.
-    """
-    lo, hi = (exp.Literal.number(repr(b)) for b in bounds)
-    value = exp.Cast(this=argument.copy(), to=exp.DataType.build("numeric"))
-    clamp = exp.func("LEAST", exp.func("GREATEST", value, lo), hi)
-    return exp.Case(ifs=[exp.If(this=exp.Is(this=argument.copy(), expression=exp.Null()),
-                                true=exp.Null())], default=clamp)
-
-
 def _aggregate(part: PartSpec) -> exp.Expression:
     if part.aggregate == "count":
         return part.node.copy()
     assert part.bounds is not None and part.edges is None  # bucketed: _outer_aggregate
-    return exp.Sum(this=_clamped(part.node.this, part.bounds))
+    return exp.Sum(this=clamped(part.node.this, part.bounds))
 
 
 def _buckets(value: str, edges: tuple[Fraction, ...]) -> str:
@@ -309,7 +298,7 @@ def _argument(part: PartSpec) -> exp.Expression:
     argument = part.node.this
     if part.aggregate == "sum":
         assert part.bounds is not None
-        return _clamped(argument, part.bounds)
+        return clamped(argument, part.bounds)
     if isinstance(argument, exp.Distinct):
         return argument.expressions[0].copy()
     if isinstance(argument, exp.Star):

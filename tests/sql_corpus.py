@@ -179,6 +179,17 @@ _HANDWRITTEN = [
     ("derived", "SELECT count(CASE WHEN quantity > 3 THEN 1 END) FROM orders"),
     ("derived", "SELECT sum(quantity * 2) FROM orders"),
     ("derived", "SELECT avg(quantity::numeric) FROM orders"),
+    # expressions inside aggregates: bounds by interval arithmetic (aggregate_args.py)
+    ("derived", "SELECT sum(quantity * order_cost) FROM orders"),
+    ("derived", "SELECT sum(order_cost * (1 - 0.15)) AS revenue FROM orders"),
+    ("derived", "SELECT sum(CASE WHEN quantity > 3 THEN quantity * order_cost ELSE 0 END) / "
+                "sum(quantity * order_cost) AS share FROM orders"),
+    ("derived", "SELECT avg(order_cost / 100.0), sum(-quantity) FROM orders"),
+    ("derived", "SELECT sum(abs(quantity - 5)), avg(greatest(quantity, 3)) FROM orders"),
+    ("derived", "SELECT quantity, sum(order_cost * 1.2) FROM orders GROUP BY quantity "
+                "ORDER BY 1"),
+    ("derived", "SELECT sum(quantity::float8 * 2) FROM orders WHERE order_cost > 100"),
+    ("derived", "SELECT sum(quantity / 2) FROM orders"),
     ("derived", "SELECT count(DISTINCT product_id) FROM orders"),
     ("derived", "SELECT count(DISTINCT quantity) FROM orders WHERE order_cost > 1000"),
     # -- BI tools: Superset ---------------------------------------------------------------
@@ -318,6 +329,19 @@ _HANDWRITTEN = [
               "LIMIT (SELECT count(*) FROM orders WHERE customer_id = 1)"),
     ("audit", "SELECT count(*) FROM orders WHERE order_cost * 1e100 > 0"),
     ("audit", "SELECT count(*) FROM orders WHERE order_cost::numeric(10, 2) > 100"),
+    # -- PostgreSQL's exact answer shape (issue 28) --------------------------------------
+    ("shapes", "SELECT avg(quantity), sum(quantity) / 10 FROM orders"),
+    ("shapes", "SELECT avg(quantity), sum(quantity), count(*) * 2 FROM orders"),
+    ("shapes", "SELECT quantity::char(4) AS q, count(*) FROM orders GROUP BY 1 ORDER BY 1"),
+    ("shapes", "SELECT count(*) FROM (SELECT * FROM orders)"),
+    ("shapes", "SELECT count(*) FROM (SELECT * FROM orders WHERE quantity > 2)"),
+    # a declared domain wider than the data: ordered or limited, empty keys are dropped
+    ("shapes", "SELECT order_date, count(*) FROM orders WHERE product_id = 1 "
+               "GROUP BY order_date ORDER BY order_date DESC LIMIT 3"),
+    ("shapes", "SELECT order_date, count(*) AS n FROM orders WHERE product_id = 1 "
+               "GROUP BY order_date ORDER BY n, order_date LIMIT 3"),
+    ("shapes", "SELECT quantity, count(*) FROM orders WHERE order_cost > 4000 "
+               "GROUP BY quantity ORDER BY quantity DESC"),
     # -- session and settings ---------------------------------------------------------------
     ("session", "SHOW dp.epsilon"),
     ("session", "SELECT 1"),

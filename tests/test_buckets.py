@@ -124,17 +124,15 @@ METABASE_MONTHS = (
 def test_unit_mode_answers_metabases_months_as_postgresql_does(
         unit_proxy: tuple[str, str], demo_database: DemoDatabase) -> None:  # noqa: F811
     """With zero noise and no customer above τ rows of product 7, the bounded histogram
-    is PostgreSQL's, plus the domain's empty months."""
+    is PostgreSQL's: ordered, its empty months (count 0 released) are dropped."""
     dsn, _ = unit_proxy
     (most,) = on_postgres(demo_database, "SELECT max(n) FROM (SELECT count(*) AS n FROM "
                           "orders WHERE product_id = 7 GROUP BY customer_id) AS s")[0]
     assert most <= 10
     rows, _ = through_proxy(dsn, METABASE_MONTHS)
     truth = on_postgres(demo_database, METABASE_MONTHS)
-    assert len(rows) == 24 and truth
-    released = dict(rows)
-    assert all(released[month] == count for month, count in truth)
-    assert sum(released.values()) == sum(count for _, count in truth)
+    assert 0 < len(truth) < 24  # the 24-month domain is wider than the data
+    assert [tuple(row) for row in rows] == [tuple(row) for row in truth]
 
 
 @pytest.mark.end_to_end

@@ -28,6 +28,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from proxy.admin.cli_analysis import explain_on_database
+from proxy.config import load_config
+from rewriter.metrics import Metrics
+from rewriter.policy import Policy
 from tests.conftest import (
     DemoDatabase,
     add_analyst,
@@ -162,23 +166,56 @@ def compare(sql: str, direct: Outcome, proxied: Outcome) -> tuple[str, str]:
         ("MISMATCH", f"rows {proxied.rows[:5]} instead of {direct.rows[:5]}")
 
 
-def test_the_corpus_answers_as_postgresql_does(exact_dsn: str, demo_database: DemoDatabase):
+def test_the_corpus_answers_as_postgresql_does(exact_dsn: str, demo_database: DemoDatabase,
+                                               tmp_path: Path):
     queries = corpus()
     assert len(queries) >= 300
     results = []
+    disagreements = []
+    policy = _proxy_policy(tmp_path, demo_database)
     for group, sql in queries:
         direct = run(demo_database.admin_dsn, sql)
         proxied = run(exact_dsn, sql)
         results.append((group, sql, *compare(sql, direct, proxied)))
+        disagreement = explain_disagrees(sql, proxied, policy, demo_database)
+        if disagreement is not None:
+            disagreements.append(f"{sql}\n    {disagreement}")
     written = coverage_table(results)
     if not COVERAGE.exists() or COVERAGE.read_text() != written:
         COVERAGE.write_text(written)
     mismatches = [f"{sql}\n    {detail}" for _, sql, status, detail in results
                   if status == "MISMATCH"]
     assert not mismatches, "\n".join(mismatches)
+    assert not disagreements, "dpgate explain and the proxy disagree:\n" + \
+        "\n".join(disagreements)
     tracked = subprocess.run(["git", "diff", "--quiet", "--", str(COVERAGE)],
                              cwd=COVERAGE.parent, check=False)
     assert tracked.returncode == 0, f"{COVERAGE} was out of date: regenerated, commit it"
+
+
+def _proxy_policy(directory: Path, database: DemoDatabase) -> Policy:
+    """The policy of the proxy under test, loaded from the same configuration."""
+    config = directory / "dpgate.toml"
+    write_config(config, free_port(), directory / "ledger.sqlite3", database)
+    return load_config(str(config)).policy
+
+
+def explain_disagrees(sql: str, proxied: Outcome, policy: Policy, database: DemoDatabase
+                      ) -> str | None:
+    """Why `dpgate explain` (with the database, as the CLI runs it given a DSN) does not
+    say what the proxy did: answered, or refused with the same SQLSTATE. PostgreSQL's own
+    errors (a misspelt function) are PostgreSQL's to find, not the analysis's."""
+    if proxied.sqlstate is not None and proxied.sqlstate not in ("42501", "0A000"):
+        return None
+    report = explain_on_database(sql, policy, Metrics(), database.reader_dsn,
+                                 float(EXACT_EPSILON), 1e-6)
+    if proxied.sqlstate is None:
+        return None if report["supported"] else f"explain refuses: {report.get('error')}"
+    if report["supported"]:
+        return f"explain answers; the proxy refused with {proxied.sqlstate}"
+    if report["sqlstate"] != proxied.sqlstate:
+        return f"explain {report['sqlstate']}, the proxy {proxied.sqlstate}"
+    return None
 
 
 def coverage_table(results: list[tuple[str, str, str, str]]) -> str:

@@ -79,6 +79,38 @@ def test_a_qualified_key_and_an_unqualified_condition_are_the_same_column() -> N
     assert """CAST("kept"."k0" AS INT) <= 4""" in sql.split("LEFT JOIN")[0]
 
 
+SUPERSET_RANGE = ("SELECT date_trunc('month', order_date) AS m, count(*) FROM orders "
+                  "WHERE order_date >= {} AND order_date < {} GROUP BY 1")
+
+
+@pytest.mark.unit
+def test_a_computed_constant_on_the_key_is_reported_as_not_narrowing_the_domain() -> None:
+    """Superset writes its time range with TO_DATE, computed before the query
+    (constants.py) and placed once, in the data's WHERE: the plan says the domain is
+    whole, for the NOTICE, where DATE literals narrow it."""
+    def plan(low: str, high: str):
+        return plan_private_aggregate(parse_query(SUPERSET_RANGE.format(low, high)),
+                                      demo_policy(unit=False), 0, METRICS)
+    computed = plan("TO_DATE('2024-01-01', 'YYYY-MM-DD')", "TO_DATE('2025-01-01', 'YYYY-MM-DD')")
+    assert computed.domain_unnarrowed and "kept" not in computed.sql.split("LEFT JOIN")[0]
+    literal = plan("DATE '2024-01-01'", "DATE '2025-01-01'")
+    assert not literal.domain_unnarrowed and "kept" in literal.sql.split("LEFT JOIN")[0]
+
+
+@pytest.mark.end_to_end
+def test_the_notice_says_when_a_computed_value_leaves_the_domain_whole(
+        exact_dsn: str, demo_database) -> None:  # noqa: F811
+    sql = SUPERSET_RANGE.format("TO_DATE('2024-01-01', 'YYYY-MM-DD')",
+                                "TO_DATE('2025-01-01', 'YYYY-MM-DD')")
+    direct, proxied = run(demo_database.admin_dsn, sql), run(exact_dsn, sql)
+    assert proxied.sqlstate is None, proxied.message
+    notice = " ".join(proxied.notices)
+    assert "every key of the declared domain is listed" in notice
+    assert "does not narrow its domain" in notice
+    assert len(direct.rows) == 12 and len(proxied.rows) == 24
+    assert set(direct.rows) <= set(proxied.rows)
+
+
 @pytest.mark.end_to_end
 @pytest.mark.parametrize("sql", [
     "SELECT date_trunc('month', order_date) AS m, count(*) FROM orders "

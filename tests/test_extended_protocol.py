@@ -251,12 +251,14 @@ def test_binary_histogram_keeps_the_key_type(proxy: RunningProxy):
     with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
         rows = connection.cursor(binary=True).execute(
             "SELECT order_date, count(*), sum(quantity) FROM orders "
-            "WHERE product_id = %s AND order_date < '2024-01-08' GROUP BY 1 ORDER BY 1",
+            "WHERE product_id = %s AND order_date < '2024-01-08' GROUP BY 1",
             (81,)).fetchall()
     # The declared domain is released, narrowed only by the WHERE's own conditions on the
-    # key (order_date < '2024-01-08'): a week, whatever the data holds.
+    # key (order_date < '2024-01-08'): a week, whatever the data holds. (Without ORDER BY:
+    # an ordered histogram drops keys whose noisy count is <= 0, docs/queries.md.)
     assert len(rows) == 7
-    assert [row[0] for row in rows[:3]] == [datetime.date(2024, 1, day) for day in (1, 2, 3)]
+    assert sorted(row[0] for row in rows)[:3] == [datetime.date(2024, 1, day)
+                                                  for day in (1, 2, 3)]
     assert all(isinstance(row[1], int) and isinstance(row[2], int)  # bigint, as PostgreSQL
                for row in rows)
 

@@ -323,3 +323,11 @@ def test_the_shift_unit_on_the_pure_path_is_the_noise_scale():
     calibration = calibrate(plan_of("SELECT count(*) FROM orders"), 0.1, 1e-8)
     assert calibration.pure
     assert calibration.parts[0].shift_scale == calibration.parts[0].scale == pytest.approx(10)
+
+
+def test_explain_reports_a_post_processed_column_and_the_aggregate_it_reads():
+    report = explain("SELECT count(*) * 2 FROM orders", POLICY, Metrics(), 0.1, 1e-8)
+    assert report["supported"] is True, report
+    assert report["columns"] == [{"name": "?column?", "kind": "computed", "aggregate": None,
+                                  "elastic_sensitivity": 0.0}]
+    assert report["hidden_aggregates"] == ["count"]

@@ -202,6 +202,7 @@ def test_a_chain_through_a_key_that_is_not_unique_is_refused():
 
 @pytest.mark.parametrize("sql", [
     "SELECT count(*) FROM (SELECT * FROM orders WHERE quantity > 2) AS s",
+    "SELECT count(*) FROM (SELECT * FROM orders)",  # no alias: valid in PostgreSQL 16
     "WITH big AS (SELECT customer_id AS who, quantity FROM orders WHERE quantity > 5) "
     "SELECT b.quantity, count(*) FROM big b JOIN customers c ON b.who = c.customer_id "
     "GROUP BY 1",
@@ -327,3 +328,12 @@ def test_the_notice_tells_the_mode_and_never_how_many_rows_were_left_out():
     assert fallback.unit is None and "answered with row-level privacy, not per unit" in \
         (mode_notice(fallback) or "")
     assert mode_notice(plan_of("SELECT count(*) FROM orders", demo_policy(unit=False))) is None
+
+
+def test_an_expression_inside_sum_is_bounded_by_interval_arithmetic_in_unit_mode():
+    plan = plan_of("SELECT sum(quantity * order_cost) FROM orders")
+    assert plan.unit is not None
+    (output,) = plan.outputs
+    assert output.bounds == (0.0, 50000.0)  # quantity in [1, 10], order_cost in [0, 5000]
+    assert plan.parts[0].magnitude == 50000.0
+    assert "LEAST(GREATEST(CAST(order_cost AS DECIMAL), 0.0), 5000.0)" in plan.sql

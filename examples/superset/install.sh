@@ -7,7 +7,7 @@ venv="${1:-/tmp/superset-venv}"
 python3 -m venv "$venv"
 # Superset 6.1.0 needs, beyond what pip resolves for it: Flask-Caching < 2.4 (2.5 fails at
 # start: "_memoize_make_cache_key() got an unexpected keyword argument 'timeout'"),
-# cachetools (imported by its AWS IAM engine spec, not declared) and the PostgreSQL
-# driver for SQLAlchemy.
-"$venv/bin/pip" install apache-superset "flask-caching<2.4" cachetools psycopg2-binary
+# cachetools (imported by its AWS IAM engine spec, not declared), rich (imported by
+# `superset db upgrade`, not declared) and the PostgreSQL driver for SQLAlchemy.
+"$venv/bin/pip" install apache-superset "flask-caching<2.4" cachetools rich psycopg2-binary
 echo "Superset installed: DPGATE_SUPERSET_PYTHON=$venv/bin/python"

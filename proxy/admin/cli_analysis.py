@@ -9,7 +9,7 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import (
     BackendSettings,
@@ -20,6 +20,10 @@ from ..config import (
 )
 from ..demo.demo import DEMO_POLICY_FILE
 from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
+
+if TYPE_CHECKING:
+    from rewriter.metrics import Metrics
+    from rewriter.policy import Policy
 
 # The analysis (sqlglot, numpy) and asyncpg are imported by the commands that use them, so
 # that registering these commands costs every other `dpgate` command nothing.
@@ -80,9 +84,41 @@ def cmd_explain(args: argparse.Namespace) -> int:
         metrics = Knowledge(open_configured_ledger(config)).metrics
     epsilon = args.epsilon if args.epsilon is not None else config.privacy.default_epsilon
     delta = args.delta if args.delta is not None else config.privacy.default_delta
-    report = explain(args.sql, policy, metrics, epsilon, delta, args.k)
+    if config.backend.dsn and not args.policy:
+        report = explain_on_database(args.sql, policy, metrics, config.backend.dsn, epsilon,
+                                     delta, args.k)
+    else:
+        report = explain(args.sql, policy, metrics, epsilon, delta, args.k)
     print(json.dumps({**report, "policy": source}, indent=2))
     return 0
+
+
+def explain_on_database(sql: str, policy: Policy, metrics: Metrics, dsn: str,
+                        epsilon: float, delta: float, k: int = 0) -> dict[str, Any]:
+    """explain() with the inputs the proxy's planner has (planning.py): the backend's
+    column catalog (unqualified columns, USING joins), and maxFreq measured, as the reader
+    role, for a join column met for the first time (not stored: explain writes nothing)."""
+    import psycopg
+
+    from rewriter.explain import explain
+    from rewriter.metrics import max_freq_query
+
+    from ..engine.knowledge import CATALOG_QUERY, catalog
+
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        columns, types = catalog(connection.execute(CATALOG_QUERY).fetchall())
+        metrics = replace(metrics, columns=columns, column_types=types)
+        for _ in range(3):
+            report = explain(sql, policy, metrics, epsilon, delta, k)
+            missing = report.pop("missing_metrics", None)
+            if not missing:
+                return report
+            measured = {}
+            for table, column in missing:
+                row = connection.execute(max_freq_query(table, column)).fetchone()
+                measured[(table, column)] = int(row[0]) if row and row[0] is not None else 0
+            metrics = replace(metrics, max_freq={**metrics.max_freq, **measured})
+    return report
 
 
 def cmd_metrics_refresh(args: argparse.Namespace) -> int:

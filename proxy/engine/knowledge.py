@@ -66,12 +66,21 @@ async def fetch_columns(backend: BackendConnection
                         ) -> tuple[dict[str, tuple[str, ...]], dict[ColumnKey, str]]:
     """Every table's columns in order, and each column's type (information_schema's
     data_type: integer, numeric, text…)."""
-    columns: dict[str, list[str]] = {}
-    types: dict[ColumnKey, str] = {}
+    rows = []
     for table, column, data_type in (await backend.fetch(CATALOG_QUERY)).rows:
         assert table is not None and column is not None and data_type is not None
-        columns.setdefault(table.decode(), []).append(column.decode())
-        types[(table.decode(), column.decode())] = data_type.decode()
+        rows.append((table.decode(), column.decode(), data_type.decode()))
+    return catalog(rows)
+
+
+def catalog(rows: Iterable[tuple[str, str, str]]
+            ) -> tuple[dict[str, tuple[str, ...]], dict[ColumnKey, str]]:
+    """CATALOG_QUERY's rows as the analysis takes them (also `dpgate explain`'s)."""
+    columns: dict[str, list[str]] = {}
+    types: dict[ColumnKey, str] = {}
+    for table, column, data_type in rows:
+        columns.setdefault(table, []).append(column)
+        types[(table, column)] = data_type
     return {table: tuple(names) for table, names in columns.items()}, types
 
 

@@ -500,8 +500,14 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
         lines.append("groups are released only when their noisy count passes a threshold "
                      "(key selection)")
     elif plan.grouping is not None:
-        lines.append("every key of the declared domain that the WHERE admits is listed, "
-                     "empty ones with noise")
+        admits = ("" if plan.domain_unnarrowed else "that the WHERE admits ")
+        lines.append(f"of the declared domain's keys {admits}those whose noisy count is "
+                     "above 0 are ordered and limited" if plan.occupied_by is not None else
+                     f"every key of the declared domain {admits}is listed, empty ones with "
+                     "noise")
+        if plan.domain_unnarrowed:
+            lines.append("a WHERE condition on a key with a computed value (such as "
+                         "TO_DATE) does not narrow its domain: write DATE '…' literals")
     if plan.grouping is not None and not (len(answer.rows) if rows is None else rows):
         lines.append(_no_group(plan, calibration))
     if (mode := answer.unit_note or mode_notice(plan)) is not None:

@@ -84,6 +84,8 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         row = [_output_value(o, keys, drawn) for o in plan.outputs]
         errors.widen(row, drawn)
         rows.append(row)
+    if plan.occupied_by is not None:  # decided on released counts only (docs/queries.md)
+        rows = [row for row in rows if row[plan.occupied_by] > 0]
     bounds = _bounds(plan, calibration, settings, count) | errors.bounds()
     if plan.post_sql is not None:  # every output, for the statement's own expressions
         return Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
