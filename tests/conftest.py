@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -74,7 +75,11 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
     else:
         import pgserver
 
-        server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
+        # Not under pytest's own temporary folder: pytest makes /tmp/pytest-of-root private
+        # (mode 700) whenever a pytest run starts, which locks out the unprivileged user
+        # pgserver runs PostgreSQL as (root's PostgreSQL then PANICs on pg_control).
+        server = pgserver.get_server(Path(tempfile.mkdtemp(prefix="dpgate-pg-")),
+                                     cleanup_mode="delete")
         try:
             yield Postgres(server.get_uri())
         finally:

@@ -10,10 +10,10 @@ from pathlib import Path
 import psycopg
 
 from ..config import Config
-from .catalog_read import read_catalog
 from .cli_common import add_config_arguments, config_from_args
-from .policy_check import check_policy
-from .policy_init import draft_policy
+
+# The catalog reader and the checks (sqlglot, the rewriter) are imported by the commands
+# that use them, so that registering these commands costs every other command nothing.
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -45,6 +45,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def cmd_policy_init(args: argparse.Namespace) -> int:
+    from .catalog_read import read_catalog
+    from .policy_init import draft_policy
+
     try:
         tables = read_catalog(args.dsn, args.schema)
     except psycopg.Error as error:
@@ -73,6 +76,8 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
 
 def policy_passes(config: Config) -> bool:
     """Check the policy, print each problem on stderr; False when one is an error."""
+    from .policy_check import check_policy
+
     try:
         problems = check_policy(config)
     except psycopg.Error as error:
