@@ -623,6 +623,12 @@ class _Planner:
                    ) -> OutputColumn:
         node = _without_filter(node, position)
         argument = node.this
+        expression = isinstance(node, (exp.Sum, exp.Avg)) and _bounded_expression(argument)
+        if expression:
+            # Total by construction: its columns are clamped to their bounds and the value
+            # is computed in NUMERIC within the interval derived (aggregate_args.py); the
+            # check below still reads its CASE conditions, which run as written.
+            mark_total(argument)
         if not isinstance(argument, (exp.Star, exp.Distinct)):
             # The analysis's checks by type (arrays, a numeric meeting a float) besides
             # totality.py's walk, which knows no types; arithmetic is rewritten on this copy.
@@ -644,9 +650,7 @@ class _Planner:
             part = self._part("count", node, 1.0, None)
             return OutputColumn(name, OutputKind.NOISY, "count", (part,), hidden)
         bounds = self._bounds(node, position)
-        if not isinstance(argument, exp.Column) and _squared_value(argument) is None and \
-                not (isinstance(argument, exp.Case) and _plain_case(argument)):
-            mark_total(argument)
+        if expression:
             argument = with_clamped_columns(argument, self._bounds_of(node.key.upper(),
                                                                       position))
             node = node.copy()  # summed with each column clamped first (aggregate_args.py)
@@ -1204,6 +1208,15 @@ def _part_text(part: PartSpec) -> str:
     argument = part.node.this
     centred = "centred " if part.centred else ""
     return f"{part.aggregate}:{centred}{argument.sql(dialect='postgres', normalize=True)}"
+
+
+def _bounded_expression(argument: exp.Expression) -> bool:
+    """A SUM/AVG argument bounded by interval arithmetic (aggregate_args.py): not a plain
+    column, nor a CASE of columns and constants, nor the centred values and squares dpgate
+    writes itself for averages and variances."""
+    return not isinstance(argument, (exp.Column, exp.Star, exp.Distinct)) and \
+        _squared_value(argument) is None and _centred_value(argument) is None and \
+        not (isinstance(argument, exp.Case) and _plain_case(argument))
 
 
 def _plain_case(case: exp.Case) -> bool:
