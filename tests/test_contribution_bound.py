@@ -3,8 +3,8 @@
 On tiny databases (a few units, each with a few rows) every neighbour (one unit added or
 removed, with any number of rows) is enumerated, and the exact probability of every
 output of the release is computed: the walk's stop (summed over every value of its
-threshold noise), then the count at the chosen τ and the number of units beyond it, each
-with its discrete Laplace pmf. The privacy loss of every output must stay within the
+threshold noise), then the count at the chosen τ and, below the cap, the rows beyond it,
+each with its discrete Laplace pmf. The privacy loss of every output must stay within the
 charged ε.
 """
 
@@ -29,7 +29,7 @@ from mechanisms.contribution_bound import (
 )
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings
-from proxy.engine.chosen_bound import CHOICE_PART
+from proxy.engine.chosen_bound import CHOICE_PART, TRUNCATION_PART
 from proxy.engine.release import release
 from rewriter.calibrate import calibrate
 from rewriter.classify import parse_query
@@ -90,24 +90,31 @@ def test_the_choice_of_tau_is_epsilon_private_against_every_neighbour(epsilon):
 
 
 def test_the_whole_release_stays_within_the_charged_epsilon():
-    """(τ, noisy count at τ, noisy units beyond τ): the exact joint pmf, every output in a
-    window wide enough for all the probability that matters, on every neighbour pair."""
+    """(τ, noisy count at τ, noisy rows beyond τ up to the cap): the exact joint pmf, every
+    output in a window wide enough for all the probability that matters, on every
+    neighbour pair. The split of what the choice leaves depends on τ alone."""
     epsilon, share = 1.5, 0.4
     choice = BoundChoice(epsilon * share * CHOICE_PART, GRID)
-    answer, estimate = epsilon * (1 - share), epsilon * share * (1 - CHOICE_PART)
+    rest = epsilon - choice.epsilon
     worst = 0.0
     for counts in _databases(2):
         for other in _neighbours(counts):
             for (m, p), (_, q) in zip(enumerate(_stops(choice, counts)),
                                       enumerate(_stops(choice, other)), strict=True):
                 tau = choice.bound(m)
+                estimate = 0.0 if tau == CAP else rest * TRUNCATION_PART
+                answer = rest - estimate
                 a, b = (truncated_total(_histogram(c), tau) for c in (counts, other))
-                k, j = (beyond(_histogram(c), tau) for c in (counts, other))
+                k, j = (truncated_total(_histogram(c), CAP) - truncated_total(_histogram(c), tau)
+                        for c in (counts, other))
                 for value in range(-15, 25):
-                    for units in range(-8, 10):
-                        mine = p * _pmf(value - a, tau / answer) * _pmf(units - k, 1 / estimate)
-                        theirs = q * _pmf(value - b, tau / answer) * _pmf(units - j,
-                                                                         1 / estimate)
+                    for rows in range(-20, 30) if estimate else (0,):
+                        mine, theirs = (p * _pmf(value - a, tau / answer),
+                                        q * _pmf(value - b, tau / answer))
+                        if estimate:
+                            scale = (CAP - tau) / estimate
+                            mine *= _pmf(rows - k, scale)
+                            theirs *= _pmf(rows - j, scale)
                         worst = max(worst, abs(math.log(mine / theirs)))
     assert worst <= epsilon * (1 + 1e-9)
     assert worst > 0.5 * epsilon
@@ -146,13 +153,46 @@ def test_a_chosen_count_names_tau_and_its_truncation_estimate():
     assert "a bound chosen privately for this query (at most 100" in (answer.unit_note or "")
     tau = int((answer.unit_note or "").split("at most ")[1].split()[0])
     assert tau >= 40
-    # noise at scale τ/(0.8·ε), its bound at β/2 = 2.5% (no unit beyond τ to allow for
-    # unless the noisy estimate says so)
-    scale = tau / (0.1 * 0.8)
+    # noise at scale τ/ε_a, its bound at β/2 = 2.5%; below the cap the upper end adds the
+    # noisy rows beyond τ (none here) and their one-sided bound at 2.5%
+    rest = 0.1 * (1 - 0.2 * CHOICE_PART)
+    answer_epsilon = rest if tau == 100 else rest * (1 - TRUNCATION_PART)
+    scale = tau / answer_epsilon
     noise = math.ceil(laplace_bound(scale, 0.025))
-    assert answer.bounds["count"] in (noise, f"{noise} (upper end +{noise + 0})") or \
-        str(answer.bounds["count"]).startswith(f"{noise} (upper end +")
+    if tau == 100:
+        assert answer.bounds["count"] == noise
+        assert "never counted, nor allowed for" in (answer.unit_note or "")
+    else:
+        assert str(answer.bounds["count"]).startswith(f"{noise} (upper end +")
+        assert "the interval's upper end allows for them" in (answer.unit_note or "")
     assert abs(int(answer.rows[0][0] or 0) - 200_000) <= 20 * scale
+
+
+def test_the_interval_covers_every_row_up_to_the_cap_when_truncation_bites():
+    """Heavy units far beyond any τ the walk picks: the stated interval must still hold
+    Σ_u min(c_u, cap) at its confidence (it missed this before the rows beyond τ were
+    released: the units-beyond estimate rarely showed them)."""
+    plan = plan_private_aggregate(parse_query("SELECT count(*) FROM orders"), demo_policy(),
+                                  0, METRICS)
+    calibration = calibrate(plan, 0.1, 1e-8)
+    settings = PrivacySettings(shift_interval=(0.0, 0.0))
+    histogram = {1: 20_000, 30: 400, 100: 150}  # a few hundred units beyond τ ≈ 32–64
+    truth = sum(count * units for count, units in histogram.items())
+    rows = [[str(c).encode(), str(u).encode()] for c, u in histogram.items()]
+    rng = SeededRandomSource(29)
+    inside, below = 0, 0
+    for _ in range(400):
+        answer = release(plan, calibration, [], rows, 0.0, settings, rng)
+        value = int(answer.rows[0][0] or 0)
+        bound = str(answer.bounds["count"])
+        low = high = int(bound.split()[0])
+        if "upper end +" in bound:
+            high = int(bound.split("+")[1].rstrip(")"))
+        inside += value - low <= truth <= value + high
+        below += int((answer.unit_note or "").split("at most ")[1].split()[0]) < 100
+    assert below >= 100  # truncation did bite, often
+    assert inside >= 0.95 * 400
+
 
 
 def test_a_session_tau_answers_from_the_same_histogram_without_a_choice():

@@ -5,13 +5,17 @@ The backend returned rows (min(c_u, cap), number of units) (rewriter/bounding.py
 Gaussian mechanism, or a zero share) the count is Σ_u min(c_u, τ), noised as before.
 Otherwise ε is split (sequential composition, docs/privacy-unit.md): three quarters of
 `bound_choice_share` choose τ ≤ the policy's contributions_limit
-(mechanisms/contribution_bound.py), one quarter releases the number of units beyond τ
-(sensitivity 1: the truncation estimate), the rest releases the count at scale τ/ε.
+(mechanisms/contribution_bound.py). For a lone count below the limit, TRUNCATION_PART of
+the rest releases the rows beyond τ, Σ_u min(c_u, cap) − min(c_u, τ) (sensitivity
+cap − τ), and the count gets what remains; at the limit nothing is beyond τ up to the cap,
+so the count gets all of it. A histogram's quarter of the share releases the number of
+units beyond τ (sensitivity 1), the rest its cells.
 
 The NOTICE's interval covers the noise at half the failure probability and the
-truncation at the other half: when the noisy number of units beyond τ shows, at that
-confidence, that some exist, the upper end grows by that many units times the most rows
-each may have dropped (the cap minus τ).
+truncation at the other half: a lone count's upper end grows by the noisy rows beyond τ
+plus that estimate's one-sided bound, so it holds every row up to the cap; a histogram's
+grows, when the noisy number of units beyond τ shows that some exist, by that many units
+times the most rows each may have dropped (the cap minus τ).
 """
 
 from __future__ import annotations
@@ -38,13 +42,17 @@ from rewriter.plan import PrivateAggregate
 from ..config import PrivacySettings
 from ..pgwire.backend import Row
 
-CHOICE_PART = 0.75  # of bound_choice_share; the rest estimates the units beyond τ
+CHOICE_PART = 0.75  # of bound_choice_share; the rest estimates a histogram's units beyond τ
+# Of a lone count's ε after the choice, when τ is below the cap: the rows beyond τ. Their
+# noise, times ln(1/β), is what the interval's upper end must add to be honest.
+TRUNCATION_PART = 0.1
 
 
 @dataclass(frozen=True)
 class CountAtBound:
     """The count's true row at τ and its calibration there; for a chosen τ, the noisy
-    number of units beyond it and that estimate's epsilon."""
+    number of units beyond it (a histogram) or rows beyond it up to the cap (a lone count),
+    that estimate's epsilon and sensitivity (1 for units, cap − τ for rows)."""
 
     rows: list[Row]
     calibration: Calibration
@@ -53,6 +61,8 @@ class CountAtBound:
     choice_epsilon: float = 0.0
     beyond: int = 0
     beyond_epsilon: float = 0.0
+    dropped: int | None = None
+    dropped_scale: float = 0.0
 
 
 def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: list[Row],
@@ -74,12 +84,32 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
     choice = BoundChoice(epsilon * share * CHOICE_PART, grid) if cells is None else \
         BoundChoice(epsilon * share * CHOICE_PART, grid, histogram_hedge(len(cells)))
     tau = choose_bound(choice, histogram, rng)
+    if cells is None:
+        return _lone_count(histogram, calibration, choice, tau, unit.counts_cap, rng)
     estimate = epsilon * share * (1 - CHOICE_PART)
     noisy_beyond = beyond(histogram, tau) + sample_discrete_laplace(
         1 / parameter(estimate, "epsilon"), rng)
     return CountAtBound(_rows(histogram, cells, tau),
                         _at(calibration, tau, epsilon * (1 - share)), tau, True,
                         choice.epsilon, noisy_beyond, estimate)
+
+
+def _lone_count(histogram: dict[int, int], calibration: Calibration, choice: BoundChoice,
+                tau: int, cap: int, rng: RandomSource) -> CountAtBound:
+    """The count at τ and, below the cap, the noisy rows beyond τ: Σ_u min(c_u, cap) −
+    min(c_u, τ), which one unit moves by at most cap − τ (τ is public once chosen, so the
+    split of the rest is post-processing of the choice)."""
+    rest = calibration.epsilon - choice.epsilon
+    if tau >= cap:
+        return CountAtBound(_rows(histogram, None, tau), _at(calibration, tau, rest), tau,
+                            True, choice.epsilon, dropped=0)
+    estimate = rest * TRUNCATION_PART
+    scale = (cap - tau) / estimate
+    dropped = truncated_total(histogram, cap) - truncated_total(histogram, tau)
+    return CountAtBound(_rows(histogram, None, tau), _at(calibration, tau, rest - estimate),
+                        tau, True, choice.epsilon, beyond_epsilon=estimate,
+                        dropped=dropped + sample_discrete_laplace(
+                            parameter(scale, "scale"), rng), dropped_scale=scale)
 
 
 Cells = dict[tuple[bytes | None, ...], list[tuple[int, int, int]]]
@@ -148,10 +178,16 @@ def count_bound(count: CountAtBound, limit: int, widest_shift: float, beta: floa
 
 
 def truncation_allowance(count: CountAtBound, limit: int, beta: float) -> int:
-    """Rows beyond τ the interval allows for: the units beyond τ at confidence 1 − β
-    (noisy count minus its one-sided bound), each with up to `limit` − τ rows dropped."""
+    """Rows beyond τ the interval allows for at confidence 1 − β. A lone count: the noisy
+    rows beyond τ plus their one-sided bound (every row up to the cap, whatever the data).
+    A histogram: the units beyond τ that surely exist (noisy count minus its one-sided
+    bound), each with up to `limit` − τ rows dropped."""
     if not count.chosen:
         return 0
+    if count.dropped is not None:
+        if count.dropped_scale == 0:
+            return 0
+        return max(0, math.ceil(count.dropped + laplace_bound(count.dropped_scale, 2 * beta)))
     sure = count.beyond - laplace_bound(1 / count.beyond_epsilon, 2 * beta)
     return max(0, math.floor(sure)) * (limit - count.tau)
 
@@ -164,6 +200,17 @@ def count_note(plan: PrivateAggregate, count: CountAtBound) -> str | None:
     rows = f"{count.tau} row" + ("" if count.tau == 1 else "s")
     if not count.chosen:
         return None
+    chosen = (f"each {unit.unit} counted with at most {rows}, a bound chosen privately for "
+              f"this query (at most {unit.chosen_limit}; epsilon {count.choice_epsilon:g} of "
+              "the charge)")
+    if count.dropped is not None:
+        if count.dropped_scale == 0:
+            return (f"{chosen}; rows beyond {count.tau} per unit are never counted, nor "
+                    "allowed for in the interval")
+        margin = math.ceil(laplace_bound(count.dropped_scale, 0.05))
+        return (f"{chosen}; about {max(count.dropped, 0)} rows (±{margin}) were beyond it "
+                f"and not counted (epsilon {count.beyond_epsilon:g}): the interval's upper "
+                f"end allows for them, up to {unit.chosen_limit} rows per unit")
     margin = math.ceil(laplace_bound(1 / count.beyond_epsilon, 0.05))
     return (f"each {unit.unit} counted with at most {rows}, a bound chosen privately for "
             f"this query (at most {unit.chosen_limit}; epsilon {count.choice_epsilon:g} of "
