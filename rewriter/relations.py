@@ -19,7 +19,6 @@ from .elastic import (
     Elastic,
     add,
     constant,
-    maximum,
     minimum,
     multiply,
     plus_k,
@@ -36,6 +35,7 @@ from .errors import (
 )
 from .functions import function_name, is_literal_constant, node_failure
 from .metrics import ColumnKey, Metrics, MissingMetrics
+from .outer_joins import join_bound
 from .policy import Policy
 from .positions import position_of
 
@@ -412,10 +412,13 @@ class Analyzer:
                     "tables before it (cross, non-equi and OR joins are refused)",
                     hint=JOIN_HINT, position=position_of(node, self.offset))
             filters += rest
-            relation = self._join(relation, joined, pairs)
+            side = _side_of(join)
+            relation = self._join(relation, joined, pairs, side)
             if join is not None and join.args.get("using"):
+                # The merged column is the preserved side's value (PostgreSQL's COALESCE).
                 relation = replace(relation, merged={
-                    **relation.merged, **{c.this.name: c.this.table
+                    **relation.merged, **{c.this.name: (c.expression if side == "RIGHT"
+                                                        else c.this).table
                                           for _, _, c in pairs}})
         return relation, filters + pool
 
@@ -427,7 +430,9 @@ class Analyzer:
         """
         for index, (source, join) in enumerate(pending):
             conditions = self._explicit_conditions(join, relation, source)
-            linking = [c for c in pool if self._links(c, relation, source)]
+            # WHERE filters an outer join's result: it never becomes its join condition.
+            linking = [] if _side_of(join) else \
+                [c for c in pool if self._links(c, relation, source)]
             if conditions is not None or linking:
                 for condition in linking:
                     pool.remove(condition)
@@ -441,11 +446,11 @@ class Analyzer:
         if join.args.get("method"):
             raise unsupported(f"{join.args['method']} JOIN is not supported; use JOIN … ON",
                               hint=JOIN_HINT, position=position_of(join, self.offset))
-        side = join.args.get("side")
-        if side:
-            raise unsupported(f"{side} OUTER JOIN is not supported over private tables",
-                              hint="Use an inner JOIN: outer joins have no sound sensitivity "
-                              "rule here.", position=position_of(join, self.offset))
+        if _side_of(join) == "FULL" and join.args.get("using"):
+            raise unsupported("FULL JOIN … USING over private tables is not supported: its "
+                              "merged column is computed from both sides",
+                              hint="Write FULL JOIN … ON with qualified columns.",
+                              position=position_of(join.this, self.offset))
         if join.args.get("using"):
             return [self._using_condition(name.name, relation, source, join)
                     for name in join.args["using"]]
@@ -500,10 +505,9 @@ class Analyzer:
         return pairs, rest
 
     def _join(self, left: Relation, right: Relation,
-              pairs: list[tuple[Resolved, Resolved, exp.Expression]]) -> Relation:
+              pairs: list[tuple[Resolved, Resolved, exp.Expression]], side: str) -> Relation:
         shared = bool(left.base_tables & right.base_tables)
-        s1, s2 = left.stability, right.stability
-        stabilities, left_factors, right_factors = [], [], []
+        bounds = []
         for a, b, condition in pairs:
             if a.max_freq is None or b.max_freq is None:
                 raise unsupported("a join key must be a plain column with a known frequency, "
@@ -511,19 +515,16 @@ class Analyzer:
                                   position=position_of(condition, self.offset))
             self.missing |= a.max_freq.unmeasured_columns() | b.max_freq.unmeasured_columns()
             self.join_columns |= a.bases | b.bases
-            if shared:  # self-join: one row can sit on both sides
-                stabilities.append(add(multiply(a.max_freq, s2), multiply(b.max_freq, s1),
-                                       multiply(s1, s2)))
-            else:
-                stabilities.append(maximum(multiply(b.max_freq, s1),
-                                           multiply(a.max_freq, s2)))
-            left_factors.append(b.max_freq)
-            right_factors.append(a.max_freq)
-        left_factor, right_factor = minimum(*left_factors), minimum(*right_factors)
+            bounds.append(join_bound(side, shared, left.stability, right.stability,
+                                     a.max_freq, b.max_freq))
+        # Each conjunct alone bounds the join (its matches are a superset): the minimum.
+        left_factor = minimum(*(bound.left_factor for bound in bounds))
+        right_factor = minimum(*(bound.right_factor for bound in bounds))
         sources = tuple(replace(s, factor=multiply(s.factor, left_factor)) for s in left.sources)
         sources += tuple(replace(s, factor=multiply(s.factor, right_factor))
                          for s in right.sources)
-        return Relation(minimum(*stabilities), sources, left.base_tables | right.base_tables,
+        return Relation(minimum(*(bound.stability for bound in bounds)), sources,
+                        left.base_tables | right.base_tables,
                         left.private_tables + right.private_tables, left.merged)
 
     # -- columns ---------------------------------------------------------------------
@@ -671,6 +672,11 @@ class Analyzer:
         self._check_operand_types(node, relation)
         for child in node.iter_expressions():
             self.check_row_expression(child, relation, allow_aggregates)
+
+
+def _side_of(join: exp.Join | None) -> str:
+    """LEFT, RIGHT or FULL for an outer join; "" for an inner join or a FROM list item."""
+    return (join.args.get("side") or "").upper() if join is not None else ""
 
 
 def _alias_columns(node: exp.Expression) -> tuple[str, ...]:
