@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from rewriter.elastic import constant, plus_k
+from rewriter.errors import Refusal
 from rewriter.outer_joins import join_bound
 from tests.test_flex import elastic_at, refusal_of
+from tests.test_unit_mode import plan_of as unit_plan_of
 
 pytestmark = pytest.mark.unit
 
@@ -79,3 +81,31 @@ def test_outer_bounds_dominate_the_inner_join(side, shared):
         assert outer.stability.at(k) >= inner.stability.at(k)
         assert outer.left_factor.at(k) >= inner.left_factor.at(k)
         assert outer.right_factor.at(k) >= inner.right_factor.at(k)
+
+
+# -- unit mode (demo policy: customers the unit, products public) ---------------------
+
+def test_unit_mode_bounds_a_private_table_left_joined_to_a_public_one():
+    plan = unit_plan_of("SELECT p.category, count(*) FROM orders o LEFT JOIN products p "
+                        "ON o.product_id = p.product_id GROUP BY 1")
+    assert plan.unit is not None and '"o"."customer_id" AS "_dp_unit"' in plan.sql
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*) FROM products p LEFT JOIN orders o ON o.product_id = p.product_id",
+    "SELECT count(*) FROM orders o RIGHT JOIN products p ON o.product_id = p.product_id",
+    "SELECT count(*) FROM orders o FULL JOIN products p ON o.product_id = p.product_id",
+    f"SELECT count(*) FROM orders o LEFT JOIN customers c {ORDERS_CUSTOMERS}",
+])
+def test_unit_mode_refuses_padding_a_private_table(sql):
+    with pytest.raises(Refusal, match="pads rows of a private table"):
+        unit_plan_of(sql)
+
+
+def test_an_outer_join_condition_never_makes_units_equal():
+    # o.customer_id = r.customer_id holds on matched rows only: a padded row of o keeps
+    # its own unit while r's is NULL, so the ON of a LEFT JOIN links nothing.
+    with pytest.raises(Refusal, match="mixes rows"):
+        unit_plan_of("SELECT count(*) FROM orders o JOIN recommendations r ON o.order_id = "
+                      "r.product_id LEFT JOIN products p ON p.product_id = o.product_id "
+                      "AND o.customer_id = r.customer_id")
