@@ -74,10 +74,11 @@ TRUNC_UNITS = frozenset({
 })
 
 
-# The shape of a query over private tables: these nodes evaluate nothing themselves.
+# The shape of a query over private tables: these nodes evaluate nothing themselves (set
+# operations compare whole rows of types PostgreSQL checks when it plans, never per row).
 STRUCTURE_NODES: tuple[type[exp.Expression], ...] = (
     exp.Select, exp.From, exp.Join, exp.Table, exp.TableAlias, exp.Alias, exp.With, exp.CTE,
-    exp.Subquery, exp.Union, exp.Distinct, exp.Having, exp.Exists,
+    exp.Subquery, exp.Union, exp.Intersect, exp.Except, exp.Distinct, exp.Having, exp.Exists,
 )
 # Aggregates dpgate itself answers (private.py and choice.py check their arguments).
 AGGREGATE_NODES: tuple[type[exp.Expression], ...] = (

@@ -17,7 +17,6 @@ from sqlglot import exp
 from .arithmetic import ARITHMETIC, NUMBER_TYPES, NotTotal, total_form
 from .elastic import (
     Elastic,
-    add,
     constant,
     minimum,
     multiply,
@@ -38,6 +37,7 @@ from .metrics import ColumnKey, Metrics, MissingMetrics
 from .outer_joins import join_bound
 from .policy import Policy
 from .positions import position_of
+from .set_operations import set_frequency, set_stability
 
 DATETIME_TYPES = frozenset({"date", "timestamp without time zone", "timestamp with time zone"})
 JOIN_HINT = ("Join private tables with equalities of plain columns: "
@@ -276,8 +276,8 @@ class Analyzer:
     def derived_relation(self, query: exp.Expression, ctes: Ctes
                          ) -> tuple[Relation, Columns, bool]:
         """A subquery in FROM (or a CTE): its relation and its output columns in order."""
-        if isinstance(query, exp.Union):
-            return self._union(query, self.with_scope(query, ctes))
+        if isinstance(query, exp.SetOperation):
+            return self._set_operation(query, self.with_scope(query, ctes))
         if not isinstance(query, exp.Select):
             raise unsupported(f"{query.key.upper()} as a derived table is not supported",
                               position=position_of(query, self.offset))
@@ -350,28 +350,32 @@ class Analyzer:
         return DerivedColumn(Elastic.ONE if unique else resolved.max_freq, resolved.origin,
                              resolved.branches)
 
-    def _union(self, union: exp.Union, ctes: Ctes) -> tuple[Relation, Columns, bool]:
-        if union.args.get("distinct") or not isinstance(union, exp.Union) or \
-                type(union) is not exp.Union:
-            raise unsupported("only UNION ALL is supported over private tables",
-                              position=position_of(union, self.offset))
-        left, left_columns, left_star = self.derived_relation(union.this, ctes)
-        right, right_columns, right_star = self.derived_relation(union.expression, ctes)
+    def _set_operation(self, operation: exp.SetOperation, ctes: Ctes
+                       ) -> tuple[Relation, Columns, bool]:
+        what = f"{operation.key.upper()}{'' if operation.args.get('distinct') else ' ALL'}"
+        left, left_columns, left_star = self.derived_relation(operation.this, ctes)
+        right, right_columns, right_star = self.derived_relation(operation.expression, ctes)
         if left_star or right_star or len(left_columns) != len(right_columns):
-            raise unsupported("UNION ALL needs the same named columns on both sides",
-                              position=position_of(union, self.offset))
-        if union.args.get("order") or union.args.get("limit") or union.args.get("offset"):
-            raise unsupported("ORDER BY, LIMIT or OFFSET on a UNION ALL inside a private "
-                              "query is not supported", position=position_of(union, self.offset))
+            raise unsupported(f"{what} needs the same named columns on both sides",
+                              position=position_of(operation, self.offset))
+        if operation.args.get("order") or operation.args.get("limit") or \
+                operation.args.get("offset"):
+            raise unsupported(f"ORDER BY, LIMIT or OFFSET on a {what} inside a private "
+                              "query is not supported",
+                              position=position_of(operation, self.offset))
         columns = []
         for (name, a), (_, b) in zip(left_columns, right_columns, strict=True):
-            frequency = None if a.max_freq is None or b.max_freq is None else \
-                add(a.max_freq, b.max_freq)
-            same = a.origin == b.origin
-            columns.append((name, DerivedColumn(frequency, a.origin if same else None,
-                                                frozenset() if same else a.bases | b.bases)))
-        # A changed row may sit on both sides (FLEX's max is unsound here).
-        relation = Relation(add(left.stability, right.stability), (),
+            frequency = set_frequency(operation, a.max_freq, b.max_freq)
+            if isinstance(operation, exp.Except):  # its values are the left side's only
+                column = DerivedColumn(frequency, a.origin, a.branches)
+            else:
+                same = a.origin == b.origin
+                column = DerivedColumn(frequency, a.origin if same else None,
+                                       frozenset() if same else a.bases | b.bases)
+            columns.append((name, column))
+            if operation.args.get("distinct"):  # PostgreSQL groups on every column
+                self.group_columns |= a.bases | b.bases
+        relation = Relation(set_stability(left.stability, right.stability), (),
                             left.base_tables | right.base_tables,
                             left.private_tables + right.private_tables)
         return relation, tuple(columns), False

@@ -131,6 +131,19 @@ _HANDWRITTEN = [
     ("joins", "SELECT count(*) FROM orders o LEFT JOIN customers c USING (customer_id) "
               "WHERE c.customer_id IS NULL"),
     ("joins", "SELECT count(*) FROM orders o FULL JOIN customers c USING (customer_id)"),
+    ("joins", "SELECT count(*) FROM (SELECT customer_id FROM orders UNION "
+              "SELECT customer_id FROM recommendations) AS u"),
+    ("joins", "SELECT count(*) FROM (SELECT customer_id FROM orders INTERSECT "
+              "SELECT customer_id FROM customers) AS s"),
+    ("joins", "SELECT count(*) FROM (SELECT customer_id FROM customers EXCEPT "
+              "SELECT customer_id FROM orders) AS s"),
+    ("joins", "SELECT count(*) FROM (SELECT product_id FROM orders INTERSECT ALL "
+              "SELECT product_id FROM products) AS s"),
+    ("joins", "SELECT count(*) FROM (SELECT customer_id FROM orders EXCEPT ALL "
+              "SELECT customer_id FROM recommendations) AS s"),
+    ("joins", "SELECT count(*) FROM (SELECT customer_id, product_id FROM orders UNION "
+              "SELECT customer_id, product_id FROM recommendations) AS u "
+              "JOIN customers c ON c.customer_id = u.customer_id"),
     ("joins", "SELECT count(*) FROM (SELECT * FROM orders WHERE quantity > 2) AS s"),
     ("joins", "WITH big AS (SELECT * FROM orders WHERE order_cost > 200) "
               "SELECT count(*) FROM big"),
