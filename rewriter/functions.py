@@ -51,7 +51,7 @@ ROW_SAFE_NODES: tuple[type[exp.Expression], ...] = (
     exp.Tuple, exp.Star, exp.DPipe, exp.Concat, exp.Where, exp.Parameter,
     exp.Placeholder, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DataType,
     exp.TimestampTrunc, exp.DateTrunc, exp.Greatest, exp.Least, exp.Nullif,
-    exp.CurrentDate, exp.CurrentTimestamp, exp.Interval, exp.Any, exp.Array,
+    exp.CurrentDate, exp.CurrentTimestamp, exp.Interval, exp.Any, exp.All, exp.Array,
     # clauses of a derived table, checked item by item
     exp.Order, exp.Ordered, exp.Group, exp.Limit, exp.Offset,
 )

@@ -131,6 +131,10 @@ _HANDWRITTEN = [
     ("joins", "SELECT count(*) FROM orders o LEFT JOIN customers c USING (customer_id) "
               "WHERE c.customer_id IS NULL"),
     ("joins", "SELECT count(*) FROM orders o FULL JOIN customers c USING (customer_id)"),
+    ("joins", "SELECT count(*) FROM orders WHERE quantity > ALL "
+              "(SELECT product_id FROM products WHERE product_id < 4)"),
+    ("joins", "SELECT count(*) FROM orders WHERE product_id <> ALL "
+              "(SELECT product_id FROM products WHERE category = 'Garden')"),
     ("joins", "SELECT count(*) FROM (SELECT customer_id FROM orders UNION "
               "SELECT customer_id FROM recommendations) AS u"),
     ("joins", "SELECT count(*) FROM (SELECT customer_id FROM orders INTERSECT "

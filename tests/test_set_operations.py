@@ -53,3 +53,17 @@ def test_unit_mode_refuses_set_operations_for_now(operation):
     with pytest.raises(Refusal, match="not a plain SELECT"):
         unit_plan_of(f"SELECT count(*) FROM (SELECT customer_id FROM orders {operation} "
                      "SELECT customer_id FROM recommendations) AS s")
+
+
+@pytest.mark.parametrize("operator", [">", "<>", "<="])
+def test_all_over_a_public_subquery_is_a_filter_that_cannot_fail(operator):
+    # PostgreSQL computes the subquery first (constants.py); `x op ALL (array)` compares
+    # with each element: total, like `= ANY`. The filter leaves the stability at 1.
+    assert elastic_at(f"SELECT count(*) FROM orders WHERE quantity {operator} ALL "
+                      "(SELECT product_id FROM products WHERE product_id < 4)", 0) == 1
+
+
+def test_all_over_a_private_subquery_is_still_refused():
+    with pytest.raises(Refusal, match="subqueries over private tables"):
+        elastic_at("SELECT count(*) FROM orders WHERE quantity > ALL "
+                   "(SELECT customer_id FROM customers)", 0)
