@@ -1,7 +1,7 @@
 """Elastic stability of an equijoin on one `a = b` conjunct: inner, LEFT, RIGHT and FULL.
 
 r1 ⋈ r2 on a = b, with S1, S2 the sides' stabilities and mf(a), mf(b) the join keys'
-max frequencies (SPEC §1). An outer join adds, to the inner join's rows, one NULL-padded
+max frequencies (FLEX). An outer join adds, to the inner join's rows, one NULL-padded
 row for each preserved row without a match. Counted as rows added or removed
 (docs/queries.md, "Outer joins", argues each bound):
 
