@@ -184,6 +184,8 @@ TEMPLATES: list[tuple[str, type[exp.Expression], Generate]] = [
     ("bool", exp.Like, lambda g, d: f"({g.value('text', d)} LIKE {g.pick(*_PATTERNS)})"),
     ("bool", exp.ILike, lambda g, d: f"({g.value('text', d)} ILIKE {g.pick(*_PATTERNS)})"),
     ("bool", exp.Any, lambda g, d: f"({g.value('int', d)} = ANY({g.value('array', d)}))"),
+    ("bool", exp.All, lambda g, d: f"({g.value('int', d)} {g.pick('<', '>=', '<>')} "
+                                   f"ALL({g.value('array', d)}))"),
     ("bool", exp.Tuple, lambda g, d: "(({}, {}) = ({}, {}))".format(
         *g.pair(d, ("int", "text"))[:2], *g.pair(d, ("int", "text"))[:2])),
     ("bool", exp.Paren, lambda g, d: f"({g.value('bool', d)})"),

@@ -11,8 +11,10 @@ Modules, in the order a statement meets them:
   (catalog reads refused, neutralised or relayed).
 - the policy: `policy`, `unit_policy` (the privacy unit), `unit` (which unit a row
   belongs to), `policy_view` (SHOW dp.policy), `comments` (the policy as column comments).
-- sensitivity: `relations` (FLEX stability and max frequencies), `elastic` (elastic and
-  smooth sensitivity), `metrics` (what is known of the data), `calibrate` (noise scales).
+- sensitivity: `relations` (FLEX stability and max frequencies), `outer_joins` (inner
+  and outer equijoin bounds), `set_operations` (UNION, INTERSECT, EXCEPT), `elastic`
+  (elastic and smooth sensitivity), `metrics` (what is known of the data), `calibrate`
+  (noise scales).
 - private aggregates: `private` (validate, sensitivity, rewrite), `aggregate_args`
   (bounds of expressions inside SUM/AVG by interval arithmetic), `bounding`
   (contribution bounding), `buckets` (computed group keys), `arithmetic` (expressions

@@ -53,7 +53,7 @@ ROW_SAFE_NODES: tuple[type[exp.Expression], ...] = (
     exp.Tuple, exp.Star, exp.DPipe, exp.Concat, exp.Where, exp.Parameter,
     exp.Placeholder, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DataType,
     exp.Greatest, exp.Least, exp.Nullif,
-    exp.CurrentDate, exp.CurrentTimestamp, exp.Interval, exp.Any, exp.Array,
+    exp.CurrentDate, exp.CurrentTimestamp, exp.Interval, exp.Any, exp.All, exp.Array,
     # clauses of a derived table, checked item by item
     exp.Order, exp.Ordered, exp.Group, exp.Limit, exp.Offset,
 )
@@ -78,10 +78,11 @@ TRUNC_UNITS = frozenset({
 })
 
 
-# The shape of a query over private tables: these nodes evaluate nothing themselves.
+# The shape of a query over private tables: these nodes evaluate nothing themselves (set
+# operations compare whole rows of types PostgreSQL checks when it plans, never per row).
 STRUCTURE_NODES: tuple[type[exp.Expression], ...] = (
     exp.Select, exp.From, exp.Join, exp.Table, exp.TableAlias, exp.Alias, exp.With, exp.CTE,
-    exp.Subquery, exp.Union, exp.Distinct, exp.Having, exp.Exists,
+    exp.Subquery, exp.Union, exp.Intersect, exp.Except, exp.Distinct, exp.Having, exp.Exists,
 )
 # Aggregates dpgate itself answers (private.py and choice.py check their arguments).
 AGGREGATE_NODES: tuple[type[exp.Expression], ...] = (

@@ -27,9 +27,7 @@ from .arithmetic import (
 )
 from .elastic import (
     Elastic,
-    add,
     constant,
-    maximum,
     minimum,
     multiply,
     plus_k,
@@ -47,9 +45,11 @@ from .errors import (
 )
 from .functions import function_name, is_literal_constant, may_be_array, node_failure, row_failure
 from .metrics import ColumnKey, Metrics, MissingMetrics
+from .outer_joins import join_bound
 from .policy import Policy
 from .positions import position_of
 from .row_cost import COSTLY_HINT
+from .set_operations import set_frequency, set_stability
 
 EXACT_NUMBER_TYPES = NUMBER_TYPES - {"real", "double precision"}
 DATETIME_TYPES = frozenset({"date", "timestamp without time zone", "timestamp with time zone"})
@@ -289,8 +289,8 @@ class Analyzer:
     def derived_relation(self, query: exp.Expression, ctes: Ctes
                          ) -> tuple[Relation, Columns, bool]:
         """A subquery in FROM (or a CTE): its relation and its output columns in order."""
-        if isinstance(query, exp.Union):
-            return self._union(query, self.with_scope(query, ctes))
+        if isinstance(query, exp.SetOperation):
+            return self._set_operation(query, self.with_scope(query, ctes))
         if not isinstance(query, exp.Select):
             raise unsupported(f"{query.key.upper()} as a derived table is not supported",
                               position=position_of(query, self.offset))
@@ -363,28 +363,32 @@ class Analyzer:
         return DerivedColumn(Elastic.ONE if unique else resolved.max_freq, resolved.origin,
                              resolved.branches)
 
-    def _union(self, union: exp.Union, ctes: Ctes) -> tuple[Relation, Columns, bool]:
-        if union.args.get("distinct") or not isinstance(union, exp.Union) or \
-                type(union) is not exp.Union:
-            raise unsupported("only UNION ALL is supported over private tables",
-                              position=position_of(union, self.offset))
-        left, left_columns, left_star = self.derived_relation(union.this, ctes)
-        right, right_columns, right_star = self.derived_relation(union.expression, ctes)
+    def _set_operation(self, operation: exp.SetOperation, ctes: Ctes
+                       ) -> tuple[Relation, Columns, bool]:
+        what = f"{operation.key.upper()}{'' if operation.args.get('distinct') else ' ALL'}"
+        left, left_columns, left_star = self.derived_relation(operation.this, ctes)
+        right, right_columns, right_star = self.derived_relation(operation.expression, ctes)
         if left_star or right_star or len(left_columns) != len(right_columns):
-            raise unsupported("UNION ALL needs the same named columns on both sides",
-                              position=position_of(union, self.offset))
-        if union.args.get("order") or union.args.get("limit") or union.args.get("offset"):
-            raise unsupported("ORDER BY, LIMIT or OFFSET on a UNION ALL inside a private "
-                              "query is not supported", position=position_of(union, self.offset))
+            raise unsupported(f"{what} needs the same named columns on both sides",
+                              position=position_of(operation, self.offset))
+        if operation.args.get("order") or operation.args.get("limit") or \
+                operation.args.get("offset"):
+            raise unsupported(f"ORDER BY, LIMIT or OFFSET on a {what} inside a private "
+                              "query is not supported",
+                              position=position_of(operation, self.offset))
         columns = []
         for (name, a), (_, b) in zip(left_columns, right_columns, strict=True):
-            frequency = None if a.max_freq is None or b.max_freq is None else \
-                add(a.max_freq, b.max_freq)
-            same = a.origin == b.origin
-            columns.append((name, DerivedColumn(frequency, a.origin if same else None,
-                                                frozenset() if same else a.bases | b.bases)))
-        # A changed row may sit on both sides (FLEX's max is unsound here).
-        relation = Relation(add(left.stability, right.stability), (),
+            frequency = set_frequency(operation, a.max_freq, b.max_freq)
+            if isinstance(operation, exp.Except):  # its values are the left side's only
+                column = DerivedColumn(frequency, a.origin, a.branches)
+            else:
+                same = a.origin == b.origin
+                column = DerivedColumn(frequency, a.origin if same else None,
+                                       frozenset() if same else a.bases | b.bases)
+            columns.append((name, column))
+            if operation.args.get("distinct"):  # PostgreSQL groups on every column
+                self.group_columns |= a.bases | b.bases
+        relation = Relation(set_stability(left.stability, right.stability), (),
                             left.base_tables | right.base_tables,
                             left.private_tables + right.private_tables)
         return relation, tuple(columns), False
@@ -425,10 +429,13 @@ class Analyzer:
                     "tables before it (cross, non-equi and OR joins are refused)",
                     hint=JOIN_HINT, position=position_of(node, self.offset))
             filters += rest
-            relation = self._join(relation, joined, pairs)
+            side = _side_of(join)
+            relation = self._join(relation, joined, pairs, side)
             if join is not None and join.args.get("using"):
+                # The merged column is the preserved side's value (PostgreSQL's COALESCE).
                 relation = replace(relation, merged={
-                    **relation.merged, **{c.this.name: c.this.table
+                    **relation.merged, **{c.this.name: (c.expression if side == "RIGHT"
+                                                        else c.this).table
                                           for _, _, c in pairs}})
         return relation, filters + pool
 
@@ -440,7 +447,9 @@ class Analyzer:
         """
         for index, (source, join) in enumerate(pending):
             conditions = self._explicit_conditions(join, relation, source)
-            linking = [c for c in pool if self._links(c, relation, source)]
+            # WHERE filters an outer join's result: it never becomes its join condition.
+            linking = [] if _side_of(join) else \
+                [c for c in pool if self._links(c, relation, source)]
             if conditions is not None or linking:
                 for condition in linking:
                     pool.remove(condition)
@@ -454,11 +463,11 @@ class Analyzer:
         if join.args.get("method"):
             raise unsupported(f"{join.args['method']} JOIN is not supported; use JOIN … ON",
                               hint=JOIN_HINT, position=position_of(join, self.offset))
-        side = join.args.get("side")
-        if side:
-            raise unsupported(f"{side} OUTER JOIN is not supported over private tables",
-                              hint="Use an inner JOIN: outer joins have no sound sensitivity "
-                              "rule here.", position=position_of(join, self.offset))
+        if _side_of(join) == "FULL" and join.args.get("using"):
+            raise unsupported("FULL JOIN … USING over private tables is not supported: its "
+                              "merged column is computed from both sides",
+                              hint="Write FULL JOIN … ON with qualified columns.",
+                              position=position_of(join.this, self.offset))
         if join.args.get("using"):
             return [self._using_condition(name.name, relation, source, join)
                     for name in join.args["using"]]
@@ -513,10 +522,9 @@ class Analyzer:
         return pairs, rest
 
     def _join(self, left: Relation, right: Relation,
-              pairs: list[tuple[Resolved, Resolved, exp.Expression]]) -> Relation:
+              pairs: list[tuple[Resolved, Resolved, exp.Expression]], side: str) -> Relation:
         shared = bool(left.base_tables & right.base_tables)
-        s1, s2 = left.stability, right.stability
-        stabilities, left_factors, right_factors = [], [], []
+        bounds = []
         for a, b, condition in pairs:
             if a.max_freq is None or b.max_freq is None:
                 raise unsupported("a join key must be a plain column with a known frequency, "
@@ -524,19 +532,16 @@ class Analyzer:
                                   position=position_of(condition, self.offset))
             self.missing |= a.max_freq.unmeasured_columns() | b.max_freq.unmeasured_columns()
             self.join_columns |= a.bases | b.bases
-            if shared:  # self-join: one row can sit on both sides
-                stabilities.append(add(multiply(a.max_freq, s2), multiply(b.max_freq, s1),
-                                       multiply(s1, s2)))
-            else:
-                stabilities.append(maximum(multiply(b.max_freq, s1),
-                                           multiply(a.max_freq, s2)))
-            left_factors.append(b.max_freq)
-            right_factors.append(a.max_freq)
-        left_factor, right_factor = minimum(*left_factors), minimum(*right_factors)
+            bounds.append(join_bound(side, shared, left.stability, right.stability,
+                                     a.max_freq, b.max_freq))
+        # Each conjunct alone bounds the join (its matches are a superset): the minimum.
+        left_factor = minimum(*(bound.left_factor for bound in bounds))
+        right_factor = minimum(*(bound.right_factor for bound in bounds))
         sources = tuple(replace(s, factor=multiply(s.factor, left_factor)) for s in left.sources)
         sources += tuple(replace(s, factor=multiply(s.factor, right_factor))
                          for s in right.sources)
-        return Relation(minimum(*stabilities), sources, left.base_tables | right.base_tables,
+        return Relation(minimum(*(bound.stability for bound in bounds)), sources,
+                        left.base_tables | right.base_tables,
                         left.private_tables + right.private_tables, left.merged)
 
     # -- columns ---------------------------------------------------------------------
@@ -710,6 +715,11 @@ class Analyzer:
         self._check_operand_types(node, relation)
         for child in node.iter_expressions():
             self.check_row_expression(child, relation, allow_aggregates)
+
+
+def _side_of(join: exp.Join | None) -> str:
+    """LEFT, RIGHT or FULL for an outer join; "" for an inner join or a FROM list item."""
+    return (join.args.get("side") or "").upper() if join is not None else ""
 
 
 def _alias_columns(node: exp.Expression) -> tuple[str, ...]:

@@ -71,6 +71,7 @@ def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> Un
         if source.private and source.renamed is not None:
             raise NotOneUnit(f"{source.alias} renames its columns; unit mode needs the "
                              "table's own column names", "Drop the column alias list.")
+    _refuse_padded_units(tree, relation)
     classes = _Classes()
     for a, b in _equalities(tree, analyzer, relation):
         classes.union(a, b)
@@ -185,6 +186,30 @@ def _derived_unit(source: Source, tree: exp.Select, analyzer: Analyzer) -> str:
     raise refusal
 
 
+def _refuse_padded_units(tree: exp.Select, relation: Relation) -> None:
+    """An outer join's padded rows carry NULL in every column of the side without a match:
+    a private table there would give them no unit (a public one has none to give)."""
+    seen: list[Source] = list(relation.sources[:1])
+    for join in tree.args.get("joins") or []:
+        source = next((s for s in relation.sources if s.alias == join.this.alias_or_name),
+                      None)
+        side = (join.args.get("side") or "").upper()
+        padded = ([source] if side in ("LEFT", "FULL") else []) + \
+            (seen if side in ("RIGHT", "FULL") else [])
+        if any(s is None or _reads_private(s) for s in padded):
+            raise NotOneUnit(f"the {side} JOIN pads rows of a private table with NULLs, so "
+                             "those rows have no unit",
+                             "Keep private tables on the preserved side of an outer join "
+                             "(FROM private LEFT JOIN public), or use an inner JOIN.")
+        if source is not None:
+            seen.append(source)
+
+
+def _reads_private(source: Source) -> bool:
+    return source.private or (source.derived is not None and
+                              source.derived.private_tables > 0)
+
+
 def _derived_body(alias: str, tree: exp.Select) -> exp.Select | None:
     """The SELECT behind a FROM item of `tree`: a subquery, or a CTE of its WITH."""
     items = [tree.args.get("from_") or tree.args.get("from")]
@@ -239,11 +264,13 @@ def _equalities(tree: exp.Select, analyzer: Analyzer, relation: Relation
     pairs: list[tuple[Node, Node]] = []
     seen: list[Source] = [relation.sources[0]] if relation.sources else []
     for join in tree.args.get("joins") or []:
-        if join.args.get("on") is not None:
+        # An outer join's condition does not hold on its padded rows.
+        outer = bool(join.args.get("side"))
+        if join.args.get("on") is not None and not outer:
             conditions += _conjuncts(join.args["on"])
         alias = join.this.alias_or_name
         right = next((s for s in relation.sources if s.alias == alias), None)
-        for name in join.args.get("using") or []:
+        for name in [] if outer else join.args.get("using") or []:
             column = name.name
             pairs += [((left.alias, column), (alias, column)) for left in seen
                       if analyzer._has_column(left, column)]  # noqa: SLF001

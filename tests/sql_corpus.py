@@ -116,6 +116,38 @@ _HANDWRITTEN = [
     ("joins", "SELECT count(*) FROM orders o LEFT JOIN customers c "
               "ON o.customer_id = c.customer_id"),
     ("joins", "SELECT count(*) FROM orders o CROSS JOIN products p"),
+    ("joins", "SELECT count(*) FROM orders o LEFT JOIN products p "
+              "ON o.product_id = p.product_id"),
+    ("joins", "SELECT p.category, count(*) FROM orders o LEFT JOIN products p "
+              "ON o.product_id = p.product_id GROUP BY 1 ORDER BY 1"),
+    ("joins", "SELECT count(*), count(o.order_id) FROM customers c LEFT JOIN orders o "
+              "ON o.customer_id = c.customer_id"),
+    ("joins", "SELECT count(*) FROM orders o RIGHT JOIN customers c "
+              "ON o.customer_id = c.customer_id AND o.quantity > 5"),
+    ("joins", "SELECT count(*) FROM orders o FULL JOIN customers c "
+              "ON o.customer_id = c.customer_id"),
+    ("joins", "SELECT sum(o.quantity) FROM products p LEFT JOIN orders o "
+              "ON o.product_id = p.product_id"),
+    ("joins", "SELECT count(*) FROM orders o LEFT JOIN customers c USING (customer_id) "
+              "WHERE c.customer_id IS NULL"),
+    ("joins", "SELECT count(*) FROM orders o FULL JOIN customers c USING (customer_id)"),
+    ("joins", "SELECT count(*) FROM orders WHERE quantity > ALL "
+              "(SELECT product_id FROM products WHERE product_id < 4)"),
+    ("joins", "SELECT count(*) FROM orders WHERE product_id <> ALL "
+              "(SELECT product_id FROM products WHERE category = 'Garden')"),
+    ("joins", "SELECT count(*) FROM (SELECT customer_id FROM orders UNION "
+              "SELECT customer_id FROM recommendations) AS u"),
+    ("joins", "SELECT count(*) FROM (SELECT customer_id FROM orders INTERSECT "
+              "SELECT customer_id FROM customers) AS s"),
+    ("joins", "SELECT count(*) FROM (SELECT customer_id FROM customers EXCEPT "
+              "SELECT customer_id FROM orders) AS s"),
+    ("joins", "SELECT count(*) FROM (SELECT product_id FROM orders INTERSECT ALL "
+              "SELECT product_id FROM products) AS s"),
+    ("joins", "SELECT count(*) FROM (SELECT customer_id FROM orders EXCEPT ALL "
+              "SELECT customer_id FROM recommendations) AS s"),
+    ("joins", "SELECT count(*) FROM (SELECT customer_id, product_id FROM orders UNION "
+              "SELECT customer_id, product_id FROM recommendations) AS u "
+              "JOIN customers c ON c.customer_id = u.customer_id"),
     ("joins", "SELECT count(*) FROM (SELECT * FROM orders WHERE quantity > 2) AS s"),
     ("joins", "WITH big AS (SELECT * FROM orders WHERE order_cost > 200) "
               "SELECT count(*) FROM big"),

@@ -46,3 +46,17 @@ WITH o AS (SELECT customer_id FROM orders WHERE quantity > 1) SELECT count(*) FR
 WITH o AS (SELECT customer_id FROM "public"."orders" WHERE quantity > 1) SELECT COUNT(*) AS "c0" FROM o JOIN "public"."customers" AS c ON o.customer_id = c.customer_id;
 -- part: count ES(k)=100 + 1k S*=182.6797792 k*=282 scale=3653.595583 flex_scale=3653.595583
 -- privacy: smooth sensitivity (2S*/ε), delta 1e-08
+-- ----
+-- orders ⟕ customers: ES = max(1 + k, 2·(100 + k)), an order's customer flips matched/padded
+SELECT count(*) FROM orders o LEFT JOIN customers c ON o.customer_id = c.customer_id;
+-- expect:
+SELECT COUNT(*) AS "c0" FROM "public"."orders" AS o LEFT JOIN "public"."customers" AS c ON o.customer_id = c.customer_id;
+-- part: count ES(k)=200 + 2k S*=365.3595583 k*=282 scale=7307.191167 flex_scale=7307.191167
+-- privacy: smooth sensitivity (2S*/ε), delta 1e-08
+-- ----
+-- a count over an INTERSECT of two private branches: S1 + S2 = 2
+SELECT count(*) FROM (SELECT customer_id FROM orders INTERSECT SELECT customer_id FROM recommendations) AS s;
+-- expect:
+SELECT COUNT(*) AS "c0" FROM (SELECT customer_id FROM "public"."orders" INTERSECT SELECT customer_id FROM "public"."recommendations") AS s;
+-- part: count ES(k)=2 S*=2 k*=0 scale=20 flex_scale=40
+-- privacy: global sensitivity (ES/ε), delta 0
