@@ -240,11 +240,14 @@ def load_config(path: str | Path | None = None, environ: dict[str, str] | None =
                 given[name] = _coerce(given[name], getattr(settings, name), f"{section}.{name}")
         sections[section] = replace(settings, **given)
     base = Path(path).parent if path is not None else Path.cwd()
-    # Certificate and audit log paths, like policy.file, are relative to the configuration
-    # file ("-" is standard output).
+    # Certificate, audit log and ledger paths, like policy.file, are relative to the
+    # configuration file, so a service started from another directory finds the same files
+    # ("-" is standard output; `~` is the home directory).
     sections["server"] = replace(sections["server"], **{
-        name: str(base / value) for name in ("tls_cert", "tls_key", "audit_log")
+        name: _beside(base, value) for name in ("tls_cert", "tls_key", "audit_log")
         if (value := getattr(sections["server"], name)) and value != "-"})
+    sections["ledger"] = replace(sections["ledger"],
+                                 path=_beside(base, sections["ledger"].path))
     policy_data = dict(data.get("policy", {}))
     policy_file = environ.get("DPGATE_POLICY_FILE", policy_data.pop("file", None))
     # row_level = true answers with row-level (FLEX) privacy even when the policy names a
@@ -261,6 +264,11 @@ def load_config(path: str | Path | None = None, environ: dict[str, str] | None =
     if row_level:
         policy = replace(policy, unit=None)
     return Config(policy=policy, **sections).validate()
+
+
+def _beside(base: Path, value: str) -> str:
+    """A path named in the configuration: absolute, under `~`, or relative to `base`."""
+    return str(base / Path(value).expanduser())
 
 
 def load_policy_file(path: str | Path) -> Policy:
