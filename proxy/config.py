@@ -94,6 +94,11 @@ class BackendSettings:
     # Private aggregates one analyst may run at once, of pool_size: the analyst's other
     # statements wait, and a freed connection goes round robin to the analysts waiting.
     private_statements_per_analyst: int = 2
+    # Reader-seconds one analyst's private queries may use per minute on average (30: half
+    # a connection busy all the time); an analyst may run ahead by a burst of
+    # private_statements_per_analyst × private_statement_timeout, then its next private
+    # query is refused (53000, uncharged) until the account refills. 0: no limit.
+    reader_seconds_per_minute: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -169,6 +174,8 @@ class Config:
         if server.idle_timeout < 0 or server.shutdown_grace < 0 or server.auth_timeout <= 0:
             raise ValueError("server.idle_timeout and server.shutdown_grace must be >= 0, "
                              "server.auth_timeout > 0")
+        if not self.backend.reader_seconds_per_minute >= 0:
+            raise ValueError("backend.reader_seconds_per_minute must be 0 or more")
         if not self.backend.private_statement_timeout > 0:
             raise ValueError("backend.private_statement_timeout must be positive")
         if not 0 < self.backend.private_statements_per_analyst:

@@ -12,6 +12,7 @@
   PostgreSQL's check of a rewritten plan before the charge, metrics and column names
   measured on the backend, the work limits of one statement, worker threads.
 - `fair`: each analyst's fair share of the pools all analysts use (workers, readers).
+- `reader_time`: each analyst's reader-seconds, so a slow statement is not repeated for free.
 - `literals`, `shapes`, `generic_plan`: literals lifted out as parameters so that
   statements differing in constants share a plan, what PostgreSQL said of a lifted
   shape, and the one generic-plan check for all values.
