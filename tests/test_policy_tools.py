@@ -227,11 +227,37 @@ ENUM_QUERIES = [
     "GROUP BY 1, 2 ORDER BY 1, 2",
     "SELECT CASE WHEN sex = 'female' THEN 'f' ELSE 'm/o' END AS s, count(*) FROM patients "
     "GROUP BY 1 ORDER BY 1",
+    "SELECT level, count(*) FROM triage GROUP BY level ORDER BY level",
+    "SELECT level, count(*) FROM triage WHERE level > 'urgent' GROUP BY 1 ORDER BY 1 DESC",
 ]
 
 
+TRIAGE = """
+[tables.triage]
+private = true
+unit = "visit_id -> visits.visit_id -> visits.patient_id"
+
+[tables.triage.columns.level]
+domain = ["urgent", "routine", "low"]
+"""
+
+
 def test_an_enum_domain_answers_as_postgresql_does(clinic: Clinic, tmp_path):
-    config = write_config(tmp_path, clinic, CLINIC_POLICY)
+    # An enum whose order is not its labels' (urgent < routine < low).
+    clinic.execute("CREATE TYPE level AS ENUM ('urgent', 'routine', 'low'); "
+                   "CREATE TABLE triage (visit_id integer, level level); "
+                   "INSERT INTO triage SELECT i, (ARRAY['urgent', 'routine', 'low'])"
+                   "[1 + i % 3]::level FROM generate_series(1, 300) AS i; "
+                   "GRANT SELECT ON triage TO dpgate_reader; "
+                   "GRANT REFERENCES ON triage TO dpgate_relay")
+    try:
+        _enum_answers(clinic, tmp_path)
+    finally:
+        clinic.execute("DROP TABLE triage; DROP TYPE level")
+
+
+def _enum_answers(clinic: Clinic, tmp_path: Path) -> None:
+    config = write_config(tmp_path, clinic, CLINIC_POLICY + TRIAGE)
     # Zero noise, row-level: the answers are PostgreSQL's own (the oracle).
     config.write_text(config.read_text() + "row_level = true\n[privacy]\n"
                       "default_epsilon = 1e12\nmax_epsilon = 1e12\nshift_interval = [0.0, 0.0]\n")
