@@ -25,9 +25,8 @@ from pathlib import Path
 import psycopg
 
 from accounting import SqliteLedger
-from bench.clients import DATABASE, start_dpgate
+from bench.clients import demo_backend, start_dpgate
 from bench.isolation import ATTACKER, dsn
-from proxy.demo.demo import prepare_database, start_embedded_postgres
 
 SESSIONS = 6
 SELF_JOIN = ("SELECT count(*) FROM orders a JOIN orders b ON a.customer_id = b.customer_id"
@@ -77,11 +76,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="dpgate-reader-seconds-") as temporary, \
             ExitStack() as stack:
         directory = Path(temporary)
-        directory.chmod(0o755)
-        print("starting an embedded PostgreSQL and the demo dataset…", flush=True)
-        server, admin_uri = start_embedded_postgres(directory / "pgdata")
-        stack.callback(server.cleanup)
-        dsns = prepare_database(admin_uri, DATABASE)
+        _, dsns = demo_backend(directory, stack)
         for per_minute in (0.0, 30.0):
             print(f"reader_seconds_per_minute = {per_minute:g}…", flush=True)
             run_directory = directory / f"run-{per_minute:g}"
