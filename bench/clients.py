@@ -71,6 +71,16 @@ def stop(process: subprocess.Popen) -> None:
         process.kill()
 
 
+def demo_backend(directory: Path, stack: ExitStack) -> tuple[str, dict[str, str]]:
+    """An embedded PostgreSQL in `directory` (stopped with `stack`) with the demo dataset:
+    its admin URI and the DSNs of dpgate's roles."""
+    directory.chmod(0o755)
+    print("starting an embedded PostgreSQL and loading the demo dataset…", flush=True)
+    server, admin_uri = start_embedded_postgres(directory / "pgdata")
+    stack.callback(server.cleanup)
+    return admin_uri, prepare_database(admin_uri, DATABASE)
+
+
 def start_dpgate(directory: Path, dsns: dict[str, str], stack: ExitStack,
                  analysts: dict[str, str] | None = None, server: str = "",
                  root: Path | None = None, policy: Path = DEMO_POLICY_FILE,

@@ -44,8 +44,7 @@ from pathlib import Path
 
 import psycopg
 
-from bench.clients import DATABASE, start_dpgate
-from proxy.demo.demo import prepare_database, start_embedded_postgres
+from bench.clients import DATABASE, demo_backend, start_dpgate
 
 ATTACKER, VICTIM = ("mallory", "mallory-pw"), ("victim", "victim-pw")
 # The victim's statements: a count whose plan is cached (its literal is lifted), a count
@@ -264,11 +263,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="dpgate-isolation-") as temporary, \
             ExitStack() as stack:
         directory = Path(temporary)
-        directory.chmod(0o755)
-        print("starting an embedded PostgreSQL, the demo dataset and dpgate…", flush=True)
-        server, admin_uri = start_embedded_postgres(directory / "pgdata")
-        stack.callback(server.cleanup)
-        port, pid = start(directory, prepare_database(admin_uri, DATABASE), stack)
+        port, pid = start(directory, demo_backend(directory, stack)[1], stack)
         for attack in chosen:
             print(f"{attack.name}…", flush=True)
             rows.append(measure(port, pid, attack, args.runs, args.seconds))

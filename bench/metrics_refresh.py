@@ -40,7 +40,7 @@ async def sequential(dsn: str, tables: set[str]) -> int:
     backend = await BackendConnection.connect(Endpoint.from_dsn(dsn))
     try:
         rows = (await backend.fetch(CATALOG_QUERY)).rows
-        columns = sorted({(t.decode(), c.decode()) for t, c, _ in rows
+        columns = sorted({(t.decode(), c.decode()) for t, c, *_ in rows
                           if t is not None and c is not None and t.decode() in tables})
         for table, column in columns:
             await backend.fetch(max_freq_query(table, column))

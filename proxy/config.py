@@ -94,6 +94,11 @@ class BackendSettings:
     # Private aggregates one analyst may run at once, of pool_size: the analyst's other
     # statements wait, and a freed connection goes round robin to the analysts waiting.
     private_statements_per_analyst: int = 2
+    # Reader-seconds one analyst's private queries may use per minute on average (30: half
+    # a connection busy all the time); an analyst may run ahead by a burst of
+    # private_statements_per_analyst × private_statement_timeout, then its next private
+    # query is refused (53000, uncharged) until the account refills. 0: no limit.
+    reader_seconds_per_minute: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -169,6 +174,8 @@ class Config:
         if server.idle_timeout < 0 or server.shutdown_grace < 0 or server.auth_timeout <= 0:
             raise ValueError("server.idle_timeout and server.shutdown_grace must be >= 0, "
                              "server.auth_timeout > 0")
+        if not self.backend.reader_seconds_per_minute >= 0:
+            raise ValueError("backend.reader_seconds_per_minute must be 0 or more")
         if not self.backend.private_statement_timeout > 0:
             raise ValueError("backend.private_statement_timeout must be positive")
         if not 0 < self.backend.private_statements_per_analyst:
@@ -240,11 +247,14 @@ def load_config(path: str | Path | None = None, environ: dict[str, str] | None =
                 given[name] = _coerce(given[name], getattr(settings, name), f"{section}.{name}")
         sections[section] = replace(settings, **given)
     base = Path(path).parent if path is not None else Path.cwd()
-    # Certificate and audit log paths, like policy.file, are relative to the configuration
-    # file ("-" is standard output).
+    # Certificate, audit log and ledger paths, like policy.file, are relative to the
+    # configuration file, so a service started from another directory finds the same files
+    # ("-" is standard output; `~` is the home directory).
     sections["server"] = replace(sections["server"], **{
-        name: str(base / value) for name in ("tls_cert", "tls_key", "audit_log")
+        name: _beside(base, value) for name in ("tls_cert", "tls_key", "audit_log")
         if (value := getattr(sections["server"], name)) and value != "-"})
+    sections["ledger"] = replace(sections["ledger"],
+                                 path=_beside(base, sections["ledger"].path))
     policy_data = dict(data.get("policy", {}))
     policy_file = environ.get("DPGATE_POLICY_FILE", policy_data.pop("file", None))
     # row_level = true answers with row-level (FLEX) privacy even when the policy names a
@@ -261,6 +271,11 @@ def load_config(path: str | Path | None = None, environ: dict[str, str] | None =
     if row_level:
         policy = replace(policy, unit=None)
     return Config(policy=policy, **sections).validate()
+
+
+def _beside(base: Path, value: str) -> str:
+    """A path named in the configuration: absolute, under `~`, or relative to `base`."""
+    return str(base / Path(value).expanduser())
 
 
 def load_policy_file(path: str | Path) -> Policy:

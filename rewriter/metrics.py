@@ -24,6 +24,9 @@ class Metrics:
     columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Each column's type as information_schema names it (integer, numeric, text…).
     column_types: Mapping[ColumnKey, str] = field(default_factory=dict)
+    # The type of each enum column, quoted and schema-qualified: a domain's labels are
+    # written as text, and PostgreSQL compares an enum with no text, so they are cast to it.
+    enum_types: Mapping[ColumnKey, str] = field(default_factory=dict)
     # Names of the functions PostgreSQL marks volatile (any overload), lower case: refused
     # in private statements (functions.changes_state).
     volatile_functions: frozenset[str] = frozenset()

@@ -433,13 +433,16 @@ class _Planner:
         resolved, column = self.keys[index]
         expression = self.key_expressions[index]
         restriction, restriction_type = self._restriction(resolved, column)
+        enum_type = self._enum_type(resolved)
         if expression is None:
-            return KeySpec(column, domain, None, restriction, restriction_type)
+            return KeySpec(column, domain, None, restriction, restriction_type,
+                           enum_type=enum_type)
         kind = self.analyzer.metrics.column_types.get(resolved.origin) \
             if resolved.origin else None
         name = f"{RESERVED_PREFIX}bucket_{index}"
         spec = KeySpec(column, domain or self._domain(resolved), expression, restriction,
-                       restriction_type, kind if kind in _CASTABLE_TYPES else None, name)
+                       restriction_type, kind if kind in _CASTABLE_TYPES else None, name,
+                       enum_type)
         self.bucket_checks[index] = Constant(placeholder_token(name), spec.check_sql())
         return spec
 
@@ -465,6 +468,9 @@ class _Planner:
                 if isinstance(item, exp.Expression):
                     mark(item)
 
+    def _enum_type(self, key: Resolved) -> str | None:
+        return self.analyzer.metrics.enum_types.get(key.origin) if key.origin else None
+
     def _restriction(self, key: Resolved, column: exp.Column
                      ) -> tuple[tuple[exp.Expr, ...], str | None]:
         """The WHERE conjuncts that read the key's column and nothing else (PostgreSQL would
@@ -483,7 +489,8 @@ class _Planner:
         condition = where.this
         conjuncts = condition.flatten() if isinstance(condition, exp.And) else [condition]
         kind = self.analyzer.metrics.column_types.get(key.origin) if key.origin else None
-        if kind not in _CASTABLE_TYPES:
+        enum = self._enum_type(key) is not None
+        if kind not in _CASTABLE_TYPES and not enum:
             return (), None
         kept: list[exp.Expr] = []
         for conjunct in conjuncts:
@@ -496,7 +503,8 @@ class _Planner:
                 continue
             if all(self._same_column(c, key, column) for c in columns):
                 kept.append(conjunct)
-        return tuple(kept), kind if kept else None
+        # An enum's domain values are read as the column's type already (enum_type).
+        return tuple(kept), kind if kept and not enum else None
 
     def _same_column(self, column: exp.Column, key: Resolved, key_column: exp.Column) -> bool:
         if column.name != key_column.name:

@@ -44,6 +44,8 @@ class KeySpec:
     # The placeholder name of the computed constant that evaluates the mapping before the
     # private query (`check_sql`); it is written into the join with the mapping.
     check_name: str | None = None
+    # The column's enum type, which the domain's values are cast to (domain_values_sql).
+    enum_type: str | None = None
 
     def value(self) -> exp.Expression:
         return (self.expression or self.column).copy()
@@ -57,7 +59,7 @@ class KeySpec:
 
     def _values_sql(self, name: str) -> str:
         """The domain's values, restricted by the WHERE conjuncts on the key alone."""
-        values = domain_values_sql(self.domain, name)
+        values = domain_values_sql(self.domain, name, self.enum_type)
         if self.restriction:
             kept = exp.and_(*(self._on_domain(c, "kept", name) for c in self.restriction))
             values = (f"SELECT kept.{name} FROM ({values}) AS kept "
@@ -74,7 +76,8 @@ class KeySpec:
         bucket = self.expression.transform(
             lambda n: exp.column("_dp_raw", table="r")
             if isinstance(n, exp.Column) else n).sql(dialect="postgres")
-        values = self._values_sql('"v"') if restricted else domain_values_sql(self.domain, '"v"')
+        values = self._values_sql('"v"') if restricted else \
+            domain_values_sql(self.domain, '"v"', self.enum_type)
         return (f"SELECT r._dp_raw, {bucket} AS _dp_bucket FROM (SELECT DISTINCT "
                 f"{raw.sql(dialect='postgres')} AS _dp_raw FROM ({values}) AS dom) AS r")
 
@@ -315,8 +318,15 @@ def _outer_aggregate(part: PartSpec, index: int) -> str:
     return f"count({column})"
 
 
-def domain_values_sql(domain: Domain | None, name: str) -> str:
-    """The domain's values as a one-column SELECT (also what `dpgate policy check` types)."""
+def domain_values_sql(domain: Domain | None, name: str, enum_type: str | None = None) -> str:
+    """The domain's values as a one-column SELECT (also what `dpgate policy check` types).
+
+    For an enum column, its labels cast to `enum_type`: they are written as text, and
+    PostgreSQL has no operator enum = text. The keys then come back as the column's type,
+    in the enum's order, as its own GROUP BY would give them."""
+    if enum_type is not None:
+        values = domain_values_sql(domain, '"v"')
+        return f"SELECT CAST(e.v AS {enum_type}) AS {name} FROM ({values}) AS e"
     if isinstance(domain, ValuesDomain):
         rows = ", ".join(f"({_literal(value)})" for value in domain.values)
         return f"SELECT v AS {name} FROM (VALUES {rows}) AS t(v)"

@@ -36,6 +36,7 @@ class SqlState(StrEnum):
     DUPLICATE_CURSOR = "42P03"
     DUPLICATE_PREPARED_STATEMENT = "42P05"
     INVALID_COLUMN_REFERENCE = "42P10"
+    INSUFFICIENT_RESOURCES = "53000"
     DISK_FULL = "53100"
     TOO_MANY_CONNECTIONS = "53300"
     # PostgreSQL's configuration_limit_exceeded: dpgate's "privacy budget exhausted".

@@ -16,7 +16,7 @@ from psycopg.conninfo import make_conninfo
 
 from accounting import ChargeRequest, SqliteLedger, fingerprint
 from proxy.admin.cli import main
-from proxy.config import _SECTIONS, PrivacySettings
+from proxy.config import _SECTIONS, PrivacySettings, load_config
 from proxy.demo.analysts import create_analyst
 from proxy.demo.demo import has_demo_data
 from rewriter.unit_policy import UNIT_KEYS
@@ -57,6 +57,35 @@ def test_user_show_of_an_unknown_analyst_names_the_ledger_read(tmp_path, capsys)
     SqliteLedger(path)
     assert main(["user", "show", "alice", "--ledger", str(path)]) == 1
     assert f"no analyst named alice in the ledger {path}" in capsys.readouterr().err
+
+
+def test_the_ledger_path_is_relative_to_the_config_file(tmp_path, monkeypatch):
+    # Issue 26: `path = "ledger.sqlite3"` was read from the working directory, so
+    # `dpgate user add` from one directory and `serve` from another used two ledgers.
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("DPGATE_LEDGER_PATH", raising=False)
+    config = tmp_path / "etc" / "dpgate.toml"
+    config.parent.mkdir()
+    for written, expected in (("ledger.sqlite3", config.parent / "ledger.sqlite3"),
+                              ("../var/l.sqlite3", config.parent / "../var/l.sqlite3"),
+                              ("/srv/dpgate/l.sqlite3", Path("/srv/dpgate/l.sqlite3")),
+                              ("~/l.sqlite3", home / "l.sqlite3")):
+        config.write_text(f'[ledger]\npath = "{written}"\n')
+        assert load_config(config).ledger.path == str(expected)
+    # The CLI, run from elsewhere, writes the ledger beside the configuration file.
+    config.write_text('[ledger]\npath = "ledger.sqlite3"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    environment = {**os.environ, "HOME": str(home)}
+    environment.pop("DPGATE_LEDGER_PATH", None)
+    result = subprocess.run([DPGATE, "user", "add", "ann", "--epsilon", "1", "--password-stdin",
+                             "--config", str(config)], input="ann-pw\n", env=environment,
+                            cwd=elsewhere, text=True, capture_output=True, timeout=60,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    assert SqliteLedger(config.parent / "ledger.sqlite3").analyst("ann") is not None
+    assert not (elsewhere / "ledger.sqlite3").exists()
 
 
 def test_ledger_export_into_head_ends_cleanly(tmp_path):

@@ -4,6 +4,7 @@ stops `serve` with the setting's name and a fix, before an analyst could meet it
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ import pytest
 from proxy.config import load_policy_file
 from rewriter.policy import ColumnDomain, RangeDomain, ValuesDomain
 from tests.clinic import Clinic, clinic_server
-from tests.conftest import dpgate_cli, free_port
+from tests.conftest import add_analyst, dpgate_cli, free_port, start_proxy, wait_for_port
 
 pytestmark = pytest.mark.end_to_end
 
@@ -32,6 +33,9 @@ private = true
 [tables.patients.columns.birth_year]
 domain = { range = [1900, 2025] }
 bounds = [1930, 2020]
+
+[tables.patients.columns.sex]
+domain = ["female", "male", "other"]
 
 [tables.visits]
 private = true
@@ -102,6 +106,7 @@ def test_init_reads_only_the_catalog_and_drafts_what_it_proves(clinic: Clinic, t
     assert patients["insured"].domain == ValuesDomain((True, False))
     assert patients["birth_year"].domain == RangeDomain(1900, 2025)
     assert patients["birth_year"].bounds == (1900.0, 2025.0)
+    assert patients["sex"].domain == ValuesDomain(("female", "male", "other"))  # an enum
     prescriptions = policy.tables["public.prescriptions"].columns
     assert prescriptions["days"].bounds == (1.0, 90.0)
     # What only the owner can decide is marked, not guessed.
@@ -149,6 +154,9 @@ MISTAKES = {
                                     "operator does not exist: text = integer"),
     "an unknown unit table": ('table = "patients"', 'table = "patient"', "privacy_unit",
                               "no table public.patient"),
+    "a label the enum lacks": ('"female", "male"', '"female", "males"',
+                               "[tables.patients.columns.sex] domain",
+                               'invalid input value for enum sex: "males"'),
 }
 
 
@@ -207,3 +215,66 @@ def test_string_bounds_are_refused_with_the_setting(tmp_path):
                     'bounds = ["1930-01-01", "2020-12-31"]\n')
     with pytest.raises(ValueError, match=r"patients\.birth_year: bounds must be two numbers"):
         load_policy_file(path)
+
+
+# Issue 26: an enum column could not have a domain (PostgreSQL has no operator enum = text).
+ENUM_QUERIES = [
+    "SELECT sex, count(*) FROM patients GROUP BY sex ORDER BY sex",
+    "SELECT sex, count(*) FROM patients WHERE sex = 'male' GROUP BY sex",
+    "SELECT sex, count(*) FROM patients WHERE sex <> 'other' AND birth_year < 1950 "
+    "GROUP BY sex ORDER BY sex DESC",
+    "SELECT p.sex, v.kind, count(*) FROM visits v JOIN patients p USING (patient_id) "
+    "GROUP BY 1, 2 ORDER BY 1, 2",
+    "SELECT CASE WHEN sex = 'female' THEN 'f' ELSE 'm/o' END AS s, count(*) FROM patients "
+    "GROUP BY 1 ORDER BY 1",
+    "SELECT level, count(*) FROM triage GROUP BY level ORDER BY level",
+    "SELECT level, count(*) FROM triage WHERE level > 'urgent' GROUP BY 1 ORDER BY 1 DESC",
+]
+
+
+TRIAGE = """
+[tables.triage]
+private = true
+unit = "visit_id -> visits.visit_id -> visits.patient_id"
+
+[tables.triage.columns.level]
+domain = ["urgent", "routine", "low"]
+"""
+
+
+def test_an_enum_domain_answers_as_postgresql_does(clinic: Clinic, tmp_path):
+    # An enum whose order is not its labels' (urgent < routine < low).
+    clinic.execute("CREATE TYPE level AS ENUM ('urgent', 'routine', 'low'); "
+                   "CREATE TABLE triage (visit_id integer, level level); "
+                   "INSERT INTO triage SELECT i, (ARRAY['urgent', 'routine', 'low'])"
+                   "[1 + i % 3]::level FROM generate_series(1, 300) AS i; "
+                   "GRANT SELECT ON triage TO dpgate_reader; "
+                   "GRANT REFERENCES ON triage TO dpgate_relay")
+    try:
+        _enum_answers(clinic, tmp_path)
+    finally:
+        clinic.execute("DROP TABLE triage; DROP TYPE level")
+
+
+def _enum_answers(clinic: Clinic, tmp_path: Path) -> None:
+    config = write_config(tmp_path, clinic, CLINIC_POLICY + TRIAGE)
+    # Zero noise, row-level: the answers are PostgreSQL's own (the oracle).
+    config.write_text(config.read_text() + "row_level = true\n[privacy]\n"
+                      "default_epsilon = 1e12\nmax_epsilon = 1e12\nshift_interval = [0.0, 0.0]\n")
+    add_analyst(config, "eve", "eve-pw", 1e18)
+    process = start_proxy(config)
+    try:
+        wait_for_port(int(re.search(r"listen_port = (\d+)", config.read_text())[1]), process)
+        port = re.search(r"listen_port = (\d+)", config.read_text())[1]
+        with psycopg.connect(f"postgresql://eve:eve-pw@127.0.0.1:{port}/clinic",
+                             autocommit=True) as proxied, \
+                psycopg.connect(clinic.owner_dsn, autocommit=True) as direct:
+            for query in ENUM_QUERIES:
+                answered, expected = proxied.execute(query), direct.execute(query)
+                assert answered.fetchall() == expected.fetchall(), query
+                # The key comes back as the enum, in the enum's order (not the labels').
+                assert [c.type_code for c in answered.description] == \
+                    [c.type_code for c in expected.description], query
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

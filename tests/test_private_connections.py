@@ -11,7 +11,9 @@ failure after the values were drawn is charged, a schema error is free.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
+import time
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from proxy.engine.outcome import Answer
 from proxy.engine.plan_cache import PlanCache
 from proxy.engine.plan_check import PlanChecker
 from proxy.engine.planning import Planner
+from proxy.engine.reader_time import ReaderTime
 from proxy.engine.workers import Workers
 from proxy.pgwire import wire
 from proxy.pgwire.backend import BackendPool, Endpoint
@@ -82,19 +85,21 @@ class WatchedLedger(SqliteLedger):
 class Setup:
     """One proxy's engine parts, in-process: a pool of `size` reader connections."""
 
-    def __init__(self, config: Config, ledger: WatchedLedger, size: int):
+    def __init__(self, config: Config, ledger: WatchedLedger, size: int,
+                 statement_timeout: float = 0):
         self.config, self.ledger = config, ledger
-        self.pool = BackendPool(Endpoint.from_dsn(config.backend.dsn), size)
+        self.pool = BackendPool(Endpoint.from_dsn(config.backend.dsn), size, statement_timeout)
         ledger.pool = self.pool
         self.workers = Workers()
         self.planner = Planner(config, Knowledge(ledger), PlanCache(), self.pool, self.workers)
         self.checker = PlanChecker(config.policy)
 
-    def engine(self, name: str) -> Engine:
+    def engine(self, name: str, reader_seconds: ReaderTime | None = None) -> Engine:
         analyst = Analyst(name, ScramVerifier(b"s", b"k", b"k", 4096), 1e15, 1e-3, 0.0)
         self.ledger.add_analyst(analyst)
         return Engine(analyst, self.config, self.ledger, self.pool, SecureRandomSource(),
-                      self.planner, self.checker, self.workers, Running())
+                      self.planner, self.checker, self.workers, Running(),
+                      reader_seconds=reader_seconds)
 
     def run(self, scenario: Coroutine[Any, Any, None]) -> None:
         """Run a scenario on a loop of its own; the pool's connections close on it."""
@@ -190,3 +195,52 @@ def test_with_one_connection_a_session_answers_while_another_commits(setup: Setu
     finally:
         setup.ledger.release.set()
     assert setup.ledger.lent_at_commit == [("answer", 0), ("answer", 0)]
+
+
+# Issue 24: 3-way self-joins that ran to private_statement_timeout, repeated at ε 0.001.
+SLOW = ("SELECT count(*) FROM orders o1 JOIN orders o2 ON o1.customer_id = o2.customer_id "
+        "JOIN orders o3 ON o2.customer_id = o3.customer_id")
+
+
+def test_a_query_run_to_its_timeout_spends_reader_seconds_not_more_epsilon(
+        tmp_path: Path, demo_database: DemoDatabase) -> None:
+    path = tmp_path / "dpgate.toml"
+    write_config(path, free_port(), tmp_path / "ledger.sqlite3", demo_database)
+    made = Setup(load_config(path), WatchedLedger(tmp_path / "watched.sqlite3"), 2,
+                 statement_timeout=1.0)
+    # 0.6 reader-seconds a minute, a burst of 0.5 s: one timeout overdraws the account.
+    # The clock is the real one (it measures the query), moved on by the test.
+    ahead = [0.0]
+    account = ReaderTime(0.6, 0.5, clock=lambda: time.monotonic() + ahead[0])
+    eve, bob = made.engine("eve", account), made.engine("bob", account)
+
+    async def scenario() -> None:
+        with pytest.raises(StatementError) as timed_out:
+            await ask(eve, SLOW)
+        assert error_fields(timed_out.value)["C"] == "22000"  # the generic failure, charged
+        after_timeout = made.ledger.budget("eve").epsilon_spent
+        assert after_timeout == pytest.approx(0.1)  # the ε set, whatever the data did
+        wait = account.wait("eve")
+        # At least the 1 s held less the 0.5 s burst, at 0.01 s a second (a loaded machine
+        # may hold the reader longer than the timeout).
+        assert (1.0 - 0.5) / 0.01 <= wait <= (1.0 + 5) / 0.01
+        # Refused at once, uncharged, no reader taken: even a cheap count.
+        lent = made.pool.lent
+        with pytest.raises(StatementError) as refused:
+            await ask(eve, "SELECT count(*) FROM customers")
+        fields = error_fields(refused.value)
+        assert fields["C"] == "53000" and "nothing was charged" in fields["M"]
+        assert re.search(r"Ask again in \d+ s", fields["H"]), fields["H"]
+        assert made.ledger.budget("eve").epsilon_spent == after_timeout
+        assert made.pool.lent == lent
+        # Another analyst's account is its own.
+        assert (await ask(bob, "SELECT count(*) FROM customers")).rows
+        # Once the account has refilled, eve is answered again (and charged as before).
+        ahead[0] += wait + 0.1
+        assert account.wait("eve") == 0
+        assert (await ask(eve, "SELECT count(*) FROM customers")).rows
+        assert made.ledger.budget("eve").epsilon_spent == pytest.approx(0.2)
+    try:
+        made.run(scenario())
+    finally:
+        made.workers.close()

@@ -106,8 +106,8 @@ def explain_on_database(sql: str, policy: Policy, metrics: Metrics, dsn: str,
     from ..engine.knowledge import CATALOG_QUERY, catalog
 
     with psycopg.connect(dsn, autocommit=True) as connection:
-        columns, types = catalog(connection.execute(CATALOG_QUERY).fetchall())
-        metrics = replace(metrics, columns=columns, column_types=types)
+        columns, types, enums = catalog(connection.execute(CATALOG_QUERY).fetchall())
+        metrics = replace(metrics, columns=columns, column_types=types, enum_types=enums)
         for _ in range(3):
             report = explain(sql, policy, metrics, epsilon, delta, k)
             missing = report.pop("missing_metrics", None)

@@ -136,11 +136,7 @@ def _column_settings(table: TableInfo, column: str, type_name: str, fk: ForeignK
     if column in table.values:
         settings.append(f"domain = {_array(table.values[column])}  # CHECK constraint")
     elif column in table.enums:
-        # rewriter/rewrite.py joins the column with the domain's VALUES, which are
-        # text, and PostgreSQL has no operator enum = text.
-        todos += [f"# domain = {_array(table.enums[column])}  # the enum's labels",
-                  "# TODO not usable yet: dpgate compares domain values as text, and",
-                  f"# PostgreSQL has no operator {type_name} = text"]
+        settings.append(f"domain = {_array(table.enums[column])}  # the enum's labels")
     elif type_name == "boolean":
         settings.append("domain = [true, false]")
     elif fk is not None and fk.table in public:

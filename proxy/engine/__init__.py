@@ -15,6 +15,7 @@
   bounds chosen from bucketed sums, both at release.
 - `recent`: each analyst's recent answers with their error bars (SHOW dp.last_answers).
 - `fair`: each analyst's fair share of the pools all analysts use (workers, readers).
+- `reader_time`: each analyst's reader-seconds, so a slow statement is not repeated for free.
 - `literals`, `shapes`, `generic_plan`: literals lifted out as parameters so that
   statements differing in constants share a plan, what PostgreSQL said of a lifted
   shape, and the one generic-plan check for all values.

@@ -28,6 +28,7 @@ from .outcome import Answer, Outcome, Reply
 from .plan_check import PlanChecker
 from .planning import Planner
 from .private import ChargeReport, PrivateAnswers
+from .reader_time import ReaderTime
 from .recent import RecentAnswers
 from .workers import Workers
 
@@ -56,7 +57,8 @@ class Engine:
                  workers: Workers, running: Running,
                  report_charge: ChargeReport | None = None,
                  charges: ChargeBatches | None = None, readers: FairShares | None = None,
-                 released: BackendPool | None = None, recent: RecentAnswers | None = None):
+                 released: BackendPool | None = None, recent: RecentAnswers | None = None,
+                 reader_seconds: ReaderTime | None = None):
         self.pool = pool
         self.planner = planner
         self.analyst = analyst.name
@@ -64,12 +66,13 @@ class Engine:
         # own without one).
         self.settings = DpSettings(analyst, config, ledger, workers, planner, recent)
         # report_charge: how proxy/ops learns what each statement was charged.
-        # charges, readers: the proxy's ChargeBatches and fair shares of the reader
-        # connections, shared by its sessions (this engine's own without them).
+        # charges, readers, reader_seconds: the proxy's ChargeBatches, fair shares of the
+        # reader connections and reader-seconds, shared by its sessions (this engine's own
+        # without them).
         self.private = PrivateAnswers(analyst, config, ledger, pool, rng, checker, workers,
                                       self.settings, running, report_charge,
                                       charges or ChargeBatches(ledger, workers), readers,
-                                      released)
+                                      released, reader_seconds)
         # Plan kind -> how it is answered: the whole of the dispatch.
         self._actions: dict[type, Callable[[Any, str, Parameters | None, int],
                                            Awaitable[Outcome]]] = {

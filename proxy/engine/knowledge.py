@@ -20,10 +20,14 @@ from rewriter.metrics import ColumnKey, Metrics, max_freq_query
 
 from ..pgwire.backend import BackendConnection
 
+# The fourth column names an enum column's type, which a domain's labels are cast to.
 CATALOG_QUERY = (
-    "SELECT table_schema || '.' || table_name, column_name, data_type "
-    "FROM information_schema.columns "
-    "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY ordinal_position")
+    "SELECT c.table_schema || '.' || c.table_name, c.column_name, c.data_type, "
+    "(SELECT format('%I.%I', n.nspname, t.typname) FROM pg_type t JOIN pg_namespace n "
+    "ON n.oid = t.typnamespace WHERE t.typtype = 'e' AND n.nspname = c.udt_schema "
+    "AND t.typname = c.udt_name) FROM information_schema.columns c "
+    "WHERE c.table_schema NOT IN ('pg_catalog', 'information_schema') "
+    "ORDER BY c.ordinal_position")
 
 # Functions that may change state when run: refused in private statements (classify.py).
 VOLATILE_QUERY = "SELECT DISTINCT lower(proname) FROM pg_proc WHERE provolatile = 'v'"
@@ -41,10 +45,11 @@ class Knowledge:
         self.catalog_loaded = False
 
     async def load_catalog(self, backend: BackendConnection) -> None:
-        columns, types = await fetch_columns(backend)
+        columns, types, enums = await fetch_columns(backend)
         volatile = frozenset(bytes(name or b"").decode()
                              for (name,) in (await backend.fetch(VOLATILE_QUERY)).rows)
         self.metrics = replace(self.metrics, columns=columns, column_types=types,
+                               enum_types=enums,
                                volatile_functions=volatile, version=self.metrics.version + 1)
         self.catalog_loaded = True
 
@@ -62,26 +67,30 @@ def _from_ledger(metrics: Iterable[Metric]) -> dict[ColumnKey, int]:
     return {(m.table, m.column): m.max_freq for m in metrics}
 
 
-async def fetch_columns(backend: BackendConnection
-                        ) -> tuple[dict[str, tuple[str, ...]], dict[ColumnKey, str]]:
-    """Every table's columns in order, and each column's type (information_schema's
-    data_type: integer, numeric, text…)."""
+async def fetch_columns(backend: BackendConnection) -> tuple[
+        dict[str, tuple[str, ...]], dict[ColumnKey, str], dict[ColumnKey, str]]:
+    """Every table's columns in order, each column's type (information_schema's
+    data_type: integer, numeric, text…), and the type of each enum column."""
     rows = []
-    for table, column, data_type in (await backend.fetch(CATALOG_QUERY)).rows:
+    for table, column, data_type, enum in (await backend.fetch(CATALOG_QUERY)).rows:
         assert table is not None and column is not None and data_type is not None
-        rows.append((table.decode(), column.decode(), data_type.decode()))
+        rows.append((table.decode(), column.decode(), data_type.decode(),
+                     None if enum is None else enum.decode()))
     return catalog(rows)
 
 
-def catalog(rows: Iterable[tuple[str, str, str]]
-            ) -> tuple[dict[str, tuple[str, ...]], dict[ColumnKey, str]]:
+def catalog(rows: Iterable[tuple[str, str, str, str | None]]) -> tuple[
+        dict[str, tuple[str, ...]], dict[ColumnKey, str], dict[ColumnKey, str]]:
     """CATALOG_QUERY's rows as the analysis takes them (also `dpgate explain`'s)."""
     columns: dict[str, list[str]] = {}
     types: dict[ColumnKey, str] = {}
-    for table, column, data_type in rows:
+    enums: dict[ColumnKey, str] = {}
+    for table, column, data_type, enum in rows:
         columns.setdefault(table, []).append(column)
         types[(table, column)] = data_type
-    return {table: tuple(names) for table, names in columns.items()}, types
+        if enum is not None:
+            enums[(table, column)] = enum
+    return {table: tuple(names) for table, names in columns.items()}, types, enums
 
 
 async def measure_column(backend: BackendConnection, table: str, column: str) -> Metric:

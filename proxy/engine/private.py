@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,6 +71,7 @@ from .literals import LiftedParameters, LiftFailed
 from .outcome import Answer, text_data_rows
 from .plan_cache import calibrate_cached
 from .plan_check import PlanChecker
+from .reader_time import ReaderTime, reader_time
 from .recent import RecentAnswer, recent_answer, repeated_answer
 from .release import Release, release, result_columns
 from .workers import Workers
@@ -95,7 +97,7 @@ class PrivateAnswers:
                  settings: DpSettings, running: Running,
                  report_charge: ChargeReport | None = None,
                  charges: ChargeBatches | None = None, readers: FairShares | None = None,
-                 released: BackendPool | None = None):
+                 released: BackendPool | None = None, reader_seconds: ReaderTime | None = None):
         self.analyst = analyst
         self.config = config
         self.ledger = ledger
@@ -116,6 +118,8 @@ class PrivateAnswers:
         # backend.private_statements_per_analyst of them.
         self.readers = readers or FairShares(config.backend.pool_size,
                                              config.backend.private_statements_per_analyst)
+        # And for how long: every analyst's reader-seconds (reader_time.py), shared too.
+        self.reader_seconds = reader_seconds or reader_time(config.backend)
         # Whether the statement under way reached its private query (never retried after:
         # from there a failure may depend on the rows, and is charged).
         self.charging = False
@@ -379,11 +383,19 @@ class PrivateAnswers:
 
         Once the connection is lent, a failure may depend on the rows: it is charged,
         after the connection went back to the pool. Failing to get a connection ran
-        nothing, so it is not charged (and `answer` may try again)."""
+        nothing, so it is not charged (and `answer` may try again). Nor is a query refused
+        because the analyst's earlier ones used up its reader-seconds (reader_time.py)."""
+        wait = self.reader_seconds.wait(self.analyst.name)
+        if wait > 0:
+            raise StatementError(
+                SqlState.INSUFFICIENT_RESOURCES, "your private queries have used their share "
+                "of dpgate's database time for now; nothing was charged",
+                hint=f"Ask again in {math.ceil(wait)} s; queries that read fewer rows (a "
+                "narrower WHERE, fewer joins) take less of it.")
         try:
             async with self.pool.connection() as backend:
                 self.charging = True
-                with self.running.on(backend):
+                with self.running.on(backend), self.reader_seconds.held(self.analyst.name):
                     if parameters is None:
                         return (await backend.fetch(sql)).rows
                     return (await backend.fetch_bound(sql, parameters)).rows

@@ -43,6 +43,10 @@ class Release:
     unit_note: str | None = None
 
 
+# PostgreSQL's FirstNormalObjectId: the OIDs of types made in the database (enums…).
+_FIRST_USER_OID = 16384
+
+
 def shift_for(draw: float, scale: float, settings: PrivacySettings) -> float:
     """The analyst's location μ_u in answer units."""
     return draw * scale if settings.shift_unit == "scale" else draw
@@ -199,6 +203,8 @@ def _centre(output: OutputColumn, total: Drawn) -> float:
 def _post_process(plan: PrivateAggregate, key_types: list[int], rows: list[list]
                   ) -> list[list]:
     post = plan.post
+    ranks = {index: _first_seen(rows, index) for index, _ in post.order
+             if _in_backend_order(plan, key_types, index)}
     if post.having is not None:
         rows = [row for row in rows if _holds(post.having, row)]
     for index, descending in reversed(post.order):
@@ -206,9 +212,33 @@ def _post_process(plan: PrivateAggregate, key_types: list[int], rows: list[list]
         # Keys arrive as text: numeric ones must sort as numbers (2 before 10).
         numeric = output.kind == OutputKind.KEY and key_types[output.parts[0]] in wire.NUMBER_OIDS
         # NULLs sort last ascending and first descending, as in PostgreSQL.
-        rows.sort(key=functools.partial(_sort_key_of, index, numeric), reverse=descending)
+        key = functools.partial(_rank_of, index, ranks[index]) if index in ranks else \
+            functools.partial(_sort_key_of, index, numeric)
+        rows.sort(key=key, reverse=descending)
     end = None if post.limit is None else post.offset + post.limit
     return rows[post.offset:end]
+
+
+def _in_backend_order(plan: PrivateAggregate, key_types: list[int], index: int) -> bool:
+    """Whether output `index` is a key of a type made in the database (an enum), listed
+    from its declared domain: such a type sorts in its own order, not its labels', and the
+    backend lists a domain's keys in that order (rewrite.py's ORDER BY)."""
+    output = plan.outputs[index]
+    return (output.kind == OutputKind.KEY and key_types[output.parts[0]] >= _FIRST_USER_OID
+            and not (plan.grouping is not None and plan.grouping.key_selection))
+
+
+def _first_seen(rows: list[list], index: int) -> dict[object, int]:
+    """Each value of column `index` by where it first appears: the keys' order when the
+    rows are every combination of the domains' keys, sorted (rewrite.py)."""
+    ranks: dict[object, int] = {}
+    for row in rows:
+        ranks.setdefault(row[index], len(ranks))
+    return ranks
+
+
+def _rank_of(index: int, ranks: dict[object, int], row: list) -> tuple:
+    return (row[index] is None, ranks[row[index]])
 
 
 def _sort_key_of(index: int, numeric: bool, row: list) -> tuple:

@@ -29,6 +29,7 @@ from ..engine.knowledge import Knowledge
 from ..engine.plan_cache import PlanCache
 from ..engine.plan_check import PlanChecker
 from ..engine.planning import Planner
+from ..engine.reader_time import reader_time
 from ..engine.recent import RecentAnswers
 from ..engine.workers import Workers
 from ..ops import Operations
@@ -97,6 +98,7 @@ class Proxy:
         # Every session's fair shares of the reader connections (engine/fair.py).
         self.readers = FairShares(self.config.backend.pool_size,
                                   self.config.backend.private_statements_per_analyst)
+        self.reader_seconds = reader_time(self.config.backend)  # and how long they hold them
         self.charges = ChargeBatches(self.ledger, self.workers, prepare=True)  # every session's
         self.recent = RecentAnswers()  # SHOW dp.last_answers, every session's
         self.planner = Planner(self.config, self.knowledge, self.plans, self.pool, self.workers)
@@ -344,7 +346,8 @@ class Proxy:
         engine = Engine(analyst, self.config, self.ledger, self.pool, self.rng, self.planner,
                         self.checker, self.workers, running, report_charge=ops.charge,
                         charges=self.charges, readers=self.readers,
-                        released=self.released, recent=self.recent)
+                        released=self.released, recent=self.recent,
+                        reader_seconds=self.reader_seconds)
         session = Session(analyst, engine, relay,
                           reconnect=lambda: BackendConnection.connect(self.relay_endpoint, pinned,
                                                                       **options),
