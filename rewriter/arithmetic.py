@@ -97,11 +97,7 @@ def total_form(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
     """The total form of an arithmetic expression or cast; raises NotTotal."""
     if isinstance(node, exp.Cast):
         return _total_cast(node, type_of)
-    for literal in node.find_all(exp.Literal):
-        if not literal.is_string and sum(_literal_digits(literal.this)) > MAX_LITERAL_DIGITS:
-            raise TooCostly(f"a number in arithmetic on private rows has at most "
-                            f"{MAX_LITERAL_DIGITS} digits: its work would depend on which "
-                            "rows reach it")
+    refuse_long_numbers(node)
     digits, _ = _digits(node, type_of)
     if digits > MAX_DIGITS:
         raise TooCostly(f"this arithmetic can reach about 10^{digits}: its work on a row "
@@ -109,6 +105,15 @@ def total_form(node: exp.Expression, type_of: Callable[[exp.Column], str | None]
                         "or smaller constants")
     total, _ = _number(node, type_of)
     return _marked(total)
+
+
+def refuse_long_numbers(node: exp.Expression) -> None:
+    """Raise TooCostly for a number of more than MAX_LITERAL_DIGITS digits in `node`."""
+    for literal in node.find_all(exp.Literal):
+        if not literal.is_string and sum(_literal_digits(literal.this)) > MAX_LITERAL_DIGITS:
+            raise TooCostly(f"a number in arithmetic on private rows has at most "
+                            f"{MAX_LITERAL_DIGITS} digits: its work would depend on which "
+                            "rows reach it")
 
 
 def _digits(node: exp.Expression, type_of: Callable[[exp.Column], str | None]

@@ -22,7 +22,7 @@ from mechanisms.approx_bounds import bucket_edges
 from mechanisms.exponential import QUANTILE_GRID_BITS, quantile_grid
 
 from .aggregate_args import NoBounds, interval, mark_total, with_clamped_columns
-from .arithmetic import TOTAL
+from .arithmetic import TOTAL, TooCostly, refuse_long_numbers
 from .bounding import Bounding, window_count
 from .buckets import bucket_failure, mark_domain_only
 from .choice import ChoiceSpec, choice_spec
@@ -31,6 +31,7 @@ from .constants import Constant, as_expressions, extract_constants, placeholder_
 from .elastic import Elastic, constant, multiply
 from .errors import (
     INVALID_COLUMN_REFERENCE,
+    PROGRAM_LIMIT_EXCEEDED,
     UNDEFINED_COLUMN,
     Refusal,
     missing_setting,
@@ -56,6 +57,7 @@ from .policy import ColumnDomain, Domain, Policy, RangeDomain, ValuesDomain
 from .positions import position_of
 from .relations import Analyzer, Relation, Resolved, refuse_missing
 from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite, rewrite_chosen_count
+from .row_cost import COSTLY_HINT
 from .totality import refuse_unsafe_nodes
 from .unit import NotOneUnit, UnitOfRows, unit_of_rows
 
@@ -635,7 +637,13 @@ class _Planner:
         if expression:
             # Total by construction: its columns are clamped to their bounds and the value
             # is computed in NUMERIC within the interval derived (aggregate_args.py); the
-            # check below still reads its CASE conditions, which run as written.
+            # check below still reads its CASE conditions, which run as written. Its
+            # numbers keep row_cost.py's bound: a long one would cost time on chosen rows.
+            try:
+                refuse_long_numbers(argument)
+            except TooCostly as error:
+                raise Refusal(PROGRAM_LIMIT_EXCEEDED, str(error), COSTLY_HINT,
+                              position_of(argument, self.offset)) from None
             mark_total(argument)
         if not isinstance(argument, (exp.Star, exp.Distinct)):
             # The analysis's checks by type (arrays, a numeric meeting a float) besides

@@ -215,3 +215,17 @@ def test_end_to_end_costly_arithmetic_is_refused_before_any_charge(proxy, cost):
     template = (f"SELECT count(*) FROM orders WHERE CASE WHEN order_id = 4242 AND order_cost "
                 f"> {{x}} THEN (order_cost * {LONG}) * (order_cost * {LONG}) > 0 ELSE true END")
     assert oracle_outcomes(proxy, template, cost) == {("error", "54000")}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("aggregate", ["sum", "avg"])
+def test_a_long_number_inside_a_sum_of_an_expression_is_refused(aggregate):
+    """SUM/AVG of an expression is bounded by interval arithmetic (aggregate_args.py), not
+    by the arithmetic rewrite: its numbers keep the same 40-digit bound (found in the
+    merge of issues 23 and 28: a CASE there could spend time on chosen rows only)."""
+    costly = f"quantity * 1.{'0' * 60}1"
+    for argument in (costly, f"CASE WHEN {HIDDEN} THEN {costly} ELSE 0 END"):
+        refusal = _refused(f"SELECT {aggregate}({argument}) FROM orders")
+        assert refusal.sqlstate == "54000" and refusal.hint
+    plan_of(f"SELECT {aggregate}(CASE WHEN {HIDDEN} THEN quantity * 1.5 ELSE 0 END) "
+            "FROM orders", TYPED)
