@@ -69,8 +69,8 @@ COSTLY = {
     "long concatenation chain": f"CASE WHEN {HIDDEN} THEN length("
                                 + " || ".join(["CAST(order_id AS text)"] * 40)
                                 + ") > 0 ELSE true END",
-    "thousands of comparisons": f"CASE WHEN {HIDDEN} THEN "
-                                + " OR ".join(f"quantity = {i}" for i in range(600))
+    "over a thousand row operations": f"CASE WHEN {HIDDEN} THEN "
+                                + " OR ".join(f"quantity = {i}" for i in range(300))
                                 + " ELSE true END",
 }
 
