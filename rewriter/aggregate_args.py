@@ -23,11 +23,11 @@ from .arithmetic import TOTAL
 Interval = tuple[float, float]
 ColumnBounds = Callable[[exp.Column], Interval]
 
-# Casts that keep the value's meaning (sqlglot's type names: FLOAT is PostgreSQL's real),
-# with the range of the target type (None: unbounded).
+# Casts that keep the value's meaning, with the range of the target type (None:
+# unbounded). Not to real or double precision: a tiny NUMERIC (1e-50) fails to cast, and
+# float products of tiny values underflow, on such rows only; bounds cannot exclude them.
 _CASTS: dict[str, float | None] = {
-    "decimal": None, "double": 1.7976931348623157e308, "float": 3.4028234663852886e38,
-    "bigint": 2.0 ** 63 - 1, "int": 2.0 ** 31 - 1, "smallint": 2.0 ** 15 - 1,
+    "decimal": None, "bigint": 2.0 ** 63 - 1, "int": 2.0 ** 31 - 1, "smallint": 2.0 ** 15 - 1,
 }
 _INTEGERS = frozenset({"bigint", "int", "smallint"})
 
@@ -88,11 +88,10 @@ def _span(node: exp.Expression, columns: ColumnBounds) -> Interval:
         lo, hi = interval(node.this, columns)
         return (0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
     if isinstance(node, (exp.Greatest, exp.Least, exp.Coalesce)):
+        # Any one of them: COALESCE takes the first that is not NULL, and GREATEST and
+        # LEAST ignore NULL arguments, so a NULL column leaves any other's value.
         spans = [interval(e, columns) for e in [node.this, *node.expressions]]
-        if isinstance(node, exp.Coalesce):  # any one of them
-            return min(lo for lo, _ in spans), max(hi for _, hi in spans)
-        pick = max if isinstance(node, exp.Greatest) else min
-        return pick(lo for lo, _ in spans), pick(hi for _, hi in spans)
+        return min(lo for lo, _ in spans), max(hi for _, hi in spans)
     if isinstance(node, exp.Case) and node.this is None:
         branches = [i.args["true"] for i in node.args.get("ifs", [])]
         branches.append(node.args.get("default") or exp.Null())
@@ -155,6 +154,12 @@ def with_clamped_columns(node: exp.Expression, columns: ColumnBounds) -> exp.Exp
             elif isinstance(value, list):
                 sub.set(key, [clamp(v) if isinstance(v, exp.Expression) else v
                               for v in value])
+        if isinstance(sub, exp.Cast) and sub.args["to"].this.value.lower() in _INTEGERS:
+            # The cast rounds as PostgreSQL's does; what follows runs in NUMERIC, where
+            # `smallint * smallint` cannot overflow on some rows only.
+            wider = exp.Cast(this=sub, to=exp.DataType.build("numeric"))
+            wider.meta[TOTAL] = True
+            return wider
         return sub
     return clamp(node)
 

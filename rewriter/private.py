@@ -61,6 +61,8 @@ from .row_cost import COSTLY_HINT
 from .totality import refuse_unsafe_nodes
 from .unit import NotOneUnit, UnitOfRows, unit_of_rows
 
+# As arithmetic.py's MAX_DIGITS allows: four numeric values multiplied, not five.
+MAX_PRODUCTS = 3
 ONLY_AGGREGATES = "only aggregates of private tables are answered"
 NO_AGGREGATE_REASON = "rows of a private table asked without an aggregate"
 # Column types a domain value may be cast to, to compare it with a WHERE condition as the
@@ -641,6 +643,10 @@ class _Planner:
             # numbers keep row_cost.py's bound: a long one would cost time on chosen rows.
             try:
                 refuse_long_numbers(argument)
+                if len(list(argument.find_all(exp.Mul))) > MAX_PRODUCTS:
+                    raise TooCostly(f"at most {MAX_PRODUCTS + 1} factors are multiplied "
+                                    "inside an aggregate: a product's digits grow with "
+                                    "those of the values a row holds")
             except TooCostly as error:
                 raise Refusal(PROGRAM_LIMIT_EXCEEDED, str(error), COSTLY_HINT,
                               position_of(argument, self.offset)) from None

@@ -116,3 +116,12 @@ def test_long_texts_are_fingerprinted_without_being_remembered():
     assert _remembered_fingerprint.cache_info().currsize == cached
     statement_fingerprint("SELECT 1 -- " + str(cached))
     assert _remembered_fingerprint.cache_info().currsize == cached + 1
+
+
+def test_an_escape_string_or_a_dollar_quote_hides_no_tokens():
+    """`E'\\''` is one string to PostgreSQL; read as two quotes, the rest of the text would
+    look like an unclosed string and its 20,000 terms would go uncounted."""
+    chain = "+".join(["1"] * 20_000)
+    for text in (f"SELECT E'\\'' , {chain} , ''", f"SELECT $$'$$, {chain}, $$'$$",
+                 f"SELECT $a$'$a$, {chain}, $a$'$a$"):
+        assert measure_statement(text).tokens > 40_000

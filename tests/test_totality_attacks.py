@@ -229,3 +229,11 @@ def test_a_long_number_inside_a_sum_of_an_expression_is_refused(aggregate):
         assert refusal.sqlstate == "54000" and refusal.hint
     plan_of(f"SELECT {aggregate}(CASE WHEN {HIDDEN} THEN quantity * 1.5 ELSE 0 END) "
             "FROM orders", TYPED)
+
+
+@pytest.mark.unit
+def test_a_product_of_five_values_inside_a_sum_is_refused():
+    """Each factor's stored digits add up in the product (NUMERIC's scale limit)."""
+    product = " * ".join(["order_cost"] * 5)
+    assert _refused(f"SELECT avg({product}) FROM orders").sqlstate == "54000"
+    plan_of(f"SELECT avg({' * '.join(['order_cost'] * 4)}) FROM orders", TYPED)

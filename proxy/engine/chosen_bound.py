@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from mechanisms.accuracy import laplace_bound, shifted_laplace_bound
 from mechanisms.contribution_bound import (
@@ -32,9 +33,8 @@ from mechanisms.contribution_bound import (
     histogram_hedge,
     truncated_total,
 )
-from mechanisms.laplace import sample_discrete_laplace
+from mechanisms.laplace import laplace_scale, sample_discrete_laplace
 from mechanisms.names import Mechanism
-from mechanisms.numbers import parameter
 from mechanisms.random_source import RandomSource
 from rewriter.calibrate import Calibration
 from rewriter.plan import PrivateAggregate
@@ -62,7 +62,7 @@ class CountAtBound:
     beyond: int = 0
     beyond_epsilon: float = 0.0
     dropped: int | None = None
-    dropped_scale: float = 0.0
+    dropped_scale: Fraction | float = 0.0
 
 
 def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: list[Row],
@@ -88,7 +88,7 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
         return _lone_count(histogram, calibration, choice, tau, unit.counts_cap, rng)
     estimate = epsilon * share * (1 - CHOICE_PART)
     noisy_beyond = beyond(histogram, tau) + sample_discrete_laplace(
-        1 / parameter(estimate, "epsilon"), rng)
+        laplace_scale(1, estimate), rng)
     return CountAtBound(_rows(histogram, cells, tau),
                         _at(calibration, tau, epsilon * (1 - share)), tau, True,
                         choice.epsilon, noisy_beyond, estimate)
@@ -104,12 +104,12 @@ def _lone_count(histogram: dict[int, int], calibration: Calibration, choice: Bou
         return CountAtBound(_rows(histogram, None, tau), _at(calibration, tau, rest), tau,
                             True, choice.epsilon, dropped=0)
     estimate = rest * TRUNCATION_PART
-    scale = (cap - tau) / estimate
+    scale = laplace_scale(cap - tau, estimate)
     dropped = truncated_total(histogram, cap) - truncated_total(histogram, tau)
     return CountAtBound(_rows(histogram, None, tau), _at(calibration, tau, rest - estimate),
                         tau, True, choice.epsilon, beyond_epsilon=estimate,
                         dropped=dropped + sample_discrete_laplace(
-                            parameter(scale, "scale"), rng), dropped_scale=scale)
+                            scale, rng), dropped_scale=scale)
 
 
 Cells = dict[tuple[bytes | None, ...], list[tuple[int, int, int]]]
@@ -212,9 +212,7 @@ def count_note(plan: PrivateAggregate, count: CountAtBound) -> str | None:
                 f"and not counted (epsilon {count.beyond_epsilon:g}): the interval's upper "
                 f"end allows for them, up to {unit.chosen_limit} rows per unit")
     margin = math.ceil(laplace_bound(1 / count.beyond_epsilon, 0.05))
-    return (f"each {unit.unit} counted with at most {rows}, a bound chosen privately for "
-            f"this query (at most {unit.chosen_limit}; epsilon {count.choice_epsilon:g} of "
-            f"the charge); about {max(count.beyond, 0)} of them (±{margin}) had more rows, "
+    return (f"{chosen}; about {max(count.beyond, 0)} of them (±{margin}) had more rows, "
             f"not counted beyond {count.tau} (epsilon {count.beyond_epsilon:g}): the "
             "interval allows for those rows only when that estimate shows them, so with "
             "many heavy units the truth can lie above it")

@@ -28,9 +28,12 @@ from ..config import ServerSettings
 INLINE_ANALYSIS_SIZE = 4096
 
 # PostgreSQL's lexical items, roughly: enough to count tokens and follow nesting (a
-# string or quoted name hides parentheses and operators; comments are not tokens).
+# string or quoted name hides parentheses and operators; comments are not tokens). Where
+# it errs, it must count more than PostgreSQL reads, never less: E'' strings end as
+# PostgreSQL ends them (`E'\''` is one string) and dollar quotes hide what they quote.
 _TOKEN = re.compile(r"""
     (?P<skip>--[^\n]*|/\*.*?\*/|\s+)
+  | [eE]'(?:[^'\\]|\\.|'')*'? | \$(?P<tag>(?:[^\W\d]\w*)?)\$.*?\$(?P=tag)\$
   | '(?:[^']|'')*'? | "(?:[^"]|"")*"?
   | (?P<word>[^\W\d][\w$]*)
   | \d+\.?\d*(?:[eE][-+]?\d+)? | \.\d+

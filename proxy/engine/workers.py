@@ -53,7 +53,13 @@ class Workers:
     async def cpu(self, function: Callable[..., T], *args: object, analyst: str = "") -> T:
         """`function(*args)` on a cpu thread, within the analyst's share of them."""
         async with self.cpu_shares.slot(analyst):
-            return await _run(self.cpu_pool, function, *args)
+            running = asyncio.get_running_loop().run_in_executor(
+                self.cpu_pool, functools.partial(function, *args))
+            try:
+                return await asyncio.shield(running)
+            except asyncio.CancelledError:  # the slot is held until the thread is free
+                await _finished(running)
+                raise
 
     async def cpu_until(self, seconds: float, function: Callable[..., T], *args: object,
                         analyst: str = "") -> T:
@@ -71,9 +77,9 @@ class Workers:
                 except Stopped:
                     pass
                 raise
-            except asyncio.CancelledError:  # the client went away: its work stops too
-                job.stop()
-                running.add_done_callback(_retrieved)  # its Stopped is nobody's error
+            except asyncio.CancelledError:  # the client went away: its work stops too,
+                job.stop()                    # and the slot is held until it has
+                await _finished(running)
                 raise
 
     def free(self, rows: list) -> None:
@@ -150,9 +156,12 @@ class _StoppableJob(Generic[T]):
                 _raise_in_thread(self.thread, Stopped)
 
 
-def _retrieved(future: asyncio.Future) -> None:
-    if not future.cancelled():
-        future.exception()
+async def _finished(running: asyncio.Future) -> None:
+    """Wait for work on a thread to end, whatever it ends with (its caller is gone)."""
+    try:
+        await asyncio.shield(running)
+    except (Exception, Stopped):
+        pass
 
 
 def _raise_in_thread(thread: int, exception: type[BaseException] | None) -> None:
