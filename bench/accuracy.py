@@ -54,7 +54,7 @@ from proxy.engine.release import release  # noqa: E402
 from rewriter.aggregate.private import plan_private_aggregate  # noqa: E402
 from rewriter.analysis.classify import parse_query  # noqa: E402
 from rewriter.analysis.constants import evaluation_sql, substitute  # noqa: E402
-from rewriter.policy.privacy_unit import with_session_bounds  # noqa: E402
+from rewriter.policy.session import with_session_bounds  # noqa: E402
 from rewriter.sensitivity.calibrate import calibrate  # noqa: E402
 from tests.unit_support import demo_policy, measured_metrics  # noqa: E402
 

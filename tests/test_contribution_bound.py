@@ -33,7 +33,7 @@ from proxy.engine.chosen_bound import CHOICE_PART, TRUNCATION_PART
 from proxy.engine.release import release
 from rewriter.aggregate.private import plan_private_aggregate
 from rewriter.analysis.classify import parse_query
-from rewriter.policy.privacy_unit import with_session_bounds
+from rewriter.policy.session import with_session_bounds
 from rewriter.sensitivity.calibrate import calibrate
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy

@@ -19,7 +19,7 @@ from rewriter.checks.plan_check import plan_failure
 from rewriter.errors import Refusal
 from rewriter.plan import UnitBounds
 from rewriter.policy.model import Policy
-from rewriter.policy.privacy_unit import with_session_bounds
+from rewriter.policy.session import with_session_bounds
 from rewriter.release.explain import explain
 from rewriter.sensitivity.calibrate import calibrate
 from tests.test_unit_golden import METRICS

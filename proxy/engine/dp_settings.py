@@ -10,7 +10,7 @@ from collections.abc import Callable
 from accounting import Analyst, Ledger, as_written
 from rewriter.plan import SetDpSetting, ShowDpSetting
 from rewriter.policy.model import Policy
-from rewriter.policy.privacy_unit import MAX_SESSION_BOUND, SESSION_BOUNDS, with_session_bounds
+from rewriter.policy.session import MAX_SESSION_BOUND, SESSION_BOUNDS, with_session_bounds
 from rewriter.policy.view import POLICY_COLUMNS, policy_rows
 from rewriter.sensitivity.calibrate import MECHANISMS
 from rewriter.sqlstate import SqlState

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from rewriter.analysis.classify import Statement, classify
 from rewriter.errors import Refusal
 from rewriter.policy.model import Policy
-from rewriter.policy.privacy_unit import SESSION_BOUNDS, with_session_bounds
+from rewriter.policy.session import SESSION_BOUNDS, with_session_bounds
 from rewriter.sensitivity.metrics import ColumnKey, Metrics, MissingMetrics
 from rewriter.sqlstate import SqlState
 

@@ -22,13 +22,9 @@ unit mode, with a message naming this setting.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .model import Policy
+from typing import Any
 
 # Defaults that keep the noise of a count at 10/ε while a typical person (a handful of
 # rows per question) is counted in full; a policy should set them from its own data.
@@ -144,27 +140,6 @@ def check_unit_paths(unit: PrivacyUnit | None, paths: Mapping[str, UnitPath | No
     if not private.get(unit.table, True):  # a table the policy does not name is private
         raise ValueError(f"policy setting privacy_unit: the table {unit.table} is declared "
                          "public; the unit must be a private table")
-
-
-# Session settings an analyst may change (SET dp.max_contributions = 3): any value is as
-# private as another, since the noise follows it; a smaller τ trades bias for less noise.
-SESSION_BOUNDS = {"dp.max_contributions": "max_contributions", "dp.max_groups": "max_groups"}
-MAX_SESSION_BOUND = 10_000
-
-
-def with_session_bounds(policy: Policy, settings: Mapping[str, str]) -> Policy:
-    """The policy with the session's τ and κ in place of the policy's defaults."""
-    given: dict[str, Any] = {field: int(settings[name]) for name, field in SESSION_BOUNDS.items()
-             if name in settings}
-    if policy.unit is None or not given:
-        return policy
-    # A τ the analyst fixes is used as it is: no share of ε goes to choosing one.
-    unit = dataclasses.replace(policy.unit, **given, choose_contributions=False) \
-        if "max_contributions" in given else dataclasses.replace(policy.unit, **given)
-    # τ_g stays the policy's, but never above τ.
-    unit = dataclasses.replace(unit, max_group_contributions=min(
-        policy.unit.max_group_contributions, unit.max_contributions))
-    return dataclasses.replace(policy, unit=unit)
 
 
 def _positive(data: Mapping[str, Any], name: str, default: int) -> int:
