@@ -1,7 +1,8 @@
 """Private aggregates: validated, bounded and rewritten into the SQL the backend runs.
 
-`private` is the entry point; it runs the steps below in order, each a module with one
-job, reading the `scope` (the statement and its relations) and returning its part:
+`private` is the entry point; `pipeline` lists the passes (PASSES) that run the modules
+below in order, each with one job, reading the `scope` (the statement and its
+relations) and returning its part:
 
 - `unit_mode`: whose rows are bounded (a unit's, or one row's), and each noisy part's
   sensitivity under those bounds.
