@@ -11,9 +11,17 @@ once per Execute. After an error every message up to Sync is skipped, as Postgre
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import assert_never
 
 from rewriter.errors import Refusal
-from rewriter.plan import Plan, Relay, ShowDpSetting
+from rewriter.plan import (
+    EmptyStatement,
+    Plan,
+    PrivateAggregate,
+    Relay,
+    SetDpSetting,
+    ShowDpSetting,
+)
 from rewriter.sqlstate import SqlState
 
 from ..engine.errors import StatementError
@@ -177,20 +185,24 @@ class ExtendedProtocol:
             raise StatementError(SqlState.SYNTAX_ERROR,
                                  "cannot insert multiple commands into a prepared statement")
         plan = statements[0].plan
-        if isinstance(plan, Refusal):
-            raise await self.session.engine.refused(parse.query, plan, types=parse.parameter_types)
-        if isinstance(plan, Relay):
-            prepared = self.statements[parse.statement] = Prepared(
-                parse.query, plan, parse.parameter_types)
-            # plan.text: the statement as classified (row counts neutralised, say).
-            await self._forward(
-                wire.parse_message(parse.statement, plan.text, parse.parameter_types),
-                undo=lambda: _drop(self.statements, parse.statement, prepared))
-            return
-        await self._own_turn()
-        self.statements[parse.statement] = await self._prepare(parse.query, plan,
-                                                               parse.parameter_types)
-        self.session.send(wire.PARSE_COMPLETE)
+        match plan:
+            case Refusal():
+                raise await self.session.engine.refused(parse.query, plan,
+                                                        types=parse.parameter_types)
+            case Relay():
+                prepared = self.statements[parse.statement] = Prepared(
+                    parse.query, plan, parse.parameter_types)
+                # plan.text: the statement as classified (row counts neutralised, say).
+                await self._forward(
+                    wire.parse_message(parse.statement, plan.text, parse.parameter_types),
+                    undo=lambda: _drop(self.statements, parse.statement, prepared))
+            case PrivateAggregate() | SetDpSetting() | ShowDpSetting() | EmptyStatement():
+                await self._own_turn()
+                self.statements[parse.statement] = await self._prepare(
+                    parse.query, plan, parse.parameter_types)
+                self.session.send(wire.PARSE_COMPLETE)
+            case _:
+                assert_never(plan)
 
     async def _prepare(self, text: str, plan: Plan, types: tuple[int, ...]) -> Prepared:
         described = await self.session.engine.describe(text, plan, types)

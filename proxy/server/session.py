@@ -5,17 +5,24 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import assert_never
 
 from accounting import Analyst
 from rewriter.classify import Statement
 from rewriter.errors import Refusal
-from rewriter.plan import Plan, Relay
+from rewriter.plan import (
+    EmptyStatement,
+    Plan,
+    PrivateAggregate,
+    Relay,
+    SetDpSetting,
+    ShowDpSetting,
+)
 from rewriter.sqlstate import SqlState
 
 from ..engine.dispatch import Engine
 from ..engine.errors import AlreadyReported, StatementError
-from ..engine.literals import LiftedStatement, LiftFailed
-from ..engine.outcome import Answer, Outcome
+from ..engine.outcome import Answer, Outcome, Reply
 from ..ops import SessionOps
 from ..pgwire import wire
 from ..pgwire.backend import BackendConnection, BackendError, Parameters
@@ -54,8 +61,7 @@ class Session:
     async def simple_query(self, sql: str) -> None:
         """Answer one Query message, ending with ReadyForQuery."""
         try:
-            statements = self.engine.cached(sql) or await self.engine.lifted(sql) or \
-                await self.engine.statements(sql)
+            statements = await self.engine.plan(sql)
         except Refusal as refusal:
             statements = [Statement(sql, 0, refusal)]
         except StatementError as error:
@@ -81,24 +87,20 @@ class Session:
 
     async def _run(self, statement: Statement) -> None:
         plan = statement.plan
-        if isinstance(plan, Refusal):
-            raise await self.engine.refused(statement.text, plan, statement.offset)
-        if isinstance(plan, Relay):
-            await self._relay(plan)
-            return
-        if isinstance(statement, LiftedStatement):
-            try:
-                outcome = await self.execute(statement.text, plan, statement.parameters)
-            except LiftFailed:  # answered as written instead, with its own error
-                for original in await self.engine.statements(statement.parameters.original):
-                    await self._run(original)
-                return
-        else:
-            outcome = await self.execute(statement.text, plan, offset=statement.offset)
-        if isinstance(outcome, Answer):
-            self._send_answer(outcome)
-        else:
-            self.send(outcome.message)
+        match plan:
+            case Refusal():
+                raise await self.engine.refused(statement.text, plan, statement.offset)
+            case Relay():
+                await self._relay(plan)
+            case PrivateAggregate() | SetDpSetting() | ShowDpSetting() | EmptyStatement():
+                self.refuse_if_aborted(plan)
+                match await self.engine.answer(statement):
+                    case Answer() as answer:
+                        self._send_answer(answer)
+                    case Reply() as reply:
+                        self.send(reply.message)
+            case _:
+                assert_never(plan)
 
     async def execute(self, text: str, plan: Plan, parameters: Parameters | None = None,
                       offset: int = 0) -> Outcome:
