@@ -22,19 +22,18 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rewriter.plan import Relay
 
+from ..ops import SessionOps
 from ..pgwire import wire
 from ..pgwire.backend import BackendConnection
 from ..pgwire.codes import Backend, ErrorField, Frontend, TransactionStatus
 from ..pgwire.errors import relay_lost
 from ..pgwire.hooked import HookedStreamProtocol
 from ..pgwire.outbox import Outbox
-
-if TYPE_CHECKING:
-    from .session import Session
+from ..pgwire.running import Running
 
 # The backend message that completes each forwarded extended-protocol message.
 COMPLETES: dict[int, frozenset[int]] = {
@@ -71,10 +70,21 @@ class Exchange:
     done: asyncio.Future[str | None] | None = None  # the session's task waits on it
 
 
+class Owner(Protocol):
+    """The session, as the relay routine sees it (session.py)."""
+
+    running: Running
+    ops: SessionOps
+
+    def ready_for_query(self) -> bytes: ...
+
+    def relayed_all(self) -> None: ...
+
+
 class RelayLane:
     """A session's relay connection as the relay routine sees it."""
 
-    def __init__(self, session: Session, client: HookedStreamProtocol,
+    def __init__(self, session: Owner, client: HookedStreamProtocol,
                  writer: asyncio.StreamWriter, outbox: Outbox):
         self.session = session
         self.writer = writer
