@@ -28,7 +28,7 @@ from rewriter.plan import Relay
 
 from ..ops import SessionOps
 from ..pgwire import wire
-from ..pgwire.backend import BackendConnection
+from ..pgwire.backend import MAX_BACKEND_MESSAGE, BackendConnection
 from ..pgwire.codes import Backend, ErrorField, Frontend, TransactionStatus
 from ..pgwire.errors import relay_lost
 from ..pgwire.hooked import HookedStreamProtocol
@@ -48,7 +48,6 @@ COMPLETES: dict[int, frozenset[int]] = {
 _READY, _ERROR, _SETTING = (ord(kind) for kind in (
     Backend.READY_FOR_QUERY, Backend.ERROR_RESPONSE, Backend.PARAMETER_STATUS))
 _LENGTH = struct.Struct("!i")
-MAX_BACKEND_MESSAGE = 1 << 30
 
 
 def _nothing() -> None:
