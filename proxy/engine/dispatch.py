@@ -9,7 +9,7 @@ from typing import assert_never
 
 from accounting import Analyst, Ledger
 from mechanisms.random_source import RandomSource
-from rewriter.classify import Statement
+from rewriter.analysis.classify import Statement
 from rewriter.errors import Refusal
 from rewriter.plan import (
     EmptyStatement,

@@ -10,7 +10,7 @@ from enum import Enum
 from typing import assert_never
 
 from accounting import Analyst
-from rewriter.classify import Statement
+from rewriter.analysis.classify import Statement
 from rewriter.errors import Refusal
 from rewriter.plan import (
     EmptyStatement,
