@@ -40,8 +40,6 @@ from .relay import Exchange, RelayLane
 _FAIL_TRANSACTION = b"DO $$BEGIN RAISE EXCEPTION 'dpgate: statement failed'; END$$"
 
 
-
-
 class Phase(Enum):
     """Where a session is in the protocol. Only Session changes it, along _NEXT."""
 
@@ -76,7 +74,6 @@ class Session:
         self.engine = engine
         self.reconnect = reconnect
         self.reader = reader
-        self.outbox = outbox
         self.send = outbox.send
         self.prepared = prepared
         self.running = running
