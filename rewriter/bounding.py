@@ -127,3 +127,21 @@ def cell_contributions(inner: exp.Select, bounding: Bounding, keys: list[str]) -
             f'SELECT {cells}, g."_dp_rows" AS "c0", '
             f'u."_dp_rows" AS "c1", count(*) AS "c2" FROM g JOIN u ON u.{UNIT} = g.{UNIT} '
             f'GROUP BY {cells}, g."_dp_rows", u."_dp_rows"')
+
+
+def weighted_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
+                  aggregates: list[str]) -> str:
+    """SQL of `inner`'s rows aggregated per key (`keys`, quoted columns of `inner`) and per
+    n = the rows of their unit in all: `_dp_n`, `_dp_rows` (rows of such units in the
+    group), then `aggregates` (over `q.`). The proxy weighs each (group, n) by min(1, τ/n)
+    after choosing τ (proxy/engine/weighted_sums.py): a unit's rows then weigh at most τ
+    in all, with no sort. Hash aggregates and one hash join on the unit; the rows' CTE is
+    read twice, so PostgreSQL materialises it once. Rows whose unit is NULL belong to no
+    unit and are left out, as in cell_contributions."""
+    rows = _with_unit(inner, bounding).sql(dialect="postgres")
+    group = "".join(f"q.{key}, " for key in keys)
+    outputs = "".join(f", {aggregate}" for aggregate in aggregates)
+    return (f'WITH "_dp_r" AS ({rows}), "_dp_u" AS (SELECT r.{UNIT}, count(*) AS "_dp_n" '
+            f'FROM "_dp_r" AS r GROUP BY r.{UNIT}) '
+            f'SELECT {group}u."_dp_n", count(*) AS "_dp_rows"{outputs} FROM "_dp_r" AS q '
+            f'JOIN "_dp_u" AS u ON u.{UNIT} = q.{UNIT} GROUP BY {group}u."_dp_n"')

@@ -60,6 +60,7 @@ from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite, rewrite
 from .row_cost import COSTLY_HINT
 from .totality import refuse_unsafe_nodes
 from .unit import NotOneUnit, UnitOfRows, unit_of_rows
+from .weighted import weighted_plan
 
 # As arithmetic.py's MAX_DIGITS allows: four numeric values multiplied, not five.
 MAX_PRODUCTS = 3
@@ -216,7 +217,10 @@ class _Planner:
                              grouped_bounding=bool(self.keys))
         plan = replace(plan, occupied_by=self._occupied_by(grouping),
                        domain_unnarrowed=self.unnarrowed)
-        if computed_post is None:
+        weighted = self._weighted(plan, key_specs)
+        if weighted is not None:
+            plan = weighted
+        elif computed_post is None:
             return self._chosen_count(plan, key_specs)
         self.probe = probe(self.tree, [self._source(i, o) for i, o in enumerate(self.outputs)],
                            [e or column for (_, column), e in
@@ -301,6 +305,18 @@ class _Planner:
                                                       cap),
                        parts=(replace(plan.parts[0], elastic=constant(cap), l2=float(cap)),),
                        unit=bounds, windows=0, fingerprint_text=fingerprint)
+
+    def _weighted(self, plan: PrivateAggregate, keys: list[KeySpec]) -> PrivateAggregate | None:
+        """SUM, AVG and the variance family in unit mode, bounded by weights per unit
+        (weighted.py), or None for the shapes that keep the sort."""
+        unit, declared, bounding = self.unit, self.policy.unit, self._bounding()
+        if unit is None or declared is None or unit.columns is None or bounding is None:
+            return None
+        weighted = weighted_plan(plan, self.tree, self.policy, keys, self.parts, bounding,
+                                 unit.bounds, declared)
+        if weighted is not None:
+            self.analyzer.group_columns |= unit.columns  # the units' sizes group on them
+        return weighted
 
     def _bounding(self) -> Bounding | None:
         if self.unit is None:

@@ -18,7 +18,13 @@ from fractions import Fraction
 from sqlglot import exp
 
 from .aggregate_args import clamped
-from .bounding import Bounding, bounded_rows, cell_contributions, contribution_histogram
+from .bounding import (
+    Bounding,
+    bounded_rows,
+    cell_contributions,
+    contribution_histogram,
+    weighted_rows,
+)
 from .metrics import quote_identifier
 from .plan import Grouping
 from .policy import ColumnDomain, Domain, DomainValue, Policy, RangeDomain, ValuesDomain
@@ -204,6 +210,32 @@ def rewrite_chosen_count(tree: exp.Select, policy: Policy, keys: list[KeySpec],
     return (f"SELECT {outer_keys}, t.c0, t.c1, t.c2 FROM {domain} LEFT JOIN "
             f"({cell_contributions(inner, bounding, names)}) AS t ON {join} "
             f"ORDER BY {outer_keys}, t.c0, t.c1")
+
+
+def rewrite_weighted(tree: exp.Select, policy: Policy, keys: list[KeySpec],
+                     parts: list[PartSpec], bounding: Bounding) -> str:
+    """The backend's SQL for aggregates weighted per unit at a τ known only after it runs:
+    per key and per unit size n, the rows and every part's aggregate
+    (bounding.weighted_rows), in the order of n; under GROUP BY every key of the domain,
+    a key without rows once with NULLs."""
+    keyed, values = keyed_rows(_base(tree, policy), keys)
+    inner = keyed.select(*(_alias(v, f"k{i}") for i, v in enumerate(values)),
+                         *(_alias(_argument(p), f"a{i}") for i, p in enumerate(parts)),
+                         append=False)
+    names = [quote_identifier(f"k{i}") for i in range(len(keys))]
+    outputs = [quote_identifier(f"c{i}") for i in range(len(parts))]
+    rows = weighted_rows(inner, bounding, names, [
+        f"{_outer_aggregate(p, i)} AS {name}" for i, (p, name) in enumerate(zip(
+            parts, outputs, strict=True))])
+    if not keys:
+        return f'{rows} ORDER BY u."_dp_n"'
+    domain = " CROSS JOIN ".join(f"({k.domain_sql(name)}) AS d{i}"
+                                 for i, (k, name) in enumerate(zip(keys, names, strict=True)))
+    outer_keys = ", ".join(f"d{i}.{name}" for i, name in enumerate(names))
+    join = " AND ".join(f"t.{name} = d{i}.{name}" for i, name in enumerate(names))
+    columns = ", ".join(f"t.{name}" for name in outputs)
+    return (f'SELECT {outer_keys}, t."_dp_n", t."_dp_rows", {columns} FROM {domain} '
+            f'LEFT JOIN ({rows}) AS t ON {join} ORDER BY {outer_keys}, t."_dp_n"')
 
 
 def _base(tree: exp.Select, policy: Policy) -> exp.Select:
