@@ -95,7 +95,7 @@ def release(plan: PrivateAggregate, calibration: Calibration,
             # the shift is a data-independent constant added afterwards.
             if drawn[plan.grouping.selection_part].plain <= calibration.threshold:
                 continue
-        row = [_output_value(o, keys, drawn) for o in plan.outputs]
+        row = [_output_value(o, keys, drawn, calibration) for o in plan.outputs]
         errors.widen(row, drawn)
         rows.append(row)
     if plan.occupied_by is not None:  # decided on released counts only (docs/queries.md)
@@ -182,8 +182,8 @@ def _real_noiser(part: PartCalibration, calibration: Calibration, shift: float,
     return noise
 
 
-def _output_value(output: OutputColumn, keys: list[str | None], drawn: list[Drawn]
-                  ) -> str | int | float | None:
+def _output_value(output: OutputColumn, keys: list[str | None], drawn: list[Drawn],
+                  calibration: Calibration) -> str | int | float | None:
     if output.kind == OutputKind.KEY:
         return keys[output.parts[0]]
     if output.kind == OutputKind.COMPUTED:
@@ -194,10 +194,13 @@ def _output_value(output: OutputColumn, keys: list[str | None], drawn: list[Draw
         lo, hi = output.bounds
         # Post-processing of two noisy values: the sum is of x − m, m the midpoint of the
         # bounds (declared, or chosen at release), so a noisy sum far off moves the answer
-        # from m, not from 0; a tiny or negative count says little.
+        # from m, not from 0; a tiny or negative count says little. Dividing by at least
+        # the count's noise scale keeps a noisy count near 0 from throwing the mean to a
+        # bound: the answer shrinks towards m instead (a larger count is unaffected).
         if count.released < 1:
             return None
-        mean = _centre(output, total) + total.released / count.released
+        floor = calibration.parts[output.parts[1]].scale
+        mean = _centre(output, total) + total.released / max(count.released, floor)
         return min(max(mean, lo), hi)
     if output.aggregate in ("count", "count_distinct"):
         # No count is negative: 0 is closer to the truth than any noisy value below it.

@@ -19,23 +19,30 @@ from fractions import Fraction
 
 from mechanisms.accuracy import laplace_bound
 from mechanisms.contribution_bound import (
-    HEDGE,
     BoundChoice,
     bound_grid,
     choose_bound,
-    histogram_hedge,
     truncated_total,
 )
 from mechanisms.laplace import laplace_scale, sample_discrete_laplace
 from mechanisms.names import Mechanism
 from mechanisms.random_source import RandomSource
 from rewriter.calibrate import Calibration
-from rewriter.plan import PrivateAggregate
+from rewriter.plan import OutputKind, PrivateAggregate
 
 from ..config import PrivacySettings
 from ..pgwire.backend import Row
 from .chosen_bound import CHOICE_PART, TRUNCATION_PART, CountAtBound
 
+# Levels from the walk's stop to τ (a count's is +3, contribution_bound.HEDGE). A sum's
+# noise per unit of τ is max(|lo|, |hi|), against the mean value a row beyond τ takes
+# away, so its best τ leaves more units beyond it than a count's (Amin et al.): one level
+# below the stop (on data where every unit has the same n, τ ≥ ⅔ n). An average's noise
+# falls with τ down to 1 (τ/Σ_u min(n_u, τ) is least there) and its bias comes only from
+# units whose values differ from the others': six levels below. Set on the demo
+# (docs/privacy-unit.md): the constants most worth checking on other data.
+SUM_HEDGE = -1
+AVERAGE_HEDGE = -6
 # Digits kept of a weighted value (its sensitivity is widened to cover the rounding).
 DIGITS = 60
 WIDEN = 1e-12
@@ -57,8 +64,10 @@ def sums_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: l
             calibration.mechanism == Mechanism.GAUSSIAN:
         tau = unit.max_contributions  # Gaussian: calibrated at the cap, ≥ τ, already
         return CountAtBound(_rows(groups, tau), _at(calibration, tau, cap, 1.0), tau, False)
+    averages = all(output.aggregate == "avg" for output in plan.outputs
+                   if output.kind == OutputKind.NOISY)
     choice = BoundChoice(epsilon * share * CHOICE_PART, bound_grid(unit.chosen_limit),
-                         histogram_hedge(len(groups)) if plan.keys else HEDGE)
+                         AVERAGE_HEDGE if averages else SUM_HEDGE)
     tau = choose_bound(choice, histogram, rng)
     rest = epsilon - choice.epsilon
     if tau >= cap:
