@@ -130,18 +130,21 @@ def cell_contributions(inner: exp.Select, bounding: Bounding, keys: list[str]) -
 
 
 def weighted_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
-                  aggregates: list[str]) -> str:
+                  columns: list[tuple[str, bool]]) -> str:
     """SQL of `inner`'s rows aggregated per key (`keys`, quoted columns of `inner`) and per
     n = the rows of their unit in all: `_dp_n`, `_dp_rows` (rows of such units in the
-    group), then `aggregates` (over `q.`). The proxy weighs each (group, n) by min(1, τ/n)
-    after choosing τ (proxy/engine/weighted_sums.py): a unit's rows then weigh at most τ
-    in all, with no sort. Hash aggregates and one hash join on the unit; the rows' CTE is
-    read twice, so PostgreSQL materialises it once. Rows whose unit is NULL belong to no
-    unit and are left out, as in cell_contributions."""
+    group), then `columns` (over `q.`), those marked True grouped on too (a bucket's
+    index). The proxy weighs each (group, n) by min(1, τ/n) after choosing τ
+    (proxy/engine/weighted_sums.py): a unit's rows then weigh at most τ in all, with no
+    sort. Hash aggregates and one hash join on the unit; the rows' CTE is read twice, so
+    PostgreSQL materialises it once. Rows whose unit is NULL belong to no unit and are
+    left out, as in cell_contributions."""
     rows = _with_unit(inner, bounding).sql(dialect="postgres")
-    group = "".join(f"q.{key}, " for key in keys)
-    outputs = "".join(f", {aggregate}" for aggregate in aggregates)
+    outputs = [f"q.{key}" for key in keys] + ['u."_dp_n"', 'count(*) AS "_dp_rows"'] + \
+        [column for column, _ in columns]
+    group = [str(i + 1) for i in range(len(keys) + 1)] + \
+        [str(len(keys) + 3 + i) for i, (_, grouped) in enumerate(columns) if grouped]
     return (f'WITH "_dp_r" AS ({rows}), "_dp_u" AS (SELECT r.{UNIT}, count(*) AS "_dp_n" '
             f'FROM "_dp_r" AS r GROUP BY r.{UNIT}) '
-            f'SELECT {group}u."_dp_n", count(*) AS "_dp_rows"{outputs} FROM "_dp_r" AS q '
-            f'JOIN "_dp_u" AS u ON u.{UNIT} = q.{UNIT} GROUP BY {group}u."_dp_n"')
+            f'SELECT {", ".join(outputs)} FROM "_dp_r" AS q '
+            f'JOIN "_dp_u" AS u ON u.{UNIT} = q.{UNIT} GROUP BY {", ".join(group)}')

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from proxy.engine.weighted_sums import rows_at
+from proxy.engine.weighted_sums import Layout, layout, rows_at
 from rewriter.calibrate import calibrate
 from rewriter.classify import parse_query
 from rewriter.private import plan_private_aggregate
@@ -308,7 +308,7 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
     assert count == expected
 
 
-def _weighed(rows: list[tuple], keys: int, tau: int) -> list[tuple]:
+def _weighed(rows: list[tuple], keys: int, tau: int, parts: Layout) -> list[tuple]:
     """psycopg's rows of a weighted plan (per key and unit size n) weighed at τ by the
     proxy's own code, each bucketed sum as a list of Fractions."""
     def text(value: object) -> bytes | None:
@@ -324,7 +324,7 @@ def _weighed(rows: list[tuple], keys: int, tau: int) -> list[tuple]:
         if raw.startswith(b"{"):
             return [Fraction(Decimal(v)) for v in raw.decode().strip("{}").split(",")]
         return Fraction(Decimal(raw.decode()))
-    weighed = rows_at([tuple(text(v) for v in row) for row in rows], keys, tau)
+    weighed = rows_at([tuple(text(v) for v in row) for row in rows], keys, tau, parts)
     return [tuple(row[:keys]) + tuple(number(v) for v in row[keys:]) for row in weighed]
 
 
@@ -379,7 +379,8 @@ def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
     cap = plan.unit.counts_cap if plan.unit is not None else None
     weights = plan.unit.weights_cap if plan.unit is not None else None
     if weights is not None:  # weighed at the limit: every τ it may choose is at most that
-        without, with_big = (_weighed(rows, plan.keys, weights) for rows in (without, with_big))
+        without, with_big = (_weighed(rows, plan.keys, weights, layout(plan))
+                             for rows in (without, with_big))
     if plan.parts[0].edges is not None:  # bucket counts, then sums: one unit moves τ rows
         counts = len(plan.parts[0].edges) - 1
         cells = [sum(abs(a - b) for a, b in zip(w[plan.keys][:counts], b[plan.keys][:counts],

@@ -48,6 +48,7 @@ DIGITS = 60
 WIDEN = 1e-12
 # (group key) -> [(n, rows, raw aggregates)]
 Groups = dict[tuple[bytes | None, ...], list[tuple[int, int, tuple[bytes | None, ...]]]]
+Layout = tuple[int | None, ...]
 
 
 def sums_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: list[Row],
@@ -56,14 +57,15 @@ def sums_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: l
     unit = plan.unit
     assert unit is not None and unit.weights_cap is not None
     cap = unit.weights_cap
-    groups = _groups(true_rows, plan.keys)
+    groups, parts = _groups(true_rows, plan.keys), layout(plan)
     histogram = unit_sizes(groups, cap)
     epsilon = calibration.epsilon
     share = settings.bound_choice_share
     if unit.chosen_limit is None or share == 0 or \
             calibration.mechanism == Mechanism.GAUSSIAN:
         tau = unit.max_contributions  # Gaussian: calibrated at the cap, ≥ τ, already
-        return CountAtBound(_rows(groups, tau), _at(calibration, tau, cap, 1.0), tau, False)
+        return CountAtBound(_rows(groups, tau, parts), _at(calibration, tau, cap, 1.0), tau,
+                            False)
     averages = all(output.aggregate == "avg" for output in plan.outputs
                    if output.kind == OutputKind.NOISY)
     choice = BoundChoice(epsilon * share * CHOICE_PART, bound_grid(unit.chosen_limit),
@@ -71,20 +73,27 @@ def sums_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: l
     tau = choose_bound(choice, histogram, rng)
     rest = epsilon - choice.epsilon
     if tau >= cap:
-        return CountAtBound(_rows(groups, tau), _at(calibration, tau, cap, rest / epsilon), tau,
-                            True, choice.epsilon, dropped=0)
+        return CountAtBound(_rows(groups, tau, parts), _at(calibration, tau, cap, rest / epsilon),
+                            tau, True, choice.epsilon, dropped=0)
     estimate = rest * TRUNCATION_PART
     scale = laplace_scale(cap - tau, estimate)
     dropped = truncated_total(histogram, cap) - truncated_total(histogram, tau)
-    return CountAtBound(_rows(groups, tau), _at(calibration, tau, cap, (rest - estimate) / epsilon),
-                        tau, True, choice.epsilon, beyond_epsilon=estimate,
+    return CountAtBound(_rows(groups, tau, parts),
+                        _at(calibration, tau, cap, (rest - estimate) / epsilon), tau, True,
+                        choice.epsilon, beyond_epsilon=estimate,
                         dropped=dropped + sample_discrete_laplace(scale, rng),
                         dropped_scale=scale)
 
 
-def rows_at(true_rows: list[Row], keys: int, tau: int) -> list[Row]:
+def layout(plan: PrivateAggregate) -> Layout:
+    """Per part, its buckets (a sum whose clamping bounds are chosen at release: the
+    backend returns its bucket's index, count and sum) or None (one aggregate)."""
+    return tuple(None if part.edges is None else len(part.edges) - 1 for part in plan.parts)
+
+
+def rows_at(true_rows: list[Row], keys: int, tau: int, parts: Layout) -> list[Row]:
     """The backend's rows (bounding.weighted_rows) weighed at τ: per key its parts."""
-    return _rows(_groups(true_rows, keys), tau)
+    return _rows(_groups(true_rows, keys), tau, parts)
 
 
 def _groups(true_rows: list[Row], keys: int) -> Groups:
@@ -113,38 +122,38 @@ def unit_sizes(groups: Groups, cap: int) -> dict[int, int]:
     return histogram
 
 
-def _rows(groups: Groups, tau: int) -> list[Row]:
-    """Per key its parts weighed at τ: Σ_n min(1, τ/n)·aggregate, element by element for
-    a bucketed sum's array; NULL (no row) for a key without rows."""
+def _rows(groups: Groups, tau: int, parts: Layout) -> list[Row]:
+    """Per key its parts weighed at τ: Σ_n min(1, τ/n)·aggregate; a bucketed sum as the
+    numeric[] of its buckets' weighed counts then sums (bounded_sums.py reads it); NULL
+    for a key without rows."""
     rows: list[Row] = []
     for key, sizes in groups.items():
-        if not sizes:
-            rows.append((*key, *(None for _ in range(_width(groups)))))
-            continue
-        totals: list[list[Fraction] | Fraction | None] = [None] * len(sizes[0][2])
+        totals: list[Fraction | list[Fraction] | None] = \
+            [None if buckets is None else [Fraction(0)] * (2 * buckets) for buckets in parts]
         for n, _, values in sizes:
             weight = min(Fraction(1), Fraction(tau, n))
-            for index, raw in enumerate(values):
-                totals[index] = _add(totals[index], raw, weight)
-        rows.append((*key, *(_text(total) for total in totals)))
+            at = 0
+            for index, buckets in enumerate(parts):
+                if buckets is None:
+                    if values[at] is not None:
+                        value = totals[index] or Fraction(0)
+                        assert isinstance(value, Fraction)
+                        totals[index] = value + _fraction(values[at]) * weight
+                    at += 1
+                    continue
+                bucket, count, total = values[at:at + 3]
+                at += 3
+                array = totals[index]
+                assert isinstance(array, list)
+                if bucket is not None:  # NULL: the rows whose value is NULL
+                    array[int(bucket)] += _fraction(count) * weight
+                    array[buckets + int(bucket)] += _fraction(total) * weight
+        rows.append((*key, *((_text(total) if sizes else None) for total in totals)))
     return rows
 
 
-def _width(groups: Groups) -> int:
-    return next((len(sizes[0][2]) for sizes in groups.values() if sizes), 0)
-
-
-def _add(total: list[Fraction] | Fraction | None, raw: bytes | None, weight: Fraction
-         ) -> list[Fraction] | Fraction | None:
-    if raw is None:  # a SUM over no value
-        return total
-    text = raw.decode()
-    if text.startswith("{"):
-        values = [Fraction(Decimal(v)) * weight for v in text.strip("{}").split(",")]
-        return values if total is None else \
-            [a + b for a, b in zip(total, values, strict=True)]  # type: ignore[arg-type]
-    value = Fraction(Decimal(text)) * weight
-    return value if total is None else total + value  # type: ignore[operator]
+def _fraction(raw: bytes | None) -> Fraction:
+    return Fraction(0) if raw is None else Fraction(Decimal(raw.decode()))
 
 
 def _text(total: list[Fraction] | Fraction | None) -> bytes | None:
