@@ -68,8 +68,11 @@ def sums_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: l
                             False)
     averages = all(output.aggregate == "avg" for output in plan.outputs
                    if output.kind == OutputKind.NOISY)
-    choice = BoundChoice(epsilon * share * CHOICE_PART, bound_grid(unit.chosen_limit),
-                         AVERAGE_HEDGE if averages else SUM_HEDGE)
+    choice = BoundChoice(epsilon * share * CHOICE_PART, bound_grid(unit.chosen_limit))
+    if choice.scale >= 1:  # below the stop τ trades bias for noise; without noise, none
+        choice = replace(choice, hedge=AVERAGE_HEDGE if averages else SUM_HEDGE)
+    else:
+        choice = replace(choice, hedge=0)
     tau = choose_bound(choice, histogram, rng)
     rest = epsilon - choice.epsilon
     if tau >= cap:
