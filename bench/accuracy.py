@@ -370,6 +370,8 @@ COST_SHAPES = {
     "total count": "SELECT count(*) FROM orders",
     "histogram": "SELECT quantity, count(*) FROM orders GROUP BY quantity",
     "grouped sum": "SELECT quantity, sum(order_cost) FROM orders GROUP BY quantity",
+    "sum": "SELECT sum(order_cost) FROM orders",
+    "grouped avg": "SELECT quantity, avg(order_cost) FROM orders GROUP BY quantity",
 }
 
 

@@ -17,8 +17,9 @@ Modules, in the order a statement meets them:
   (noise scales).
 - private aggregates: `private` (validate, sensitivity, rewrite), `aggregate_args`
   (bounds of expressions inside SUM/AVG by interval arithmetic), `bounding`
-  (contribution bounding), `weighted` (SUM/AVG bounded by weights per unit), `buckets` (computed group keys), `arithmetic` (expressions
-  that cannot fail), `row_cost` (the bounded work of an expression on one row),
+  (contribution bounding), `weighted` (SUM/AVG bounded by weights per unit), `buckets`
+  (computed group keys), `arithmetic` (expressions that cannot fail), `row_cost` (the
+  bounded work of an expression on one row),
   `constants` (values computed first), `choice` (exponential mechanism), `computed` and
   `outer` (post-processing of released values), `totality` (nothing may fail for some
   rows only), `rewrite` (the SQL the backend runs).

@@ -190,3 +190,16 @@ def test_count_distinct_and_key_selection_keep_the_sort():
         plan = _plan(sql)
         assert plan.unit is not None and plan.unit.weights_cap is None
         assert "row_number" in plan.sql
+
+
+def test_a_variance_names_the_tau_it_was_answered_at():
+    """A statement with expressions over released values (a variance) was answered at a
+    chosen τ; its NOTICE must say so, not the policy's τ (it said "at most 10 rows")."""
+    plan = _plan("SELECT stddev(order_cost) FROM orders")
+    assert plan.post_sql is not None and plan.unit is not None
+    assert plan.unit.weights_cap == 100 and all(part.edges is None for part in plan.parts)
+    rows = [[b"40", b"200000", b"200000", b"-440000000", b"1e12"]]
+    columns = [(output.name, 1700) for output in plan.outputs]  # every output, numeric
+    answer = release(plan, calibrate(plan, 0.1, 1e-8), [], rows, 0.0, SETTINGS,
+                     SeededRandomSource(3), columns)
+    assert "a bound chosen privately for this query (at most 100" in (answer.unit_note or "")

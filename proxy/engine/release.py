@@ -102,10 +102,11 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         rows = [row for row in rows if row[plan.occupied_by] > 0]
     bounds = _bounds(plan, calibration, settings, count) | errors.bounds()
     if plan.post_sql is not None:  # every output, for the statement's own expressions
-        return Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
-                                  in zip(row, columns, strict=True)] for row in rows],
-                       bounds)
-    answer = _released(plan, columns, _post_process(plan, key_types, rows), bounds)
+        answer = Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
+                                    in zip(row, columns, strict=True)] for row in rows],
+                         bounds)
+    else:
+        answer = _released(plan, columns, _post_process(plan, key_types, rows), bounds)
     if count is None:
         return answer
     return replace(answer, unit_note=weights_note(plan, count) if plan.unit is not None and

@@ -19,9 +19,11 @@ from fractions import Fraction
 
 from mechanisms.accuracy import laplace_bound
 from mechanisms.contribution_bound import (
+    HEDGE,
     BoundChoice,
     bound_grid,
     choose_bound,
+    histogram_hedge,
     truncated_total,
 )
 from mechanisms.laplace import laplace_scale, sample_discrete_laplace
@@ -34,14 +36,15 @@ from ..config import PrivacySettings
 from ..pgwire.backend import Row
 from .chosen_bound import CHOICE_PART, TRUNCATION_PART, CountAtBound
 
-# Levels from the walk's stop to τ (a count's is +3, contribution_bound.HEDGE). A sum's
-# noise per unit of τ is max(|lo|, |hi|), against the mean value a row beyond τ takes
-# away, so its best τ leaves more units beyond it than a count's (Amin et al.): one level
-# below the stop (on data where every unit has the same n, τ ≥ ⅔ n). An average's noise
-# falls with τ down to 1 (τ/Σ_u min(n_u, τ) is least there) and its bias comes only from
-# units whose values differ from the others': six levels below. Set on the demo
-# (docs/privacy-unit.md): the constants most worth checking on other data.
-SUM_HEDGE = -1
+# Levels from the walk's stop to τ (a count's is +3, contribution_bound.HEDGE, one less
+# for every 4× more cells of a histogram). A sum's noise per unit of τ is max(|lo|, |hi|),
+# against the mean value a row beyond τ takes away, so its best τ leaves more units beyond
+# it than a count's (Amin et al.): a lone sum's τ is the stop's level, a histogram's one
+# less for every 4× more cells, as a count's. An average's noise falls with τ down to 1
+# (τ/Σ_u min(n_u, τ) is least there) and its bias comes only from units whose values
+# differ from the others': six levels below. Set on the demo (docs/privacy-unit.md): the
+# constants most worth checking on other data.
+SUM_HEDGE = 0
 AVERAGE_HEDGE = -6
 # Digits kept of a weighted value (its sensitivity is widened to cover the rounding).
 DIGITS = 60
@@ -70,7 +73,8 @@ def sums_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: l
                    if output.kind == OutputKind.NOISY)
     choice = BoundChoice(epsilon * share * CHOICE_PART, bound_grid(unit.chosen_limit))
     if choice.scale >= 1:  # below the stop τ trades bias for noise; without noise, none
-        choice = replace(choice, hedge=AVERAGE_HEDGE if averages else SUM_HEDGE)
+        choice = replace(choice, hedge=AVERAGE_HEDGE if averages else SUM_HEDGE + (
+            histogram_hedge(len(groups)) - HEDGE if plan.keys else 0))
     else:
         choice = replace(choice, hedge=0)
     tau = choose_bound(choice, histogram, rng)
