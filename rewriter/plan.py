@@ -8,9 +8,9 @@ from fractions import Fraction
 
 from mechanisms.exponential import QuantileGrid
 
-from .constants import Constant
-from .elastic import Elastic
-from .plan_joins import JoinKeys
+from .analysis.constants import Constant
+from .checks.plan_joins import JoinKeys
+from .sensitivity.elastic import Elastic
 
 # Aggregates answered by the exponential mechanism rather than by noise.
 CHOICES = ("mode", "quantile")
@@ -68,7 +68,7 @@ class NoisyPart:
     # whether it is an AVG's sum of x − (L + U)/2.
     edges: tuple[Fraction, ...] | None = None
     centred: bool = False
-    # Unit mode bounded by weights (rewriter/weighted.py): a count is then a sum of
+    # Unit mode bounded by weights (rewriter/aggregate/weighted.py): a count is then a sum of
     # weights, a real number.
     weighted: bool = False
 

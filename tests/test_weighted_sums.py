@@ -24,9 +24,9 @@ from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings
 from proxy.engine.release import release
 from proxy.engine.weighted_sums import WIDEN, rows_at, unit_sizes
-from rewriter.calibrate import calibrate
-from rewriter.classify import parse_query
-from rewriter.private import plan_private_aggregate
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
+from rewriter.sensitivity.calibrate import calibrate
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 

@@ -1,7 +1,7 @@
 """Unit-mode sums, averages and variances answered at a τ chosen from their own rows.
 
 The backend returned, per group and per unit size n, the rows of such units and each
-part's aggregate (rewriter/weighted.py, bounding.weighted_rows). Each (group, n) is
+part's aggregate (rewriter/aggregate/weighted.py, bounding.weighted_rows). Each (group, n) is
 weighed by min(1, τ/n), so a unit adds at most τ rows' weight in all. τ is the session's
 fixed one, or chosen as a lone count's is (chosen_bound.py, the same split of ε): three
 quarters of `bound_choice_share` walk up the grid of candidates on the units' sizes;
@@ -29,8 +29,8 @@ from mechanisms.contribution_bound import (
 from mechanisms.laplace import laplace_scale, sample_discrete_laplace
 from mechanisms.names import Mechanism
 from mechanisms.random_source import RandomSource
-from rewriter.calibrate import Calibration
 from rewriter.plan import OutputKind, PrivateAggregate
+from rewriter.sensitivity.calibrate import Calibration
 
 from ..config import PrivacySettings
 from ..pgwire.backend import Row
