@@ -29,6 +29,7 @@ from .released import Released
 from .rewrite import rewrite
 from .scope import Scope
 from .unit_mode import UnitMode, chosen_count, unit_mode
+from .weighted import weighted_plan
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Draft:
     key_plans: tuple[KeyPlan, ...] = ()
     plan: PrivateAggregate | None = None
     probe: exp.Select | None = None  # the statement over released values, described
+    weighted: bool = False  # bounded by weights per unit (weighted.py), not a sort
     final: bool = False
 
     @property
@@ -137,8 +139,24 @@ def _histogram(draft: Draft) -> Draft:
     return replace(draft, plan=plan, key_plans=key_plans)
 
 
+def _weighted(draft: Draft) -> Draft:
+    """SUM, AVG and the variance family in unit mode, bounded by weights per unit, or the
+    draft as it is for the shapes that keep the sort."""
+    unit, declared, bounding = draft.mode.unit, draft.scope.policy.unit, draft.mode.bounding()
+    if unit is None or declared is None or unit.columns is None or bounding is None:
+        return draft
+    assert draft.plan is not None
+    weighted = weighted_plan(draft.plan, draft.scope.tree, draft.scope.policy,
+                             [key.spec for key in draft.key_plans], draft.released.parts,
+                             bounding, unit.bounds, declared)
+    if weighted is None:
+        return draft
+    draft.scope.findings.group_columns |= unit.columns  # the units' sizes group on them
+    return replace(draft, plan=weighted, weighted=True)
+
+
 def _chosen_count(draft: Draft) -> Draft:
-    if draft.computed_post is not None:
+    if draft.weighted or draft.computed_post is not None:
         return draft
     assert draft.plan is not None
     plan = chosen_count(draft.scope, draft.mode, draft.released.parts, draft.plan,
@@ -148,7 +166,7 @@ def _chosen_count(draft: Draft) -> Draft:
 
 def _over_released(draft: Draft) -> Draft:
     keys, released, tree = draft.keys, draft.released, draft.scope.tree
-    assert draft.plan is not None and draft.computed_post is not None
+    assert draft.plan is not None
     over = probe(tree, [released.source(i, o) for i, o in enumerate(released.outputs)],
                  [e or column for (_, column), e in zip(keys.keys, keys.expressions,
                                                         strict=True)])
@@ -167,6 +185,7 @@ PASSES: tuple[Callable[[Draft], Draft], ...] = (
     _most_frequent,  # chosen.py: GROUP BY k ORDER BY count(*) DESC LIMIT 1: final
     _groups,  # groups.py: declared domains (at most max_cells) or key selection
     _histogram,  # unit_mode.py, keys.py, rewrite.py, record.py: parts, SQL, the record
+    _weighted,  # weighted.py: SUM/AVG in unit mode, bounded by weights per unit
     _chosen_count,  # unit_mode.py: a count bounded by aggregation, τ chosen: final
     _over_released,  # release/computed.py: the statement over released values: final
 )
