@@ -58,6 +58,7 @@ from .positions import position_of
 from .relations import Analyzer, Relation, Resolved, refuse_missing
 from .rewrite import KeySpec, PartSpec, mode_sql, quantile_sql, rewrite, rewrite_chosen_count
 from .row_cost import COSTLY_HINT
+from .semi_joins import rewrite_semi_joins
 from .totality import refuse_unsafe_nodes
 from .unit import NotOneUnit, UnitOfRows, unit_of_rows
 
@@ -75,11 +76,13 @@ _COMPARISONS: dict[type[exp.Expr], str] = {
 
 
 def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
-                           metrics: Metrics | None = None) -> PrivateAggregate:
+                           metrics: Metrics | None = None, occupied: bool = False
+                           ) -> PrivateAggregate:
     """Validate a query that reads private tables and rewrite it for the backend.
 
-    Raises Refusal for what is not answered, MissingMetrics when a join column has not
-    been measured yet.
+    `occupied`: a histogram over declared domains releases only the keys whose noisy
+    count is above 0 (for a query over its groups). Raises Refusal for what is not
+    answered, MissingMetrics when a join column has not been measured yet.
     """
     if not isinstance(tree, exp.Select):
         raise unsupported(f"{tree.key.upper()} over private tables is not supported",
@@ -94,16 +97,26 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     # Names as PostgreSQL reads them: unquoted folded to lower case, quoted kept.
     normalize_identifiers(tree, dialect="postgres")
     _name_derived_tables(tree)
+    rewrite_semi_joins(tree, policy, offset)
     split = split_outer(tree)
     if split is not None:
         inner, outer, alias = split
+        pristine = inner.copy()  # planning writes placeholders into the tree it reads
         plan = plan_private_aggregate(inner, policy, offset, metrics)
         # PostgreSQL aggregates the groups that exist; the inner answer holds every key of
         # the domain (empty ones too) or those above the key-selection threshold, so
         # count(*) over it would silently differ (1,000 or 0 where PostgreSQL says 4).
         # Such a query is analysed below instead, as an aggregate over a grouped derived
         # table (FLEX: stability doubled), which computes what PostgreSQL does, with noise.
-        if plan.grouping is None or not _aggregates_groups(tree, plan.grouping):
+        # In unit mode, whose derived tables must pass one unit per row, the outer query
+        # runs instead over the domain's keys whose released count is above 0 (Metabase's
+        # count of a question's groups; docs/privacy-unit.md).
+        if plan.unit is not None and plan.grouping is not None and \
+                not plan.grouping.key_selection and _aggregates_groups(tree, plan.grouping):
+            inner = pristine
+            plan = plan_private_aggregate(inner, policy, offset, metrics, occupied=True)
+        if plan.occupied_by is not None or plan.grouping is None or \
+                not _aggregates_groups(tree, plan.grouping):
             if plan.outer_sql is not None or not plan.postgres_sql:
                 raise unsupported("a query over an aggregate subquery is answered for one "
                                   "level of standard SQL aggregates",
@@ -113,7 +126,7 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
                            fingerprint_text=_fingerprint(tree, plan.unit))
     constants = extract_constants(tree, policy, offset)
     analyzer = Analyzer(policy, metrics or Metrics(), offset)
-    planner = _Planner(analyzer, tree, offset)
+    planner = _Planner(analyzer, tree, offset, occupied, constants)
     plan = planner.plan()
     # The last net, after the analysis's own messages, over what runs on private rows;
     # computed group keys run on the public domain only (buckets.py).
@@ -160,6 +173,8 @@ class _Planner:
     analyzer: Analyzer
     tree: exp.Select
     offset: int
+    occupied: bool  # only the keys whose released count is above 0 (_occupied_by)
+    constants: tuple[Constant, ...]  # the values computed before the query (constants.py)
     relation: Relation = field(init=False)
     keys: list[tuple[Resolved, exp.Column]] = field(default_factory=list)
     parts: list[PartSpec] = field(default_factory=list)
@@ -175,11 +190,11 @@ class _Planner:
     bucket_checks: dict[int, Constant] = field(default_factory=dict)
     # Counts a histogram's cells when a public table supplies a domain (_check_cells).
     cells_sql: str | None = None
+    # A condition on a key alone left the domain whole (a public subquery's values).
+    unnarrowed: bool = False
     # Unit mode: the unit of every row; or why a unit policy fell back to rows.
     unit: UnitOfRows | None = None
     row_level_reason: str | None = None
-    # A condition on a key alone left the domain whole (a computed constant in it).
-    unnarrowed: bool = False
 
     @property
     def policy(self) -> Policy:
@@ -208,14 +223,14 @@ class _Planner:
             return self._most_frequent_plan()
         grouping, domains = self._grouping()
         self._settle_groups(grouping is not None and grouping.key_selection)
+        occupied_by = self._occupied_by(grouping, self.occupied)
         noisy_parts = tuple(self._noisy_part(part) for part in self.parts)
         key_specs = [self._key_spec(index, domain) for index, domain in enumerate(domains)]
         plan = self._plan_of(rewrite(self.tree, self.policy, key_specs, self.parts, grouping,
                                      self._bounding()),
                              len(self.keys), noisy_parts, post, grouping,
                              grouped_bounding=bool(self.keys))
-        plan = replace(plan, occupied_by=self._occupied_by(grouping),
-                       domain_unnarrowed=self.unnarrowed)
+        plan = replace(plan, occupied_by=occupied_by, domain_unnarrowed=self.unnarrowed)
         if computed_post is None:
             return self._chosen_count(plan, key_specs)
         self.probe = probe(self.tree, [self._source(i, o) for i, o in enumerate(self.outputs)],
@@ -224,16 +239,21 @@ class _Planner:
         return replace(plan, post_sql=computed_post,
                        probe_sql=self.probe.sql(dialect="postgres"))
 
-    def _occupied_by(self, grouping: Grouping | None) -> int | None:
-        """Over a whole declared domain, the statement's COUNT(*) when it orders or limits
-        its groups: PostgreSQL ranks the groups that exist, so a group whose released
-        count is ≤ 0 is dropped first (post-processing of released values only). Without
-        ORDER BY or LIMIT the whole domain is listed, as documented."""
-        if grouping is None or grouping.key_selection or not any(
+    def _occupied_by(self, grouping: Grouping | None, always: bool = False) -> int | None:
+        """Over a whole declared domain, the output holding COUNT(*) when the statement
+        orders or limits its groups (or `always`): PostgreSQL ranks the groups that exist,
+        so a group whose released count is ≤ 0 is dropped first (post-processing of
+        released values only). A statement that selects no COUNT(*) gets a hidden one, which
+        takes its share of ε. Without ORDER BY or LIMIT the whole domain is listed, as
+        documented."""
+        if grouping is None or grouping.key_selection or not always and not any(
                 self.tree.args.get(clause) is not None for clause in ("order", "limit")):
             return None
-        return next((index for index, projection in enumerate(self.tree.expressions)
-                     if _is_count_star(_unalias(projection))), None)
+        counted = next((index for index, output in enumerate(self.outputs)
+                        if output.aggregate == "count" and
+                        _is_count_star(self.parts[output.parts[0]].node)), None)
+        return self._hidden_aggregate(exp.Count(this=exp.Star())) if counted is None \
+            else counted
 
     # -- the privacy unit ----------------------------------------------------
 
@@ -485,8 +505,11 @@ class _Planner:
         column does, and PostgreSQL deduces the same type for a parameter ($1: bound by the
         client, or a literal lifted into one) in both places; so a literal or a parameter
         gives the same keys. Without a known type nothing is restricted. Conjuncts with
-        subqueries, aggregates, windows, random draws or computed constants (each is
-        placed once, in the data's WHERE) are left out."""
+        subqueries, aggregates, windows or random draws are left out. A value computed
+        before the query (constants.py) is written into the data's WHERE as a literal, and
+        here as the expression it is (`TO_DATE('2024-01-01', 'YYYY-MM-DD')`): on the
+        domain it reads no private row, and it already ran once without failing. One with
+        a subquery (its values) is left out, and the NOTICE says so."""
         where = self.tree.args.get("where")
         if where is None:
             return (), None
@@ -500,15 +523,33 @@ class _Planner:
         for conjunct in conjuncts:
             columns = list(conjunct.find_all(exp.Column))
             if not columns or conjunct.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window,
-                                            exp.Rand, exp.Anonymous, exp.Placeholder):
-                if conjunct.find(exp.Placeholder) and \
-                        all(self._same_column(c, key, column) for c in columns):
-                    self.unnarrowed = True  # the NOTICE says so (answer_notice)
+                                            exp.Rand, exp.Anonymous) or \
+                    not all(self._same_column(c, key, column) for c in columns):
                 continue
-            if all(self._same_column(c, key, column) for c in columns):
-                kept.append(conjunct)
+            computed = self._computed(conjunct)
+            if computed is None:
+                self.unnarrowed = True  # the NOTICE says so (answer_notice)
+            else:
+                kept.append(computed)
         # An enum's domain values are read as the column's type already (enum_type).
         return tuple(kept), kind if kept and not enum else None
+
+    def _computed(self, conjunct: exp.Expr) -> exp.Expr | None:
+        """The conjunct with each value computed before the query written as its
+        expression; None when one of them holds a subquery."""
+        if conjunct.find(exp.Placeholder) is None:
+            return conjunct
+        expressions = {c.token: c.sql for c in self.constants}
+        copy = conjunct.copy()
+        for node in list(copy.find_all(exp.Placeholder)):
+            sql = expressions.get(placeholder_token(str(node.this)))
+            if sql is None:
+                return None
+            value: exp.Expr = exp.maybe_parse(sql, dialect="postgres")
+            if value.find(exp.Subquery, exp.Select):
+                return None
+            node.replace(exp.Paren(this=value))
+        return copy
 
     def _same_column(self, column: exp.Column, key: Resolved, key_column: exp.Column) -> bool:
         if column.name != key_column.name:
@@ -823,10 +864,13 @@ class _Planner:
         position = position_of(spec.column, self.offset)
         self._settle_groups(False)
         if self.parts or self.keys:
+            written = f"{spec.name}({spec.column.sql(dialect='postgres')})"
             raise unsupported(
-                f"{spec.aggregate} is answered by the exponential mechanism and cannot be "
-                "combined with GROUP BY or with noisy aggregates in one query",
-                hint="Ask it in a statement of its own (filter with WHERE for one group).",
+                f"{written} is chosen by the exponential mechanism (a value picked by its "
+                "rank, not a number plus noise) and cannot share a statement with "
+                f"{'GROUP BY' if self.keys else 'count, sum or avg'}",
+                hint=f"Ask SELECT {written} FROM … in a statement of its own (filter with "
+                "WHERE for one group), and the other aggregates in another.",
                 position=position)
         for other, where in self.choices[1:]:
             if other.kind != spec.kind or where.origin != resolved.origin or \

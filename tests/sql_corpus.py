@@ -374,6 +374,45 @@ _HANDWRITTEN = [
                "GROUP BY order_date ORDER BY n, order_date LIMIT 3"),
     ("shapes", "SELECT quantity, count(*) FROM orders WHERE order_cost > 4000 "
                "GROUP BY quantity ORDER BY quantity DESC"),
+    # -- semi- and anti-joins over private tables (rewriter/semi_joins.py) -----------------
+    ("subqueries", "SELECT count(*) FROM customers c WHERE EXISTS "
+                   "(SELECT 1 FROM orders o WHERE o.customer_id = c.customer_id)"),
+    ("subqueries", "SELECT count(*) FROM customers c WHERE NOT EXISTS "
+                   "(SELECT 1 FROM orders o WHERE o.customer_id = c.customer_id)"),
+    ("subqueries", "SELECT count(*) FROM customers WHERE customer_id IN "
+                   "(SELECT customer_id FROM orders WHERE quantity > 5)"),
+    ("subqueries", "SELECT count(*) FROM customers c WHERE c.customer_id NOT IN "
+                   "(SELECT customer_id FROM orders)"),
+    ("subqueries", "SELECT count(*) FROM orders o WHERE o.product_id IN "
+                   "(SELECT product_id FROM recommendations)"),
+    ("subqueries", "SELECT count(*) FROM products p WHERE p.product_id IN "
+                   "(SELECT product_id FROM orders WHERE quantity > 8)"),
+    ("subqueries", "SELECT count(*) FROM orders WHERE customer_id IN (SELECT customer_id "
+                   "FROM orders GROUP BY customer_id HAVING count(*) > 20)"),
+    ("subqueries", "SELECT sum(order_cost) FROM orders o WHERE EXISTS (SELECT 1 FROM "
+                   "recommendations r WHERE r.customer_id = o.customer_id AND "
+                   "r.product_id = o.product_id)"),
+    ("subqueries", "SELECT quantity, count(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM "
+                   "recommendations r WHERE r.customer_id = o.customer_id AND "
+                   "r.product_id = o.product_id LIMIT 1) GROUP BY quantity ORDER BY quantity"),
+    ("subqueries", "SELECT count(*) FROM orders o JOIN products p ON o.product_id = p.product_id "
+                   "WHERE p.category = 'Books' AND o.customer_id IN "
+                   "(SELECT customer_id FROM customers WHERE address LIKE '%United States%')"),
+    ("subqueries", "SELECT count(*) FROM (SELECT * FROM orders o WHERE EXISTS (SELECT 1 FROM "
+                   "customers c WHERE c.customer_id = o.customer_id)) AS virtual_table"),
+    ("subqueries", "SELECT count(*) FROM customers c WHERE EXISTS "
+                   "(SELECT 1 FROM orders o WHERE o.quantity > c.customer_id)"),
+    # -- derived tables that pass on rows of one unit each (unit mode: rewriter/unit.py) ----
+    ("derived", "SELECT count(*) FROM (SELECT * FROM (SELECT * FROM orders) AS a "
+                "WHERE quantity > 2) AS b"),
+    ("derived", "SELECT count(*) FROM (SELECT customer_id, count(*) AS n FROM orders "
+                "GROUP BY customer_id) s WHERE n > 3"),
+    ("derived", "SELECT count(*) FROM (SELECT quantity, count(*) AS n FROM orders "
+                "GROUP BY quantity) s"),
+    ("derived", "SELECT count(*) FROM (SELECT customer_id FROM orders UNION "
+                "SELECT customer_id FROM recommendations) u"),
+    ("derived", "SELECT count(*) FROM (SELECT customer_id, product_id FROM orders EXCEPT "
+                "SELECT customer_id, product_id FROM recommendations) u"),
     # -- session and settings ---------------------------------------------------------------
     ("session", "SHOW dp.epsilon"),
     ("session", "SELECT 1"),

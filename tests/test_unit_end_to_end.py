@@ -331,6 +331,21 @@ TIGHT = "kappa=2,tau_g=3"  # κ·τ_g < τ: the group bounds lower the noise, an
     ("SELECT quantity, count(*) FROM orders GROUP BY quantity", GROUPS),
     ("SELECT p.category, count(*) FROM orders o JOIN products p ON o.product_id = p.product_id "
      "GROUP BY p.category", GROUPS),
+    # semi- and anti-joins correlated on the unit; derived tables passing the unit on
+    ("SELECT count(*) FROM customers c WHERE EXISTS (SELECT 1 FROM orders o "
+     "WHERE o.customer_id = c.customer_id AND o.quantity > 1)", TAU),
+    ("SELECT count(*) FROM orders WHERE customer_id IN (SELECT customer_id FROM orders "
+     "GROUP BY customer_id HAVING count(*) > 2)", TAU),
+    ("SELECT count(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM recommendations r "
+     "WHERE r.customer_id = o.customer_id)", TAU),
+    ("SELECT count(*) FROM (SELECT customer_id, count(*) AS n FROM orders "
+     "GROUP BY customer_id) s WHERE n > 1", TAU),
+    ("SELECT sum(quantity) FROM (SELECT * FROM (SELECT * FROM orders) AS a "
+     "WHERE quantity > 1) AS b", TAU * 10),
+    ("SELECT count(*) FROM (SELECT customer_id, order_date FROM orders UNION ALL "
+     "SELECT customer_id, order_date FROM orders) u", TAU),
+    ("SELECT count(*) FROM (SELECT customer_id, quantity FROM orders UNION "
+     "SELECT customer_id, product_id FROM orders) u", TAU),
 ])
 def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
         small_database: str, sql: str, bound: int):
