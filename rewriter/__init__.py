@@ -13,7 +13,8 @@ Modules, in the order a statement meets them:
   belongs to), `policy_view` (SHOW dp.policy), `comments` (the policy as column comments).
 - sensitivity: `relations` (FLEX stability and max frequencies), `outer_joins` (inner
   and outer equijoin bounds), `set_operations` (UNION, INTERSECT, EXCEPT), `semi_joins`
-  (IN and EXISTS over private tables as joins with a DISTINCT table), `elastic`
+  (IN and EXISTS over private tables as joins with a DISTINCT table), `cross_joins`
+  (a public table joined without a condition), `elastic`
   (elastic and smooth sensitivity), `metrics` (what is known of the data), `calibrate`
   (noise scales).
 - private aggregates: `private` (validate, sensitivity, rewrite), `aggregate_args`

@@ -243,17 +243,19 @@ class _Planner:
         """Over a whole declared domain, the output holding COUNT(*) when the statement
         orders or limits its groups (or `always`): PostgreSQL ranks the groups that exist,
         so a group whose released count is ≤ 0 is dropped first (post-processing of
-        released values only). A statement that selects no COUNT(*) gets a hidden one, which
-        takes its share of ε. Without ORDER BY or LIMIT the whole domain is listed, as
-        documented."""
-        if grouping is None or grouping.key_selection or not always and not any(
-                self.tree.args.get(clause) is not None for clause in ("order", "limit")):
+        released values only). Under LIMIT or OFFSET (which keys come back depends on it)
+        a statement that selects no COUNT(*) gets a hidden one, which takes its share of
+        ε. Without ORDER BY or LIMIT the whole domain is listed, as documented."""
+        if grouping is None or grouping.key_selection:
             return None
+        limited = any(self.tree.args.get(c) is not None for c in ("limit", "offset"))
         counted = next((index for index, output in enumerate(self.outputs)
                         if output.aggregate == "count" and
                         _is_count_star(self.parts[output.parts[0]].node)), None)
-        return self._hidden_aggregate(exp.Count(this=exp.Star())) if counted is None \
-            else counted
+        if counted is not None and (always or limited or self.tree.args.get("order")):
+            return counted
+        return self._hidden_aggregate(exp.Count(this=exp.Star())) \
+            if always or limited else None
 
     # -- the privacy unit ----------------------------------------------------
 

@@ -25,6 +25,7 @@ from .arithmetic import (
     total_form,
     total_trunc,
 )
+from .cross_joins import cross_stability
 from .elastic import (
     Elastic,
     constant,
@@ -44,7 +45,7 @@ from .errors import (
     unsupported,
 )
 from .functions import function_name, is_literal_constant, may_be_array, node_failure, row_failure
-from .metrics import ColumnKey, Metrics, MissingMetrics
+from .metrics import ROWS, ColumnKey, Metrics, MissingMetrics
 from .outer_joins import join_bound
 from .policy import Policy
 from .positions import position_of
@@ -109,6 +110,8 @@ class Source:
     # A base table renamed by a column alias list: visible name -> the table's column
     # (None: two columns go by that name, so naming it is ambiguous).
     renamed: Mapping[str, str | None] | None = None
+    # A public table cross-joined: its columns recur a private number of times (∞).
+    crossed: bool = False
 
 
 @dataclass(frozen=True)
@@ -425,11 +428,15 @@ class Analyzer:
             source, join = pending.pop(chosen)
             joined = self._base_relation(source)
             pairs, rest = self._equalities(conditions, relation, joined)
+            if not pairs and not conditions and self._crossable(source, join):
+                relation = self._cross(relation, source)
+                continue
             if not pairs:
                 node = join if join is not None else items[0][0]
                 raise unsupported(
                     f"cross join of {source.alias}: no equality of columns links it to the "
-                    "tables before it (cross, non-equi and OR joins are refused)",
+                    "tables before it (cross, non-equi and OR joins are refused, but for a "
+                    "public table after the private ones)",
                     hint=JOIN_HINT, position=position_of(node, self.offset))
             filters += rest
             side = _side_of(join)
@@ -441,6 +448,24 @@ class Analyzer:
                                                         else c.this).table
                                           for _, _, c in pairs}})
         return relation, filters + pool
+
+    @staticmethod
+    def _crossable(source: Source, join: exp.Join | None) -> bool:
+        """A public base table joined without any condition (CROSS JOIN, a comma item)."""
+        return not source.private and source.derived is None and source.table is not None \
+            and not _side_of(join) and (join is None or not any(
+                join.args.get(key) for key in ("on", "using", "method")))
+
+    def _cross(self, relation: Relation, source: Source) -> Relation:
+        """relation × a public table (cross_joins.py)."""
+        assert source.table is not None
+        rows = self._base_frequency(source.table, ROWS, False)
+        self.missing |= rows.unmeasured_columns()
+        sources = tuple(replace(s, factor=multiply(s.factor, rows)) for s in relation.sources)
+        return Relation(cross_stability(relation.stability, rows),
+                        (*sources, replace(source, crossed=True)),
+                        relation.base_tables | {source.table}, relation.private_tables,
+                        relation.merged)
 
     def _next_join(self, relation: Relation, pending: list[tuple[Source, exp.Join | None]],
                    pool: list[exp.Expression]) -> tuple[int, list[exp.Expression]]:
@@ -587,8 +612,8 @@ class Analyzer:
                                   "qualify it with its table", position=position)
         source = candidates[0]
         frequency, origin, branches = self._source_column(source, name, column)
-        return Resolved(None if frequency is None else multiply(frequency, source.factor),
-                        origin, source, branches)
+        return Resolved(None if frequency is None or source.crossed else
+                        multiply(frequency, source.factor), origin, source, branches)
 
     def _source_column(self, source: Source, name: str, column: exp.Column
                        ) -> tuple[Elastic | None, ColumnKey | None, frozenset[ColumnKey]]:

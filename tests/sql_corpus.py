@@ -116,6 +116,8 @@ _HANDWRITTEN = [
     ("joins", "SELECT count(*) FROM orders o LEFT JOIN customers c "
               "ON o.customer_id = c.customer_id"),
     ("joins", "SELECT count(*) FROM orders o CROSS JOIN products p"),
+    ("joins", "SELECT count(*) FROM orders o CROSS JOIN products p "
+              "WHERE p.category = 'Books' AND o.quantity > 9"),
     ("joins", "SELECT count(*) FROM orders o LEFT JOIN products p "
               "ON o.product_id = p.product_id"),
     ("joins", "SELECT p.category, count(*) FROM orders o LEFT JOIN products p "
@@ -413,6 +415,18 @@ _HANDWRITTEN = [
                 "SELECT customer_id FROM recommendations) u"),
     ("derived", "SELECT count(*) FROM (SELECT customer_id, product_id FROM orders EXCEPT "
                 "SELECT customer_id, product_id FROM recommendations) u"),
+    # -- issue 28: ranks over a wide domain, Superset's TO_DATE range, mixed choices -------
+    ("shapes", "SELECT quantity, sum(order_cost) FROM orders WHERE order_cost > 4000 "
+               "GROUP BY quantity ORDER BY quantity DESC LIMIT 3"),
+    ("superset", "SELECT date_trunc('month', order_date) AS __timestamp, count(*) AS count "
+                 "FROM public.orders WHERE order_date >= TO_DATE('2024-01-01', 'YYYY-MM-DD') "
+                 "AND order_date < TO_DATE('2025-01-01', 'YYYY-MM-DD') "
+                 "GROUP BY date_trunc('month', order_date) ORDER BY 1 LIMIT 10000"),
+    ("metabase", "SELECT count(*) AS \"count\" FROM (SELECT \"public\".\"orders\".\"quantity\" "
+                 "AS \"quantity\", sum(\"public\".\"orders\".\"order_cost\") AS \"sum\" "
+                 "FROM \"public\".\"orders\" GROUP BY \"public\".\"orders\".\"quantity\") "
+                 "AS \"source\""),
+    ("derived", "SELECT count(*), avg(quantity), median(quantity) FROM orders"),
     # -- session and settings ---------------------------------------------------------------
     ("session", "SHOW dp.epsilon"),
     ("session", "SELECT 1"),

@@ -127,6 +127,27 @@ def test_a_histogram_with_a_chosen_tau_is_postgresqls_without_noise(choosing_pro
     assert any("at most 50 rows, a bound chosen privately" in n for n in notices)
 
 
+@pytest.mark.parametrize("sql", [
+    # Metabase's count of a question's groups: over the keys whose released count is > 0
+    "SELECT count(*) FROM (SELECT quantity, count(*) AS n FROM orders GROUP BY quantity) s",
+    "SELECT count(*) FROM (SELECT order_date, sum(order_cost) AS s FROM orders "
+    "WHERE order_date < '2024-03-01' GROUP BY order_date) AS source",
+    # a semi- and an anti-join correlated on the unit: one customer row per customer
+    "SELECT count(*) FROM customers c WHERE EXISTS (SELECT 1 FROM orders o "
+    "WHERE o.customer_id = c.customer_id AND o.quantity > 8)",
+    "SELECT count(*) FROM customers c WHERE NOT EXISTS (SELECT 1 FROM orders o "
+    "WHERE o.customer_id = c.customer_id AND o.quantity > 8)",
+    # a subquery grouped by the unit: one row per customer
+    "SELECT count(*) FROM (SELECT customer_id, count(*) AS n FROM orders "
+    "GROUP BY customer_id) AS s WHERE n > 20",
+])
+def test_shapes_whose_rows_no_customer_repeats_are_postgresqls_without_noise(
+        unit_proxy, demo_database, sql):
+    dsn, _ = unit_proxy
+    rows, _ = through_proxy(dsn, sql)
+    assert rows == on_postgres(demo_database, sql)
+
+
 def test_a_count_keeps_at_most_tau_rows_per_customer(unit_proxy, demo_database):
     dsn, _ = unit_proxy
     rows, _ = through_proxy(dsn, "SELECT count(*) FROM orders WHERE quantity >= 2")
