@@ -426,7 +426,8 @@ _HANDWRITTEN = [
                  "AS \"quantity\", sum(\"public\".\"orders\".\"order_cost\") AS \"sum\" "
                  "FROM \"public\".\"orders\" GROUP BY \"public\".\"orders\".\"quantity\") "
                  "AS \"source\""),
-    ("derived", "SELECT count(*), avg(quantity), median(quantity) FROM orders"),
+    ("derived", "SELECT count(*), avg(quantity), percentile_cont(0.5) WITHIN GROUP "
+                "(ORDER BY quantity) FROM orders"),
     # -- session and settings ---------------------------------------------------------------
     ("session", "SHOW dp.epsilon"),
     ("session", "SELECT 1"),
