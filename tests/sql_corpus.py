@@ -323,7 +323,7 @@ _HANDWRITTEN = [
                 "GROUP BY 1 ORDER BY 1"),
     ("buckets", "SELECT to_char(order_date, 'YYYY-MM') AS month, count(*) FROM orders "
                 "GROUP BY 1 ORDER BY 1"),
-    # computed keys evaluated on the declared domain only (rewriter/buckets.py)
+    # computed keys evaluated on the declared domain only (rewriter/analysis/buckets.py)
     ("buckets", "SELECT quantity::text AS q, count(*) FROM orders GROUP BY 1 ORDER BY 1"),
     ("buckets", "SELECT (quantity - 1) / 3 AS b, count(*), sum(order_cost) FROM orders "
                 "GROUP BY 1 ORDER BY 1"),
@@ -376,7 +376,7 @@ _HANDWRITTEN = [
                "GROUP BY order_date ORDER BY n, order_date LIMIT 3"),
     ("shapes", "SELECT quantity, count(*) FROM orders WHERE order_cost > 4000 "
                "GROUP BY quantity ORDER BY quantity DESC"),
-    # -- semi- and anti-joins over private tables (rewriter/semi_joins.py) -----------------
+    # -- semi- and anti-joins over private tables (rewriter/analysis/semi_joins.py) -------
     ("subqueries", "SELECT count(*) FROM customers c WHERE EXISTS "
                    "(SELECT 1 FROM orders o WHERE o.customer_id = c.customer_id)"),
     ("subqueries", "SELECT count(*) FROM customers c WHERE NOT EXISTS "
@@ -404,7 +404,7 @@ _HANDWRITTEN = [
                    "customers c WHERE c.customer_id = o.customer_id)) AS virtual_table"),
     ("subqueries", "SELECT count(*) FROM customers c WHERE EXISTS "
                    "(SELECT 1 FROM orders o WHERE o.quantity > c.customer_id)"),
-    # -- derived tables that pass on rows of one unit each (unit mode: rewriter/unit.py) ----
+    # -- derived tables passing one unit per row (unit mode: rewriter/analysis/unit.py) ----
     ("derived", "SELECT count(*) FROM (SELECT * FROM (SELECT * FROM orders) AS a "
                 "WHERE quantity > 2) AS b"),
     ("derived", "SELECT count(*) FROM (SELECT customer_id, count(*) AS n FROM orders "

@@ -1,4 +1,4 @@
-"""CROSS JOIN with a public table (rewriter/cross_joins.py): FLEX's join rule on a
+"""CROSS JOIN with a public table (rewriter/sensitivity/cross_joins.py): FLEX's join rule on a
 constant key, whose max frequency is the public table's row count, in process. The answer
 against PostgreSQL's is in tests/test_differential.py."""
 
@@ -8,10 +8,10 @@ import dataclasses
 
 import pytest
 
-from rewriter.classify import parse_query
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
 from rewriter.errors import Refusal
-from rewriter.metrics import ROWS, MissingMetrics, max_freq_query
-from rewriter.private import plan_private_aggregate
+from rewriter.sensitivity.metrics import ROWS, MissingMetrics, max_freq_query
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 

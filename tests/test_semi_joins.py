@@ -1,5 +1,5 @@
-"""Semi- and anti-joins over private tables (rewriter/semi_joins.py), and derived tables
-that pass on one unit per row (rewriter/unit.py): the rewriting, FLEX's sensitivity at
+"""Semi- and anti-joins over private tables (rewriter/analysis/semi_joins.py), and derived tables
+that pass on one unit per row (rewriter/analysis/unit.py): the rewriting, FLEX's sensitivity at
 row level and the unit analysis, in process. Their answers against PostgreSQL's are in
 tests/test_differential.py (row level) and tests/test_unit_end_to_end.py (a unit of
 1,000 rows moves them by at most their sensitivity)."""
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from rewriter.classify import parse_query
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
+from rewriter.analysis.semi_joins import rewrite_semi_joins
 from rewriter.errors import Refusal
-from rewriter.private import plan_private_aggregate
-from rewriter.semi_joins import rewrite_semi_joins
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
