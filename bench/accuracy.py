@@ -210,7 +210,7 @@ def _coverage(answer: Answer, epsilon: float, rng: SeededRandomSource, draws: in
     for _ in range(draws):
         released = release(answer.plan, calibration, answer.key_types, answer.rows, 0.0,
                            NO_SHIFT, rng)
-        bound = float(released.bounds[name]) if name in released.bounds else None
+        below, above = _ends(released.bounds.get(name))
         for row in released.rows:
             truth = answer.truth.get(tuple(row[:keys]))
             if truth is None:  # a key PostgreSQL does not list (an empty category)
@@ -218,12 +218,24 @@ def _coverage(answer: Answer, epsilon: float, rng: SeededRandomSource, draws: in
             if row[keys] is None:
                 nulls += 1
                 continue
-            error = abs(float(Decimal(row[keys])) - truth)
+            error = truth - float(Decimal(row[keys]))
             cells += 1
-            covered += bound is not None and error <= bound
+            covered += below is not None and -below <= error <= above
             if truth:
-                relative.append(error / abs(truth))
+                relative.append(abs(error) / abs(truth))
     return covered, cells, nulls, relative
+
+
+def _ends(bound: int | str | None) -> tuple[float | None, float]:
+    """How far below and above the released value the stated interval reaches: ±N, or
+    a count's 'N (upper end +M)'."""
+    if bound is None:
+        return None, 0.0
+    text = str(bound)
+    if "(upper end +" in text:
+        below, above = text.split(" (upper end +")
+        return float(below), float(above.rstrip(")"))
+    return float(text), float(text)
 
 
 def run_coverage(dsn: str, count: int, draws: int, shapes: list[str]) -> None:
@@ -358,6 +370,8 @@ COST_SHAPES = {
     "total count": "SELECT count(*) FROM orders",
     "histogram": "SELECT quantity, count(*) FROM orders GROUP BY quantity",
     "grouped sum": "SELECT quantity, sum(order_cost) FROM orders GROUP BY quantity",
+    "sum": "SELECT sum(order_cost) FROM orders",
+    "grouped avg": "SELECT quantity, avg(order_cost) FROM orders GROUP BY quantity",
 }
 
 

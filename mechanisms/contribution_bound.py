@@ -82,7 +82,8 @@ class BoundChoice:
     def bound(self, heavy: int) -> int:
         """τ from the number of heavy levels (post-processing of the walk's output)."""
         last = len(self.grid) - 1
-        return self.grid[0] if heavy == 0 else self.grid[min(heavy + self.hedge, last)]
+        return self.grid[0] if heavy == 0 else \
+            self.grid[min(max(heavy + self.hedge, 0), last)]
 
 
 def privacy_map(choice: BoundChoice, units: int = 1) -> float:

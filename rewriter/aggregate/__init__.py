@@ -14,6 +14,7 @@ relations) and returning its part:
 - `groups`: which groups are released (declared domains, or key selection).
 - `chosen`: plans of the exponential mechanism; `choice`: which aggregates ask for one.
 - `bounding`: contribution bounding (τ, κ, τ_g) in the rewritten SQL.
+- `weighted`: SUM, AVG and the variance family bounded by weights per unit, no sort.
 - `rewrite`: the SQL the backend runs.
 - `record`: the PrivateAggregate every plan ends in.
 """

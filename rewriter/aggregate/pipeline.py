@@ -18,17 +18,18 @@ from ..errors import unsupported
 from ..plan import Grouping, OutputColumn, OutputKind, PostProcess, PrivateAggregate
 from ..policy.model import Domain
 from ..release.computed import probe
-from ..sql.nodes import name_of, unalias
+from ..sql.nodes import name_of
 from .bounds import ValueBounds
 from .chosen import choice_plan, most_frequent_group, most_frequent_plan
 from .computed_sql import clauses
-from .groups import grouping
+from .groups import grouping, occupied_by
 from .keys import GroupKeys, KeyPlan, group_keys
 from .record import plan_record
 from .released import Released
 from .rewrite import rewrite
 from .scope import Scope
 from .unit_mode import UnitMode, chosen_count, unit_mode
+from .weighted import weighted_plan
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,11 @@ class Draft:
     grouping: Grouping | None = None
     domains: tuple[Domain | None, ...] = ()
     cells_sql: str | None = None
+    occupied_by: int | None = None  # the COUNT(*) whose released value drops a key
     key_plans: tuple[KeyPlan, ...] = ()
     plan: PrivateAggregate | None = None
     probe: exp.Select | None = None  # the statement over released values, described
+    weighted: bool = False  # bounded by weights per unit (weighted.py), not a sort
     final: bool = False
 
     @property
@@ -122,6 +125,11 @@ def _groups(draft: Draft) -> Draft:
                    mode=draft.mode.settled(groups is not None and groups.key_selection))
 
 
+def _occupied(draft: Draft) -> Draft:
+    return replace(draft, occupied_by=occupied_by(draft.released, draft.grouping,
+                                                  draft.scope.occupied))
+
+
 def _histogram(draft: Draft) -> Draft:
     scope, mode, keys, released = draft.scope, draft.mode, draft.keys, draft.released
     histogram = len(keys) > 0
@@ -132,13 +140,29 @@ def _histogram(draft: Draft) -> Draft:
     plan = plan_record(scope, mode, sql, len(keys), parts, draft.post,
                        tuple(released.outputs), draft.cells_sql, draft.grouping,
                        grouped_bounding=histogram)
-    plan = replace(plan, occupied_by=_occupied_by(scope.tree, draft.grouping),
+    plan = replace(plan, occupied_by=draft.occupied_by,
                    domain_unnarrowed=any(key.unnarrowed for key in key_plans))
     return replace(draft, plan=plan, key_plans=key_plans)
 
 
+def _weighted(draft: Draft) -> Draft:
+    """SUM, AVG and the variance family in unit mode, bounded by weights per unit, or the
+    draft as it is for the shapes that keep the sort."""
+    unit, declared, bounding = draft.mode.unit, draft.scope.policy.unit, draft.mode.bounding()
+    if unit is None or declared is None or unit.columns is None or bounding is None:
+        return draft
+    assert draft.plan is not None
+    weighted = weighted_plan(draft.plan, draft.scope.tree, draft.scope.policy,
+                             [key.spec for key in draft.key_plans], draft.released.parts,
+                             bounding, unit.bounds, declared)
+    if weighted is None:
+        return draft
+    draft.scope.findings.group_columns |= unit.columns  # the units' sizes group on them
+    return replace(draft, plan=weighted, weighted=True)
+
+
 def _chosen_count(draft: Draft) -> Draft:
-    if draft.computed_post is not None:
+    if draft.weighted or draft.computed_post is not None:
         return draft
     assert draft.plan is not None
     plan = chosen_count(draft.scope, draft.mode, draft.released.parts, draft.plan,
@@ -148,7 +172,7 @@ def _chosen_count(draft: Draft) -> Draft:
 
 def _over_released(draft: Draft) -> Draft:
     keys, released, tree = draft.keys, draft.released, draft.scope.tree
-    assert draft.plan is not None and draft.computed_post is not None
+    assert draft.plan is not None
     over = probe(tree, [released.source(i, o) for i, o in enumerate(released.outputs)],
                  [e or column for (_, column), e in zip(keys.keys, keys.expressions,
                                                         strict=True)])
@@ -166,23 +190,9 @@ PASSES: tuple[Callable[[Draft], Draft], ...] = (
     _choices,  # chosen.py: MIN, MAX, percentiles, mode (exponential mechanism): final
     _most_frequent,  # chosen.py: GROUP BY k ORDER BY count(*) DESC LIMIT 1: final
     _groups,  # groups.py: declared domains (at most max_cells) or key selection
+    _occupied,  # groups.py: the COUNT(*) whose released value ≤ 0 drops its key
     _histogram,  # unit_mode.py, keys.py, rewrite.py, record.py: parts, SQL, the record
+    _weighted,  # weighted.py: SUM/AVG in unit mode, bounded by weights per unit
     _chosen_count,  # unit_mode.py: a count bounded by aggregation, τ chosen: final
     _over_released,  # release/computed.py: the statement over released values: final
 )
-
-
-def _occupied_by(tree: exp.Select, groups: Grouping | None) -> int | None:
-    """Over a whole declared domain, the statement's COUNT(*) when it orders or limits
-    its groups: PostgreSQL ranks the groups that exist, so a group whose released
-    count is ≤ 0 is dropped first (post-processing of released values only). Without
-    ORDER BY or LIMIT the whole domain is listed, as documented."""
-    if groups is None or groups.key_selection or not any(
-            tree.args.get(clause) is not None for clause in ("order", "limit")):
-        return None
-    return next((index for index, projection in enumerate(tree.expressions)
-                 if _is_count_star(unalias(projection))), None)
-
-
-def _is_count_star(node: exp.Expression) -> bool:
-    return isinstance(node, exp.Count) and isinstance(node.this, exp.Star)

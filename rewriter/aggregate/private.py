@@ -15,6 +15,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from ..analysis.constants import as_expressions, extract_constants
 from ..analysis.relations import Analyzer
+from ..analysis.semi_joins import rewrite_semi_joins
 from ..analysis.totality import refuse_unsafe_nodes
 from ..errors import unsupported
 from ..plan import Grouping, PrivateAggregate
@@ -29,11 +30,13 @@ from .scope import Scope
 
 
 def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
-                           metrics: Metrics | None = None) -> PrivateAggregate:
+                           metrics: Metrics | None = None, occupied: bool = False
+                           ) -> PrivateAggregate:
     """Validate a query that reads private tables and rewrite it for the backend.
 
-    Raises Refusal for what is not answered, MissingMetrics when a join column has not
-    been measured yet.
+    `occupied`: a histogram over declared domains releases only the keys whose noisy
+    count is above 0 (for a query over its groups). Raises Refusal for what is not
+    answered, MissingMetrics when a join column has not been measured yet.
     """
     if not isinstance(tree, exp.Select):
         raise unsupported(f"{tree.key.upper()} over private tables is not supported",
@@ -48,16 +51,26 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     # Names as PostgreSQL reads them: unquoted folded to lower case, quoted kept.
     normalize_identifiers(tree, dialect="postgres")
     _name_derived_tables(tree)
+    rewrite_semi_joins(tree, policy, offset)
     split = split_outer(tree)
     if split is not None:
         inner, outer, alias = split
+        pristine = inner.copy()  # planning writes placeholders into the tree it reads
         plan = plan_private_aggregate(inner, policy, offset, metrics)
         # PostgreSQL aggregates the groups that exist; the inner answer holds every key of
         # the domain (empty ones too) or those above the key-selection threshold, so
         # count(*) over it would silently differ (1,000 or 0 where PostgreSQL says 4).
         # Such a query is analysed below instead, as an aggregate over a grouped derived
         # table (FLEX: stability doubled), which computes what PostgreSQL does, with noise.
-        if plan.grouping is None or not _aggregates_groups(tree, plan.grouping):
+        # In unit mode, whose derived tables must pass one unit per row, the outer query
+        # runs instead over the domain's keys whose released count is above 0 (Metabase's
+        # count of a question's groups; docs/privacy-unit.md).
+        if plan.unit is not None and plan.grouping is not None and \
+                not plan.grouping.key_selection and _aggregates_groups(tree, plan.grouping):
+            inner = pristine
+            plan = plan_private_aggregate(inner, policy, offset, metrics, occupied=True)
+        if plan.occupied_by is not None or plan.grouping is None or \
+                not _aggregates_groups(tree, plan.grouping):
             if plan.outer_sql is not None or not plan.postgres_sql:
                 raise unsupported("a query over an aggregate subquery is answered for one "
                                   "level of standard SQL aggregates",
@@ -68,7 +81,7 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     constants = extract_constants(tree, policy, offset)
     analyzer = Analyzer(policy, metrics or Metrics(), offset)
     relation, _ = analyzer.select_relation(tree, {})
-    planned = plan_statement(Scope(analyzer, tree, offset, relation))
+    planned = plan_statement(Scope(analyzer, tree, offset, relation, constants, occupied))
     assert planned.plan is not None
     plan = planned.plan
     # The last net, after the analysis's own messages, over what runs on private rows;

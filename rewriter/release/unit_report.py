@@ -43,6 +43,11 @@ def mode_report(plan: PrivateAggregate) -> dict[str, Any]:
 
 def mode_notice(plan: PrivateAggregate) -> str | None:
     """The NOTICE clause of the privacy model, or None for a plain row-level answer."""
+    if plan.unit is not None and plan.unit.weights_cap is not None:
+        tau = plan.unit.max_contributions
+        return (f"each {plan.unit.unit} weighs at most {_plural(tau, 'row')} in all: a unit "
+                f"of n > {tau} rows has each weigh {tau}/n; the weight beyond is not counted "
+                "(how much is not released)")
     if plan.unit is not None:
         unit = plan.unit
         groups = (f", in at most {_plural(unit.max_groups, 'group')}"
