@@ -12,7 +12,7 @@ lone count's is (proxy/engine/weighted_sums.py; the proof is in docs/privacy-uni
 Shapes that keep the `row_number()` sort: COUNT(DISTINCT) (a weight cannot be spread over
 distinct values), key selection (its threshold counts κ groups per unit), a histogram at a
 fixed τ whose κ·τ_g is below τ (there the sort's L1 is smaller), and the lone COUNT(*),
-which the contribution histogram answers (private.py, `_chosen_count`).
+which the contribution histogram answers (unit_mode.py, `chosen_count`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from ..policy.privacy_unit import PrivacyUnit
 from ..sensitivity.elastic import constant
 from .bounding import Bounding
 from .rewrite import KeySpec, PartSpec, rewrite_weighted
+from .scope import Scope
+from .unit_mode import UnitMode
 
 
 def weighted_plan(plan: PrivateAggregate, tree: exp.Select, policy: Policy,
@@ -56,3 +58,16 @@ def weighted_plan(plan: PrivateAggregate, tree: exp.Select, policy: Policy,
                    parts=tuple(replace(part, elastic=constant(cap), l2=float(cap),
                                        weighted=True) for part in plan.parts),
                    unit=unit, windows=0, fingerprint_text=fingerprint)
+
+
+def weighted(scope: Scope, mode: UnitMode, parts: list[PartSpec], plan: PrivateAggregate,
+             keys: list[KeySpec]) -> PrivateAggregate | None:
+    """The statement's plan bounded by weights in unit mode (weighted_plan), or None."""
+    unit, declared, bounding = mode.unit, scope.policy.unit, mode.bounding()
+    if unit is None or declared is None or unit.columns is None or bounding is None:
+        return None
+    by_weights = weighted_plan(plan, scope.tree, scope.policy, keys, parts, bounding,
+                               unit.bounds, declared)
+    if by_weights is not None:
+        scope.findings.group_columns |= unit.columns  # the units' sizes group on them
+    return by_weights
