@@ -42,7 +42,7 @@ from rewriter.plan import PrivateAggregate
 from ..config import PrivacySettings
 from ..pgwire.backend import Row
 
-CHOICE_PART = 0.75  # of bound_choice_share; the rest estimates a histogram's units beyond τ
+CHOICE_PART = 0.75  # of bound_choice_share; the rest releases a histogram's rows beyond τ
 # Of a lone count's ε after the choice, when τ is below the cap: the rows beyond τ. Their
 # noise, times ln(1/β), is what the interval's upper end must add to be honest.
 TRUNCATION_PART = 0.1
