@@ -166,7 +166,8 @@ def run(dsn: str, count: int, draws: int, smartnoise: str | None) -> None:
                                                   draws).items():
                 medians[(shape, epsilon, "smartnoise")] = statistics.median(errors["absolute"])
     print(f"median absolute error over {count} queries per shape, {draws} draws each "
-          "(per cell for histograms); unit: tau = 10, unit1: tau = 1")
+          "(per cell for histograms); unit: the demo policy (tau = 10; a count chooses its tau), "
+          "unit1: tau = 1")
     header = f"{'shape':22} {'eps':>4} {'median true':>11} {'unit':>10} {'FLEX':>10} " \
              f"{'FLEX/unit':>9} {'unit1':>8} {'FLEX/unit1':>10}"
     if smartnoise:
