@@ -83,7 +83,8 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         count = sums_at_bound(plan, calibration, true_rows, settings, rng)
     if count is not None:
         true_rows, calibration = count.rows, count.calibration
-    noisers = _noisers(plan, calibration, shift_draw, settings, rng)
+    noisers = _noisers(plan, calibration, shift_draw, settings, rng,
+                       count.resolution if count is not None else 1)
     errors = _RowErrors.of(plan, calibration, settings, count)
     rows = []
     for true_row in true_rows:
@@ -135,9 +136,12 @@ def _number(raw: bytes | None, integer: bool) -> int | Fraction:
 
 
 def _noisers(plan: PrivateAggregate, calibration: Calibration, shift_draw: float,
-             settings: PrivacySettings, rng: RandomSource) -> list[Noiser]:
+             settings: PrivacySettings, rng: RandomSource, resolution: int = 1
+             ) -> list[Noiser]:
     """One function per part, (true text value) -> Drawn; the noise parameters are derived
-    once per answer, not once per row (a sum with bounds chosen at release: per row)."""
+    once per answer, not once per row (a sum with bounds chosen at release: per row).
+    Counts given in steps of 1/`resolution` (a chosen histogram's cells) are noised in
+    those steps and released rounded to whole rows."""
     shifted = calibration.mechanism == Mechanism.SHIFTED_LAPLACE
     noisers = []
     for part, calibrated in zip(plan.parts, calibration.parts, strict=True):
@@ -147,17 +151,20 @@ def _noisers(plan: PrivateAggregate, calibration: Calibration, shift_draw: float
                                               settings.bounds_share,
                                               1 - settings.confidence, rng))
         elif part.integer:
-            noisers.append(_count_noiser(calibrated, calibration.mechanism, round(shift), rng))
+            noisers.append(_count_noiser(calibrated, calibration.mechanism, round(shift),
+                                          rng, resolution))
         else:
             noisers.append(_real_noiser(calibrated, calibration, shift, rng))
     return noisers
 
 
-def _count_noiser(part: PartCalibration, mechanism: str, shift: int, rng: RandomSource
-                  ) -> Noiser:
-    """Exact discrete Laplace or Gaussian noise; key selection looks at the unshifted value."""
-    laplace = laplace_scale(part.scale, 1.0) if part.scale and mechanism != Mechanism.GAUSSIAN \
-        else None
+def _count_noiser(part: PartCalibration, mechanism: str, shift: int, rng: RandomSource,
+                  resolution: int = 1) -> Noiser:
+    """Exact discrete Laplace or Gaussian noise; key selection looks at the unshifted value.
+    At a resolution Q > 1 the value and the noise are in steps of 1/Q (the noise's scale
+    Q·b), and their sum is rounded to whole rows: post-processing."""
+    laplace = laplace_scale(part.scale * resolution, 1.0) \
+        if part.scale and mechanism != Mechanism.GAUSSIAN else None
 
     def noise(raw: bytes | None) -> Drawn:
         value = _number(raw, integer=True)
@@ -168,6 +175,8 @@ def _count_noiser(part: PartCalibration, mechanism: str, shift: int, rng: Random
             plain = gaussian_count(int(value), part.variance, 0.0, rng)
         else:
             plain = int(value) + sample_discrete_laplace(laplace, rng)
+            if resolution > 1:
+                plain = round(Fraction(plain, resolution))
         return Drawn(plain, plain + shift)
     return noise
 
@@ -346,14 +355,14 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
         widest = widest_shift(calibration, output.parts[0], settings)
         if count is not None and plan.unit is not None and plan.unit.weights_cap is not None:
             # β/2 for the noise, β/2 for the rows beyond τ (none at a fixed τ: not released)
-            rows = truncation_allowance(count, plan.unit.weights_cap, beta / 2)
+            rows = truncation_allowance(count, beta / 2)
             noise = noise_bound(plan, calibration, output.parts[0], widest,
                                 beta / 2 if count.chosen else beta)
             bounds[output.name] = math.ceil(noise + rows * _magnitude(output))
             continue
         if count is not None and calibration.mechanism != Mechanism.GAUSSIAN:
             assert plan.unit is not None and plan.unit.counts_cap is not None
-            bounds[output.name] = count_bound(count, plan.unit.counts_cap, widest, beta)
+            bounds[output.name] = count_bound(count, widest, beta)
             continue
         bounds[output.name] = math.ceil(
             noise_bound(plan, calibration, output.parts[0], widest, beta))
@@ -396,7 +405,7 @@ class _RowErrors:
             return cls(plan, calibration, settings, outputs, {})
         beta = 1 - settings.confidence
         return cls(plan, calibration, settings, outputs, {},
-                   truncation_allowance(count, plan.unit.weights_cap, beta / 2), 1 / 2)
+                   truncation_allowance(count, beta / 2), 1 / 2)
 
     def widen(self, row: list, drawn: list[Drawn]) -> None:
         """Take in one released row (plan.outputs' values) and its drawn parts."""

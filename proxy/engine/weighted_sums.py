@@ -74,7 +74,8 @@ def sums_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: l
     choice = BoundChoice(epsilon * share * CHOICE_PART, bound_grid(unit.chosen_limit))
     if choice.scale >= 1:  # below the stop τ trades bias for noise; without noise, none
         choice = replace(choice, hedge=AVERAGE_HEDGE if averages else SUM_HEDGE + (
-            histogram_hedge(len(groups)) - HEDGE if plan.keys else 0))
+            histogram_hedge(len(groups), choice, epsilon * (1 - share)) - HEDGE
+            if plan.keys else 0))
     else:
         choice = replace(choice, hedge=0)
     tau = choose_bound(choice, histogram, rng)
