@@ -23,11 +23,12 @@ from .errors import SYNTAX_ERROR, Refusal, policy_refusal, unsupported
 from .functions import changes_state, function_name, is_denied
 from .lexer import tokenize
 from .lexical import check_setting, guarded
-from .metrics import Metrics
-from .plan import EmptyStatement, Plan, Relay, SetDpSetting, ShowDpSetting
+from .metrics import Metrics, MissingMetrics
+from .plan import ColumnProbe, EmptyStatement, Plan, Relay, SetDpSetting, ShowDpSetting
 from .policy import Policy
 from .positions import position_of
 from .private import ONLY_AGGREGATES, plan_private_aggregate
+from .probes import probe_limit
 from .scopes import cte_reference_ids
 
 _DIALECT = Postgres()
@@ -185,7 +186,14 @@ def _classify_query(text: str, policy: Policy, metrics: Metrics, offset: int) ->
     if private:
         _refuse_writes_and_side_effects(tree, offset, volatile=metrics.volatile_functions)
         refuse_catalogs_with_private(tables, policy, offset)
-        return plan_private_aggregate(tree, policy, offset, metrics)
+        limit = probe_limit(tree)  # before the analysis changes the tree
+        try:
+            return plan_private_aggregate(tree, policy, offset, metrics)
+        except (Refusal, MissingMetrics) as refused:
+            # Its columns, not a refusal: measuring a join for it would be wasted work.
+            if limit is None or getattr(refused, "sqlstate", None) == SYNTAX_ERROR:
+                raise
+            return ColumnProbe(limit)
     return _relay(text, tree, tables, offset, policy)
 
 

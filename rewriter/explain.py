@@ -9,7 +9,7 @@ from .classify import classify, parse_query
 from .error_bars import noise_bound
 from .errors import Refusal
 from .metrics import Metrics, MissingMetrics
-from .plan import NoisyPart, OutputColumn, PrivateAggregate, Relay
+from .plan import ColumnProbe, NoisyPart, OutputColumn, PrivateAggregate, Relay
 from .policy import Policy
 from .private import plan_private_aggregate
 from .sqlstate import SqlState
@@ -37,6 +37,9 @@ def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: f
             if public is None:
                 return {"supported": True, "kind": "relay", "rewritten_sql": sql.strip()}
             plan = public
+        if isinstance(plan, ColumnProbe):
+            return {"supported": True, "kind": "column probe", "rows": 0,
+                    "charged": False}
         if not isinstance(plan, PrivateAggregate):
             return {"supported": True, "kind": "session"}
         return _report(plan, calibrate(plan, epsilon, delta, k), 1 - confidence)

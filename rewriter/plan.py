@@ -241,4 +241,13 @@ class EmptyStatement:
     pass
 
 
-Plan = Relay | SetDpSetting | ShowDpSetting | PrivateAggregate | EmptyStatement
+@dataclass(frozen=True)
+class ColumnProbe:
+    """A statement that would return private rows, asked with LIMIT 0 or 1 as BI tools
+    ask for a query's columns: answered with PostgreSQL's Describe of it and no row
+    (probes.py)."""
+
+    limit: int
+
+
+Plan = Relay | SetDpSetting | ShowDpSetting | PrivateAggregate | EmptyStatement | ColumnProbe

@@ -12,7 +12,14 @@ from accounting import Analyst, Ledger
 from mechanisms.random_source import RandomSource
 from rewriter.classify import Statement
 from rewriter.errors import Refusal
-from rewriter.plan import EmptyStatement, Plan, PrivateAggregate, SetDpSetting, ShowDpSetting
+from rewriter.plan import (
+    ColumnProbe,
+    EmptyStatement,
+    Plan,
+    PrivateAggregate,
+    SetDpSetting,
+    ShowDpSetting,
+)
 from rewriter.sqlstate import SqlState
 
 from ..config import Config
@@ -21,6 +28,7 @@ from ..pgwire.backend import BackendError, BackendPool, Parameters
 from ..pgwire.codes import ErrorField
 from ..pgwire.running import Running
 from .charge_batches import ChargeBatches
+from .column_probes import describe_probe, probe_answer
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error
 from .fair import FairShares
@@ -80,6 +88,7 @@ class Engine:
             SetDpSetting: self._set,
             ShowDpSetting: self._show,
             PrivateAggregate: self._private,
+            ColumnProbe: self._probe,
         }
 
     async def statements(self, sql: str) -> list[Statement]:
@@ -109,6 +118,9 @@ class Engine:
             return Description(tuple(shape.parameters), tuple(shape.columns))
         if isinstance(plan, ShowDpSetting):
             return Description(columns=tuple(self.settings.show_columns(plan)))
+        if isinstance(plan, ColumnProbe):
+            described = await describe_probe(self.private.released, text, types)
+            return Description(tuple(described.parameters), tuple(described.columns))
         return Description()
 
     async def _empty(self, plan: EmptyStatement, text: str, parameters: Parameters | None,
@@ -126,6 +138,11 @@ class Engine:
     async def _private(self, plan: PrivateAggregate, text: str,
                        parameters: Parameters | None, offset: int) -> Answer:
         return await self.private.answer(text, plan, parameters, offset)
+
+    async def _probe(self, plan: ColumnProbe, text: str, parameters: Parameters | None,
+                     offset: int) -> Answer:
+        return await probe_answer(self.private.released, text, plan,
+                                  parameters.types if parameters else (), offset)
 
     async def refused(self, text: str, refusal: Refusal, offset: int = 0,
                       types: tuple[int, ...] = ()) -> StatementError:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 from rewriter.errors import Refusal
 from rewriter.plan import (
+    ColumnProbe,
     EmptyStatement,
     Plan,
     PrivateAggregate,
@@ -41,6 +42,8 @@ def plan_kind(plan: Plan | Refusal | None) -> str:
         return "setting"
     if isinstance(plan, EmptyStatement):
         return "empty"
+    if isinstance(plan, ColumnProbe):
+        return "probe"
     return "refused"
 
 
