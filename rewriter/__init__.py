@@ -20,8 +20,8 @@ Modules, in the order a statement meets them:
   (contribution bounding), `buckets` (computed group keys), `arithmetic` (expressions
   that cannot fail), `row_cost` (the bounded work of an expression on one row),
   `constants` (values computed first), `choice` (exponential mechanism), `computed` and
-  `outer` (post-processing of released values), `probes` (statements of private rows
-  asked with LIMIT 0 or 1 for their columns), `totality` (nothing may fail for some
+  `outer` (post-processing of released values), `probes` (refused statements asked
+  with LIMIT 0 or 1, as BI tools ask for columns), `totality` (nothing may fail for some
   rows only), `rewrite` (the SQL the backend runs).
 - checks against PostgreSQL's own plan: `plan_check`, `plan_joins`.
 - what comes out: `plan` (the Plan), `errors` (typed refusals), `sqlstate` (every

@@ -23,7 +23,7 @@ from .errors import SYNTAX_ERROR, Refusal, policy_refusal, unsupported
 from .functions import changes_state, function_name, is_denied
 from .lexer import tokenize
 from .lexical import check_setting, guarded
-from .metrics import Metrics, MissingMetrics
+from .metrics import Metrics
 from .plan import ColumnProbe, EmptyStatement, Plan, Relay, SetDpSetting, ShowDpSetting
 from .policy import Policy
 from .positions import position_of
@@ -189,11 +189,10 @@ def _classify_query(text: str, policy: Policy, metrics: Metrics, offset: int) ->
         limit = probe_limit(tree)  # before the analysis changes the tree
         try:
             return plan_private_aggregate(tree, policy, offset, metrics)
-        except (Refusal, MissingMetrics) as refused:
-            # Its columns, not a refusal: measuring a join for it would be wasted work.
-            if limit is None or getattr(refused, "sqlstate", None) == SYNTAX_ERROR:
+        except Refusal as refusal:
+            if limit is None or refusal.sqlstate == SYNTAX_ERROR:
                 raise
-            return ColumnProbe(limit)
+            return ColumnProbe(limit, refusal.message)
     return _relay(text, tree, tables, offset, policy)
 
 

@@ -243,11 +243,12 @@ class EmptyStatement:
 
 @dataclass(frozen=True)
 class ColumnProbe:
-    """A statement that would return private rows, asked with LIMIT 0 or 1 as BI tools
-    ask for a query's columns: answered with PostgreSQL's Describe of it and no row
-    (probes.py)."""
+    """A statement dpgate refuses, asked with LIMIT 0 or 1 as BI tools ask for a query's
+    columns: answered with PostgreSQL's Describe of it and no row, `refused` (the
+    refusal's message) in the NOTICE (probes.py)."""
 
     limit: int
+    refused: str
 
 
 Plan = Relay | SetDpSetting | ShowDpSetting | PrivateAggregate | EmptyStatement | ColumnProbe

@@ -1,7 +1,8 @@
-"""Column probes: a statement of private rows asked with LIMIT 0 or 1, as Superset asks a
+"""Column probes: a statement dpgate refuses, asked with LIMIT 0 or 1 as Superset asks a
 virtual dataset's SQL before saving it, is answered with PostgreSQL's columns and no row,
 for free, through psycopg2 (Superset's driver, simple protocol) and psycopg (extended
-protocol, with a parameter); every other statement of rows is still refused."""
+protocol, with a parameter); with another LIMIT it is still refused, and a question
+dpgate answers is answered as usual."""
 
 from __future__ import annotations
 
@@ -17,10 +18,14 @@ from tests.unit_support import demo_policy
 
 pytestmark = pytest.mark.end_to_end
 
-# What Superset runs before saving a virtual dataset of rows from SQL Lab
-# (superset/connectors/sqla/utils.py, get_virtual_table_metadata: the SQL with LIMIT 1).
-DATASET_OF_ROWS = ("SELECT o.order_date, o.quantity, p.category FROM orders o "
-                   "JOIN products p ON o.product_id = p.product_id\nLIMIT 1")
+# What Superset 6.1 runs (twice) before saving a virtual dataset of rows from SQL Lab
+# (superset/connectors/sqla/utils.py, get_columns_description: the SQL as sqlglot formats
+# it, with LIMIT 1).
+DATASET_OF_ROWS = ("SELECT\n  o.order_date,\n  o.quantity,\n  p.category\nFROM orders AS o\n"
+                   "JOIN products AS p\n  ON o.product_id = p.product_id\nLIMIT 1")
+# An aggregate dpgate refuses (no bounds for order_id), probed the same way.
+REFUSED_AGGREGATE = ("SELECT\n  customer_id,\n  SUM(order_id)\nFROM orders\nGROUP BY\n"
+                     "  customer_id\nLIMIT 1")
 
 
 def _spent(dsn: str) -> tuple[float, int]:
@@ -51,8 +56,25 @@ def test_superset_probe_of_a_dataset_of_rows_gets_its_columns_free(
         connection.close()
     assert columns == _direct_columns(demo_database, DATASET_OF_ROWS)
     assert [name for name, _ in columns] == ["order_date", "quantity", "category"]
-    assert any("columns without its rows" in notice and "nothing is charged" in notice
-               for notice in notices)
+    assert any("only the statement's columns, no row" in notice and
+               "only aggregates of private tables are answered" in notice and
+               "nothing is charged" in notice for notice in notices)
+    assert _spent(proxy.dsn("alice")) == before
+
+
+def test_a_refused_aggregate_probed_gets_its_columns_and_the_refusal_in_a_notice(
+        proxy: RunningProxy, demo_database: DemoDatabase):
+    before = _spent(proxy.dsn("alice"))
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        notices: list[str] = []
+        connection.add_notice_handler(lambda d: notices.append(d.message_primary))
+        cursor = psycopg.ClientCursor(connection).execute(REFUSED_AGGREGATE)
+        assert cursor.fetchall() == []
+        columns = [(d.name, d.type_code) for d in cursor.description]
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="needs declared bounds"):
+            connection.execute(REFUSED_AGGREGATE.replace("LIMIT 1", "LIMIT 10"))
+    assert columns == _direct_columns(demo_database, REFUSED_AGGREGATE)
+    assert any("SUM(order_id) needs declared bounds" in notice for notice in notices)
     assert _spent(proxy.dsn("alice")) == before
 
 
@@ -91,12 +113,9 @@ def test_other_statements_of_rows_are_refused_and_aggregates_answered(proxy: Run
     ("SELECT * FROM orders LIMIT 2", None),
     ("SELECT * FROM orders LIMIT 1 OFFSET 1", None),
     ("SELECT * FROM orders", None),
-    ("SELECT count(*) FROM orders LIMIT 1", None),
-    ("SELECT DISTINCT quantity FROM orders LIMIT 1", None),
-    ("SELECT quantity FROM orders GROUP BY quantity LIMIT 1", None),
-    ("SELECT * FROM (SELECT quantity, count(*) AS n FROM orders GROUP BY 1) AS s LIMIT 1",
-     None),
-    ("SELECT row_number() OVER () FROM orders LIMIT 1", None),
+    ("SELECT * FROM orders LIMIT ALL", None),
+    ("SELECT * FROM (SELECT * FROM orders LIMIT 1) AS s", None),
+    ("SELECT count(*) FROM orders LIMIT 1", 1),
 ])
 def test_which_statements_are_probes(sql: str, limit: int | None):
     assert probe_limit(parse_query(sql)) == limit
@@ -105,7 +124,12 @@ def test_which_statements_are_probes(sql: str, limit: int | None):
 @pytest.mark.unit
 def test_a_probe_is_planned_only_where_the_statement_is_refused():
     policy = demo_policy()
-    assert classify(DATASET_OF_ROWS, policy)[0].plan == ColumnProbe(1)
-    # Answerable with LIMIT 1 (keys only, over the domain): answered, not probed.
-    answered = classify("SELECT quantity FROM orders GROUP BY quantity LIMIT 1", policy)
-    assert isinstance(answered[0].plan, PrivateAggregate)
+    plan = classify(DATASET_OF_ROWS, policy)[0].plan
+    assert isinstance(plan, ColumnProbe) and plan.limit == 1
+    assert plan.refused.startswith("only aggregates of private tables are answered")
+    for answerable in ("SELECT quantity FROM orders GROUP BY quantity LIMIT 1",
+                       "SELECT count(*) FROM orders LIMIT 1"):
+        assert isinstance(classify(answerable, policy)[0].plan, PrivateAggregate)
+    # Refused before the analysis (a catalog beside a private table): still refused.
+    mixed = classify("SELECT * FROM orders, pg_class LIMIT 1", policy)[0].plan
+    assert not isinstance(mixed, ColumnProbe)

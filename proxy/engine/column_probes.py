@@ -1,8 +1,8 @@
-"""Column probes (rewriter/probes.py): a statement that would return private rows, asked
-with LIMIT 0 or 1 as BI tools ask for a query's columns, answered with its columns and no
-row. The columns are PostgreSQL's Describe of the statement as written, on the relay
-role's pool: Parse and Describe read the catalog only, so nothing runs and no row is read,
-and that role could not read a private row even if something did."""
+"""Column probes (rewriter/probes.py): a statement dpgate refuses, asked with LIMIT 0 or 1
+as BI tools ask for a query's columns, answered with its columns and no row. The columns
+are PostgreSQL's Describe of the statement as written, on the relay role's pool: Parse
+and Describe read the catalog only, so nothing runs and no row is read, and that role
+could not read a private row even if something did."""
 
 from __future__ import annotations
 
@@ -33,7 +33,6 @@ async def probe_answer(pool: BackendPool, text: str, plan: ColumnProbe,
 
 
 def probe_notice(plan: ColumnProbe) -> str:
-    return (f"dpgate: the statement's columns without its rows: it would return rows of "
-            f"private tables, which dpgate never returns (answered with no row as asked "
-            f"with LIMIT {plan.limit}, the way BI tools learn a query's columns); nothing "
-            "is charged")
+    return (f"dpgate: only the statement's columns, no row, as asked with LIMIT "
+            f"{plan.limit} (the way BI tools learn a query's columns): as a question it is "
+            f"refused: {plan.refused}; nothing is charged")
