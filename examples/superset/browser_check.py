@@ -198,7 +198,7 @@ def main(base: str, uri: str, shots: Path) -> dict:
                                "category")
             report["chart_over_rows"] = browser.open(
                 f"/explore/?slice_id={over_rows}",
-                lambda text: "dpgate" in text or "rows" in text and "Books" in text)
+                lambda text: "cannot protect" in text or "rows" in text and "Books" in text)
             browser.screenshot(str(shots / "chart_over_rows.png"))
     finally:
         browser.quit()
