@@ -247,7 +247,8 @@ _HANDWRITTEN = [
     # Explore's Samples tab counts the rows first (charged: a number about the data).
     ("superset", "SELECT COUNT(*) AS \"COUNT(*)\" FROM public.orders LIMIT 50000"),
     # Saving a virtual dataset from SQL Lab runs its SQL (sqlglot-formatted) with LIMIT 1
-    # to learn its columns; a dataset of rows is a column probe (rewriter/probes.py).
+    # to learn its columns; a dataset of rows is a column probe
+    # (rewriter/analysis/probes.py).
     ("superset", "SELECT\n  o.order_date,\n  o.quantity,\n  p.category\nFROM orders AS o\n"
                  "JOIN products AS p\n  ON o.product_id = p.product_id\nLIMIT 1"),
     ("superset", "SELECT\n  customer_id,\n  SUM(order_id)\nFROM orders\nGROUP BY\n"
@@ -393,7 +394,7 @@ _HANDWRITTEN = [
                 "GROUP BY 1 ORDER BY 1"),
     ("buckets", "SELECT to_char(order_date, 'YYYY-MM') AS month, count(*) FROM orders "
                 "GROUP BY 1 ORDER BY 1"),
-    # computed keys evaluated on the declared domain only (rewriter/buckets.py)
+    # computed keys evaluated on the declared domain only (rewriter/analysis/buckets.py)
     ("buckets", "SELECT quantity::text AS q, count(*) FROM orders GROUP BY 1 ORDER BY 1"),
     ("buckets", "SELECT (quantity - 1) / 3 AS b, count(*), sum(order_cost) FROM orders "
                 "GROUP BY 1 ORDER BY 1"),

@@ -10,9 +10,9 @@ import psycopg
 import psycopg2
 import pytest
 
-from rewriter.classify import classify, parse_query
+from rewriter.analysis.classify import classify, parse_query
+from rewriter.analysis.probes import probe_limit
 from rewriter.plan import ColumnProbe, PrivateAggregate
-from rewriter.probes import probe_limit
 from tests.conftest import DemoDatabase, RunningProxy
 from tests.unit_support import demo_policy
 

@@ -1,8 +1,8 @@
-"""Column probes (rewriter/probes.py): a statement dpgate refuses, asked with LIMIT 0 or 1
-as BI tools ask for a query's columns, answered with its columns and no row. The columns
-are PostgreSQL's Describe of the statement as written, on the relay role's pool: Parse
-and Describe read the catalog only, so nothing runs and no row is read, and that role
-could not read a private row even if something did."""
+"""Column probes (rewriter/analysis/probes.py): a statement dpgate refuses, asked with
+LIMIT 0 or 1 as BI tools ask for a query's columns, answered with its columns and no row.
+The columns are PostgreSQL's Describe of the statement as written, on the relay role's
+pool: Parse and Describe read the catalog only, so nothing runs and no row is read, and
+that role could not read a private row even if something did."""
 
 from __future__ import annotations
 
