@@ -13,6 +13,8 @@ import pytest
 from rewriter.analysis.classify import classify, parse_query
 from rewriter.analysis.probes import probe_limit
 from rewriter.plan import ColumnProbe, PrivateAggregate
+from rewriter.release.explain import explain
+from rewriter.sensitivity.metrics import Metrics
 from tests.conftest import DemoDatabase, RunningProxy
 from tests.unit_support import demo_policy
 
@@ -130,6 +132,9 @@ def test_a_probe_is_planned_only_where_the_statement_is_refused():
     for answerable in ("SELECT quantity FROM orders GROUP BY quantity LIMIT 1",
                        "SELECT count(*) FROM orders LIMIT 1"):
         assert isinstance(classify(answerable, policy)[0].plan, PrivateAggregate)
+    # dpgate explain says what the proxy does.
+    assert explain(DATASET_OF_ROWS, policy, Metrics(), 0.1, 1e-8) == {
+        "supported": True, "kind": "column probe", "rows": 0, "charged": False}
     # Refused before the analysis (a catalog beside a private table): still refused.
     mixed = classify("SELECT * FROM orders, pg_class LIMIT 1", policy)[0].plan
     assert not isinstance(mixed, ColumnProbe)
