@@ -15,7 +15,8 @@ connection, datasets, charts); what the analyst reads is read from the page in C
    an error (raw rows, refused);
 4. a chart (a table of orders per quantity) drawn in Explore;
 5. saving virtual datasets from SQL Lab's SQL: one of rows, one aggregate that SQL Lab
-   ran first, one dpgate refuses; then a chart over the dataset of rows in Explore.
+   ran first, one dpgate refuses; then a chart over each of the first and last in
+   Explore; and Explore's Samples tab.
 
 It writes one JSON report; tests/test_superset.py checks it and dpgate's ledger.
 """
@@ -108,6 +109,16 @@ class Browser:
         self._button("Run").click()
         return self.wait(done)
 
+    def click_text(self, text: str) -> None:
+        """Click the element whose own text is `text` (a tab)."""
+        for _ in range(60):
+            found = self.driver.find_elements(By.XPATH, f"//*[text()='{text}']")
+            if found:
+                found[-1].click()
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"nothing reads {text!r} on {self.driver.current_url}")
+
     def screenshot(self, path: str) -> None:
         self.driver.save_screenshot(path)
 
@@ -172,6 +183,10 @@ def main(base: str, uri: str, shots: Path) -> dict:
         report["explore_orders"] = browser.open(
             f"/explore/?datasource_type=table&datasource_id={orders['id']}",
             lambda text: "order_date" in text and "customer_id" in text)
+        # Explore's Samples tab: a count (charged), then raw rows (refused).
+        browser.click_text("Samples")
+        report["samples"] = browser.wait(lambda text: "only aggregates" in text or
+                                         "Fatal error" in text)
         report["sql_lab_answer"] = browser.sql_lab(
             database, PER_QUANTITY, lambda text: "10 rows" in text)
         # The error bars a BI tool never shows as a NOTICE (SHOW dp.last_answers).
@@ -200,6 +215,13 @@ def main(base: str, uri: str, shots: Path) -> dict:
                 f"/explore/?slice_id={over_rows}",
                 lambda text: "cannot protect" in text or "rows" in text and "Books" in text)
             browser.screenshot(str(shots / "chart_over_rows.png"))
+        if report["refused_dataset"]["id"] is not None:
+            over_refused = _chart(api, report["refused_dataset"]["id"], "totals",
+                                  "customer_id")
+            report["chart_over_refused"] = browser.open(
+                f"/explore/?slice_id={over_refused}",
+                lambda text: "postgresql error" in text or "Fatal error" in text)
+            browser.screenshot(str(shots / "chart_over_refused.png"))
     finally:
         browser.quit()
     return report
