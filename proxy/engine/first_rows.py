@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from .shapes import Remembered
 
-# The outermost LIMIT ends the normalized text sqlglot writes (aggregate/private.py's
-# _fingerprint), before the notes dpgate appends: a LIMIT inside a subquery is followed
+# The outermost LIMIT ends the normalized text sqlglot writes (rewriter/aggregate/record.py's
+# fingerprint), before the notes dpgate appends: a LIMIT inside a subquery is followed
 # by its closing parenthesis, and an OFFSET by its own number.
 _TOP_LIMIT = re.compile(r"(?s)(?P<question>.*) LIMIT (?P<limit>\d+)(?P<notes>(?: /\*[^*]*\*/)*)")
 
