@@ -12,6 +12,7 @@ from mechanisms.random_source import RandomSource
 from rewriter.analysis.classify import Statement
 from rewriter.errors import Refusal
 from rewriter.plan import (
+    ColumnProbe,
     EmptyStatement,
     Plan,
     PrivateAggregate,
@@ -27,6 +28,7 @@ from ..pgwire.backend import BackendError, BackendPool, Parameters
 from ..pgwire.codes import ErrorField
 from ..pgwire.running import Running
 from .charge_batches import ChargeBatches
+from .column_probes import describe_probe, probe_answer
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error
 from .fair import FairShares
@@ -122,6 +124,9 @@ class Engine:
                 return await self.settings.show(plan)
             case EmptyStatement():
                 return Reply(wire.empty_query_response())
+            case ColumnProbe():
+                return await probe_answer(self.private.released, text, plan,
+                                          parameters.types if parameters else (), offset)
             case Relay() | Refusal():  # the protocol layer's: relayed, or refused
                 raise TypeError(f"the engine does not answer {type(plan).__name__} plans")
             case _:
@@ -135,6 +140,9 @@ class Engine:
                 return Description(tuple(shape.parameters), tuple(shape.columns))
             case ShowDpSetting():
                 return Description(columns=tuple(self.settings.show_columns(plan)))
+            case ColumnProbe():
+                described = await describe_probe(self.private.released, text, types)
+                return Description(tuple(described.parameters), tuple(described.columns))
             case SetDpSetting() | EmptyStatement() | Relay():
                 return Description()
             case _:
