@@ -21,6 +21,7 @@ times the most rows each may have dropped (the cap minus τ).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -54,7 +55,7 @@ class CountAtBound:
     number of units beyond it (a histogram) or rows beyond it up to the cap (a lone count),
     that estimate's epsilon and sensitivity (1 for units, cap − τ for rows)."""
 
-    rows: list[Row]
+    rows: Sequence[Row]
     calibration: Calibration
     tau: int
     chosen: bool
@@ -65,7 +66,7 @@ class CountAtBound:
     dropped_scale: Fraction | float = 0.0
 
 
-def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: list[Row],
+def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: Sequence[Row],
                    settings: PrivacySettings, rng: RandomSource) -> CountAtBound:
     """Choose τ (or take the fixed one) and compute the count, or each cell, at it."""
     unit = plan.unit
@@ -115,7 +116,7 @@ def _lone_count(histogram: dict[int, int], calibration: Calibration, choice: Bou
 Cells = dict[tuple[bytes | None, ...], list[tuple[int, int, int]]]
 
 
-def _cells(true_rows: list[Row], keys: int) -> Cells:
+def _cells(true_rows: Sequence[Row], keys: int) -> Cells:
     """Per key (in the backend's order), its (m, n, units): that many units have m rows
     in the cell and n in all (bounding.cell_contributions); none for an empty key."""
     cells: Cells = {}
