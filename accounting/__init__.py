@@ -2,9 +2,11 @@
 
 - the interface: `store` (the Ledger protocol and its plain data), `rows` (what both
   stores read and write alike), `opening` (which store a configuration names).
-- the stores: `sqlite_ledger` (one file, WAL) with `group_commit` and `wal_restart`
-  (one fsync per answer), `postgres_ledger` and `postgres_schema` (shared by several
-  proxies), `ledger_copy` (SQLite into PostgreSQL).
+- the stores: `sqlite_ledger` (one file, WAL) with `sqlite_schema`, `sqlite_connection`
+  (a connection per thread, the write lock), `group_commit` and `wal_restart` (one fsync
+  per answer); `postgres_ledger` (shared by several proxies) with `postgres_schema` and
+  `postgres_connection` (a connection per thread, transactions, retries); `ledger_copy`
+  (SQLite into PostgreSQL).
 - answering: `one_commit` (look up, then charge with the answer in one commit),
   `fingerprint` (the same question asked the same way).
 """

@@ -51,7 +51,7 @@ def copy_sqlite_to_postgres(source: str | Path, target: PostgresLedger) -> Copie
     counts: dict[str, int] = {}
     try:
         reader.execute("BEGIN")  # one snapshot of the whole file
-        with target._transaction() as connection:  # noqa: SLF001 - one module's friend
+        with target.connections.transaction() as connection:
             for table in TABLES:
                 # Locks out proxies that might already use the target while it is filled.
                 connection.execute(f"LOCK TABLE {s}.{table} IN EXCLUSIVE MODE")

@@ -14,20 +14,16 @@ threads (like the SQLite ledger), and the interface is synchronous.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
 import re
 import socket
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from collections.abc import Mapping
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from .postgres_connection import PerThreadConnections, first_row
 from .postgres_schema import MIGRATIONS
 from .rows import ANALYST_COLUMNS, CHARGE_COLUMNS, analyst_from_row, now
 from .store import (
@@ -40,21 +36,12 @@ from .store import (
     ChargeRecord,
     ChargeRequest,
     LedgerOutdated,
-    LedgerUnavailable,
     Metric,
     Repeated,
     UnknownAnalyst,
 )
 
-log = logging.getLogger(__name__)
-T = TypeVar("T")
-
 DEFAULT_SCHEMA = "dpgate_ledger"
-# Deadlocks and serialisation failures roll back the whole transaction, which is then safe
-# to run again; locks are taken in name order, so these should be rare.
-RETRIES = 5
-# Seconds a kept connection may sit unused before it is probed (SELECT 1) before use.
-IDLE_PROBE = 1.0
 # An unreachable ledger must fail a statement within seconds, not hang a worker thread
 # for TCP's retransmission timeout (about 15 minutes). Used unless the DSN sets them.
 CONNECTION_DEFAULTS = {"connect_timeout": "5", "tcp_user_timeout": str(15_000),
@@ -81,137 +68,10 @@ class PostgresLedger:
         given = conninfo_to_dict(dsn)
         self.dsn = dsn
         self.schema = schema
-        self._options: dict[str, Any] = {k: v for k, v in CONNECTION_DEFAULTS.items()
-                                         if k not in given}
-        self._local = threading.local()
+        self.connections = PerThreadConnections(dsn, {k: v for k, v in CONNECTION_DEFAULTS.items()
+                                              if k not in given})
         self.proxy = f"{socket.gethostname()}:{os.getpid()}"
         self._open(upgrade, create)
-
-    # connections and transactions
-
-    def _connect(self) -> psycopg.Connection:
-        try:
-            connection = psycopg.connect(self.dsn, autocommit=True, **self._options)
-        except psycopg.OperationalError as error:
-            raise LedgerUnavailable(f"cannot connect to the ledger: {_first_line(error)}") \
-                from None
-        # A ledger whose commits are not durable could lose a charge of an answer already
-        # released; PostgreSQL's default is durable, a server configured otherwise is not
-        # trusted for this one.
-        if _first_row(connection.execute("SHOW synchronous_commit"))[0] in ("off", "local"):
-            connection.execute("SET synchronous_commit = on")
-        return connection
-
-    def _connection(self) -> psycopg.Connection:
-        """This thread's connection, opened on first use and after a failure."""
-        connection = getattr(self._local, "connection", None)
-        if connection is None or connection.closed:
-            connection = self._local.connection = self._connect()
-        return connection
-
-    def _drop_connection(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        self._local.connection = None
-        if connection is not None:
-            connection.close()
-
-    def _begin(self) -> psycopg.Connection:
-        """BEGIN on this thread's connection. A kept connection that died while idle (the
-        ledger restarted) fails here, before anything was asked: then one fresh one."""
-        connection = self._connection()
-        try:
-            connection.execute("BEGIN")
-            return connection
-        except psycopg.OperationalError:
-            if not connection.broken:
-                raise
-        self._drop_connection()
-        connection = self._connection()
-        connection.execute("BEGIN")
-        return connection
-
-    @contextmanager
-    def _transaction(self) -> Iterator[psycopg.Connection]:
-        """One READ COMMITTED transaction; locks taken inside serialise what must be.
-
-        A connection failure is LedgerUnavailable (the connection is dropped and the next
-        call opens a new one); any other exception rolls the transaction back.
-        """
-        try:
-            connection = self._begin()
-            try:
-                yield connection
-                connection.execute("COMMIT")
-            except BaseException:
-                if not connection.broken and not connection.closed:
-                    connection.execute("ROLLBACK")
-                raise
-        except psycopg.errors.TransactionRollback:
-            raise  # retried by _retrying
-        except psycopg.OperationalError as error:
-            # Also a COMMIT whose answer never came: the charge may or may not be stored.
-            # The caller releases nothing; the charge, if stored, stays (worst case).
-            kept: psycopg.Connection | None = getattr(self._local, "connection", None)
-            if kept is None or kept.broken or kept.closed:
-                self._drop_connection()
-            log.error("privacy ledger unavailable: %s", _first_line(error))
-            raise LedgerUnavailable(_first_line(error)) from None
-
-    def _call(self, sql: str, parameters: tuple) -> tuple:
-        """One statement in autocommit (its own transaction, committed when it returns),
-        its first row; again after a deadlock or a serialisation failure.
-
-        A connection kept idle for a while is probed first: one that died meanwhile (the
-        ledger restarted) is replaced before anything is asked on it, so the answer to
-        this statement is never lost in between.
-        """
-        for attempt in range(RETRIES):
-            try:
-                connection = self._live_connection()
-                row = _first_row(connection.execute(sql, parameters))
-                self._local.used = time.monotonic()
-                return row
-            except psycopg.errors.TransactionRollback:
-                if attempt == RETRIES - 1:
-                    raise LedgerUnavailable("the ledger kept failing to serialise a "
-                                            "transaction") from None
-            except psycopg.OperationalError as error:
-                # The COMMIT's answer may never have come: the caller releases nothing,
-                # and a charge that was stored stays (the worst case is assumed).
-                self._drop_if_broken()
-                log.error("privacy ledger unavailable: %s", _first_line(error))
-                raise LedgerUnavailable(_first_line(error)) from None
-        raise AssertionError("unreachable")
-
-    def _live_connection(self) -> psycopg.Connection:
-        connection = self._connection()
-        if time.monotonic() - getattr(self._local, "used", 0.0) > IDLE_PROBE:
-            try:
-                connection.execute("SELECT 1")
-            except psycopg.OperationalError:
-                if not connection.broken:
-                    raise
-                self._drop_connection()
-                connection = self._connection()
-        return connection
-
-    def _drop_if_broken(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        if connection is None or connection.broken or connection.closed:
-            self._drop_connection()
-
-    def _retrying(self, work: Callable[[psycopg.Connection], T]) -> T:
-        """Run `work(connection)` in a transaction, again after a deadlock or a
-        serialisation failure (both roll back everything they did)."""
-        for attempt in range(RETRIES):
-            try:
-                with self._transaction() as connection:
-                    return work(connection)
-            except psycopg.errors.TransactionRollback:
-                if attempt == RETRIES - 1:
-                    raise LedgerUnavailable("the ledger kept failing to serialise a "
-                                            "transaction") from None
-        raise AssertionError("unreachable")
 
     def _open(self, upgrade: bool, create: bool) -> None:
         """Check the schema version; create or upgrade it when allowed.
@@ -219,12 +79,12 @@ class PostgresLedger:
         An advisory lock keeps proxies that start together from creating it twice.
         """
         s = self.schema
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             connection.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"dpgate:{s}",))
             exists = connection.execute(
                 "SELECT 1 FROM information_schema.tables WHERE table_schema = %s"
                 " AND table_name = 'version'", (s,)).fetchone()
-            version = _first_row(connection.execute(f"SELECT version FROM {s}.version"))[0] \
+            version = first_row(connection.execute(f"SELECT version FROM {s}.version"))[0] \
                 if exists else 0
             if version > len(MIGRATIONS):
                 raise LedgerOutdated(
@@ -250,18 +110,18 @@ class PostgresLedger:
 
     def version(self) -> int:
         """The schema version of the store (len(MIGRATIONS) once opened)."""
-        with self._transaction() as connection:
-            return _first_row(
+        with self.connections.transaction() as connection:
+            return first_row(
                 connection.execute(f"SELECT version FROM {self.schema}.version"))[0]
 
     def ping(self) -> None:
         """One round trip to the store; LedgerUnavailable if it does not answer."""
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             connection.execute("SELECT 1")
 
     def close(self) -> None:
         """Close this thread's connection (others close with their threads' exit)."""
-        self._drop_connection()
+        self.connections.drop()
 
     # analysts
 
@@ -270,7 +130,7 @@ class PostgresLedger:
         verifier = analyst.verifier
         s = self.schema
         try:
-            with self._transaction() as connection:
+            with self.connections.transaction() as connection:
                 connection.execute(
                     f"INSERT INTO {s}.analysts (name, scram_salt, scram_stored_key,"
                     " scram_server_key, scram_iterations, epsilon_total, delta_total, shift,"
@@ -287,21 +147,21 @@ class PostgresLedger:
     def remove_analyst(self, name: str) -> None:
         """Remove the credentials and cached answers; the charges stay for the global loss."""
         s = self.schema
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             if not connection.execute(f"DELETE FROM {s}.analysts WHERE name = %s",
                                       (name,)).rowcount:
                 raise UnknownAnalyst(name)
             connection.execute(f"DELETE FROM {s}.answers WHERE analyst = %s", (name,))
 
     def analyst(self, name: str) -> Analyst | None:
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             row = connection.execute(
                 f"SELECT {ANALYST_COLUMNS} FROM {self.schema}.analysts WHERE name = %s",
                 (name,)).fetchone()
         return None if row is None else analyst_from_row(row)
 
     def analysts(self) -> list[Analyst]:
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             rows = connection.execute(
                 f"SELECT {ANALYST_COLUMNS} FROM {self.schema}.analysts ORDER BY name"
             ).fetchall()
@@ -315,7 +175,7 @@ class PostgresLedger:
                                       " WHERE name = %s", (shift, name)).rowcount:
                 raise UnknownAnalyst(name)
             self._forget_answers(connection, name)
-        self._retrying(work)
+        self.connections.retrying(work)
 
     def set_budgets(self, epsilon_totals: Mapping[str, float]) -> None:
         """Set the epsilon totals of existing analysts, all or none of them."""
@@ -334,18 +194,18 @@ class PostgresLedger:
             with connection.cursor() as cursor:
                 cursor.executemany(f"UPDATE {s}.analysts SET epsilon_total = %s WHERE name = %s",
                                    [(total, name) for name, total in epsilon_totals.items()])
-        self._retrying(work)
+        self.connections.retrying(work)
 
     # budgets and charges
 
     def budget(self, name: str) -> Budget:
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             return self._budget(connection, name)
 
     def budgets(self) -> list[AnalystBudget]:
         """Every analyst, and every removed name that still has charges, by name."""
         s = self.schema
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             rows = connection.execute(  # one statement: one consistent snapshot
                 "SELECT name, epsilon_total, epsilon_spent, delta_total, delta_spent, queries,"
                 f" true FROM {s}.analysts UNION ALL"
@@ -358,7 +218,7 @@ class PostgresLedger:
     def charges(self, name: str | None = None) -> list[ChargeRecord]:
         """The charges of one analyst, or of every analyst (removed ones too), by id."""
         where, parameters = ("WHERE analyst = %s", (name,)) if name is not None else ("", ())
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             rows = connection.execute(
                 f"SELECT {CHARGE_COLUMNS} FROM {self.schema}.charges {where} ORDER BY id",
                 parameters).fetchall()
@@ -372,7 +232,7 @@ class PostgresLedger:
         spend and the stored answers the previous one committed. Both epsilon and delta
         must fit; otherwise BudgetExceeded and nothing is charged.
         """
-        kind, charge_id, *figures, shift, stored = self._call(
+        kind, charge_id, *figures, shift, stored = self.connections.call(
             f"SELECT * FROM {self.schema}.charge(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (request.analyst, now(), request.statement, request.fingerprint,
              request.epsilon, request.delta, request.mechanism, request.sensitivity,
@@ -390,14 +250,14 @@ class PostgresLedger:
         """Store the released answer, unless the analyst's answers were forgotten after this
         charge was made (or the analyst was removed); one call of `record_answer`."""
         try:
-            self._call(f"SELECT {self.schema}.record_answer(%s, %s)",
+            self.connections.call(f"SELECT {self.schema}.record_answer(%s, %s)",
                        (charge_id, json.dumps(rows)))
         except psycopg.errors.NoDataFound:
             raise ValueError(f"no charge {charge_id}") from None
 
     def record_failure(self, charge_id: int, outcome: str) -> None:
         """Mark a charged query that released nothing; the charge itself stays."""
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             connection.execute(f"UPDATE {self.schema}.charges SET outcome = %s WHERE id = %s",
                                (outcome, charge_id))
 
@@ -409,7 +269,7 @@ class PostgresLedger:
                     (name,)).fetchone() is None:
                 raise UnknownAnalyst(name)
             return self._forget_answers(connection, name)
-        return self._retrying(work)
+        return self.connections.retrying(work)
 
     def _forget_answers(self, connection: psycopg.Connection, name: str | None) -> int:
         """Drop stored answers, and refuse to store any of a charge made before now.
@@ -422,7 +282,7 @@ class PostgresLedger:
         where, parameters = ("WHERE name = %s", (name,)) if name is not None else ("", ())
         connection.execute(f"SELECT 1 FROM {s}.analysts {where} ORDER BY name FOR UPDATE",
                            parameters)
-        (last,) = _first_row(connection.execute(f"SELECT coalesce(max(id), 0) FROM {s}.charges"))
+        (last,) = first_row(connection.execute(f"SELECT coalesce(max(id), 0) FROM {s}.charges"))
         connection.execute(f"UPDATE {s}.analysts SET answers_after = %s {where}",
                            (last, *parameters))
         where = "WHERE analyst = %s" if name is not None else ""
@@ -439,7 +299,7 @@ class PostgresLedger:
     # metrics
 
     def metrics(self) -> list[Metric]:
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             rows = connection.execute(
                 "SELECT table_name, column_name, max_freq, measured_at"
                 f" FROM {self.schema}.metrics ORDER BY table_name, column_name").fetchall()
@@ -447,22 +307,10 @@ class PostgresLedger:
 
     def store_metrics(self, metrics: list[Metric]) -> None:
         """Insert or replace the measurements, all in one transaction."""
-        with self._transaction() as connection, connection.cursor() as cursor:
+        with self.connections.transaction() as connection, connection.cursor() as cursor:
             cursor.executemany(
                 f"INSERT INTO {self.schema}.metrics VALUES (%s, %s, %s, %s)"
                 " ON CONFLICT (table_name, column_name) DO UPDATE SET"
                 " max_freq = excluded.max_freq, measured_at = excluded.measured_at",
                 [(m.table, m.column, m.max_freq, m.measured_at) for m in metrics])
 
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
-
-
-def _first_row(cursor: psycopg.Cursor) -> tuple[Any, ...]:
-    """The first row of a statement that always returns one (an aggregate, a setting)."""
-    row = cursor.fetchone()
-    if row is None:
-        raise LedgerUnavailable("the ledger returned no row where one is always expected")
-    return row

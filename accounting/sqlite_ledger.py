@@ -10,13 +10,14 @@ import json
 import math
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .group_commit import GroupCommit
 from .one_commit import AnswerCharge, FailureCharge, ShiftChanged, Standing
 from .rows import ANALYST_COLUMNS, CHARGE_COLUMNS, analyst_from_row, now
+from .sqlite_connection import SqliteConnections
+from .sqlite_schema import migrate
 from .store import (
     Analyst,
     AnalystBudget,
@@ -29,77 +30,8 @@ from .store import (
     Repeated,
     UnknownAnalyst,
 )
-from .wal_restart import WAL_HEADER_BYTES, Checkpointer, restart_wal
+from .wal_restart import WAL_HEADER_BYTES, restart_wal
 
-# Each entry moves the schema one version up; PRAGMA user_version says where a file is.
-MIGRATIONS = (
-    """
-    CREATE TABLE analysts (
-        name TEXT PRIMARY KEY,
-        scram_salt BLOB NOT NULL,
-        scram_stored_key BLOB NOT NULL,
-        scram_server_key BLOB NOT NULL,
-        scram_iterations INTEGER NOT NULL,
-        epsilon_total REAL NOT NULL CHECK (epsilon_total >= 0),
-        delta_total REAL NOT NULL CHECK (delta_total >= 0),
-        shift REAL NOT NULL,
-        created_at TEXT NOT NULL
-    );
-    CREATE TABLE charges (
-        id INTEGER PRIMARY KEY,
-        analyst TEXT NOT NULL,
-        at TEXT NOT NULL,
-        statement TEXT NOT NULL,
-        fingerprint TEXT NOT NULL,
-        epsilon REAL NOT NULL CHECK (epsilon >= 0),
-        delta REAL NOT NULL CHECK (delta >= 0),
-        mechanism TEXT NOT NULL,
-        sensitivity REAL NOT NULL,
-        outcome TEXT NOT NULL
-    );
-    CREATE INDEX charges_by_analyst ON charges (analyst);
-    CREATE TABLE answers (
-        analyst TEXT NOT NULL,
-        fingerprint TEXT NOT NULL,
-        charge_id INTEGER NOT NULL REFERENCES charges (id),
-        rows TEXT NOT NULL,
-        PRIMARY KEY (analyst, fingerprint)
-    );
-    """,
-    # FLEX metrics: measured max frequency of a join column.
-    """
-    CREATE TABLE metrics (
-        table_name TEXT NOT NULL,
-        column_name TEXT NOT NULL,
-        max_freq INTEGER NOT NULL CHECK (max_freq >= 0),
-        measured_at TEXT NOT NULL,
-        PRIMARY KEY (table_name, column_name)
-    );
-    """,
-    # Answers of charges up to this id are never stored again: set when the analyst's
-    # stored answers are forgotten, so a query in flight at that moment cannot put an
-    # answer computed before it back into the cache.
-    """
-    ALTER TABLE analysts ADD COLUMN answers_after INTEGER NOT NULL DEFAULT 0;
-    """,
-    # What each analyst has spent, kept up to date in the charge's own transaction: summing
-    # the charges at every check made a charge cost O(charges) (4 ms at 10,000).
-    """
-    ALTER TABLE analysts ADD COLUMN epsilon_spent REAL NOT NULL DEFAULT 0;
-    ALTER TABLE analysts ADD COLUMN delta_spent REAL NOT NULL DEFAULT 0;
-    ALTER TABLE analysts ADD COLUMN queries INTEGER NOT NULL DEFAULT 0;
-    UPDATE analysts SET
-        epsilon_spent = (SELECT coalesce(sum(epsilon), 0) FROM charges WHERE analyst = name),
-        delta_spent = (SELECT coalesce(sum(delta), 0) FROM charges WHERE analyst = name),
-        queries = (SELECT count(*) FROM charges WHERE analyst = name);
-    """,
-)
-
-
-# The WAL is checkpointed on a thread of its own every this many commits (a fresh answer
-# writes a few pages, so about SQLite's default of 1,000 pages), instead of by the commit
-# that crosses the threshold: then that answer would pay the checkpoint's two fsyncs too.
-CHECKPOINT_EVERY = 256
 # A stored answer longer than this (JSON characters) is not decoded by look_up_at_once:
 # about a millisecond of json.loads, too long for a caller that serves others meanwhile.
 AT_ONCE_ANSWER_BYTES = 64 << 10
@@ -111,81 +43,24 @@ class SqliteLedger:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.connections = SqliteConnections(self.path)
         self._local = threading.local()
-        self._commits = 0
-        self._checkpointer: Checkpointer | None = None
-        # Held by every commit of this process, and by the checkpointer while it restarts
-        # the WAL (wal_restart.py): no answer's commit is the first after a checkpoint.
-        self._writing = threading.Lock()
-        self._group = GroupCommit(self._connection, self._count_commit, self._writing)
-        with self._opened() as connection:
+        self._group = GroupCommit(self.connections.connection, self.connections.count_commit,
+                                  self.connections.writing)
+        with self.connections.opened() as connection:
             connection.execute("PRAGMA journal_mode=WAL")
-            self._migrate(connection)
+            migrate(connection)
             # A WAL without a header yet (new, or emptied when the last connection
             # closed) gets one from the next commit, which then syncs it too: here, once,
             # rather than on the first answer's path.
             wal = self.path.with_name(self.path.name + "-wal")
             if not wal.exists() or wal.stat().st_size < WAL_HEADER_BYTES:
-                with self._writing:
+                with self.connections.writing:
                     restart_wal(connection)
-
-    def _connection(self) -> sqlite3.Connection:
-        """This thread's connection, opened on first use and kept.
-
-        A connection per call would be ten times slower: when the last connection to a
-        WAL database closes, SQLite checkpoints and removes the WAL file.
-        """
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            connection.execute("PRAGMA synchronous=FULL")
-            connection.execute("PRAGMA wal_autocheckpoint=0")  # wal_restart.py's work
-            self._local.connection = connection
-        return connection
-
-    @contextmanager
-    def _opened(self) -> Iterator[sqlite3.Connection]:
-        """The connection, left outside any transaction whatever happens inside."""
-        connection = self._connection()
-        try:
-            yield connection
-        finally:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taking the write lock up front so checks and writes agree.
-
-        An exception inside rolls it back (in `_opened`).
-        """
-        with self._opened() as connection, self._writing:
-            connection.execute("BEGIN IMMEDIATE")
-            yield connection
-            connection.execute("COMMIT")
-        self._count_commit()
-
-    def _count_commit(self) -> None:
-        """Ask for a checkpoint every CHECKPOINT_EVERY commits."""
-        self._commits += 1  # approximate across threads, which is all it needs to be
-        if self._commits % CHECKPOINT_EVERY == 0:
-            if self._checkpointer is None:
-                self._checkpointer = Checkpointer(self.path, self._writing)
-                self._checkpointer.start()
-            self._checkpointer.wanted.set()
-
-    def _migrate(self, connection: sqlite3.Connection) -> None:
-        connection.execute("BEGIN IMMEDIATE")
-        version = connection.execute("PRAGMA user_version").fetchone()[0]
-        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-            for statement in filter(str.strip, script.split(";")):
-                connection.execute(statement)
-            connection.execute(f"PRAGMA user_version = {number}")
-        connection.execute("COMMIT")
 
     def ping(self) -> None:
         """One read of the file: raises if the ledger cannot be read (health checks)."""
-        with self._opened() as connection:
+        with self.connections.opened() as connection:
             connection.execute("SELECT count(*) FROM metrics").fetchone()
 
     # analysts
@@ -194,7 +69,7 @@ class SqliteLedger:
         """Store a new analyst. A name that was removed before starts with what it spent
         then: charges belong to a name, and the ledger cannot tell two people apart."""
         verifier = analyst.verifier
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             try:
                 connection.execute(
                     "INSERT INTO analysts (name, scram_salt, scram_stored_key, scram_server_key,"
@@ -211,20 +86,20 @@ class SqliteLedger:
 
     def remove_analyst(self, name: str) -> None:
         """Remove the credentials and cached answers; the charges stay for the global loss."""
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             if not connection.execute("DELETE FROM analysts WHERE name = ?", (name,)).rowcount:
                 raise UnknownAnalyst(name)
             connection.execute("DELETE FROM answers WHERE analyst = ?", (name,))
 
     def analyst(self, name: str) -> Analyst | None:
-        with self._opened() as connection:
+        with self.connections.opened() as connection:
             row = connection.execute(
                 f"SELECT {ANALYST_COLUMNS} FROM analysts WHERE name = ?", (name,)
             ).fetchone()
         return None if row is None else analyst_from_row(row)
 
     def analysts(self) -> list[Analyst]:
-        with self._opened() as connection:
+        with self.connections.opened() as connection:
             rows = connection.execute(
                 f"SELECT {ANALYST_COLUMNS} FROM analysts ORDER BY name"
             ).fetchall()
@@ -236,7 +111,7 @@ class SqliteLedger:
         A stored answer carries the old shift; serving it again would keep the retired
         shift in use next to answers carrying the new one.
         """
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             updated = connection.execute(
                 "UPDATE analysts SET shift = ? WHERE name = ?", (shift, name)).rowcount
             if not updated:
@@ -252,7 +127,7 @@ class SqliteLedger:
         bad = [name for name, total in epsilon_totals.items() if not 0 < total < math.inf]
         if bad:
             raise ValueError(f"an epsilon total must be positive and finite: {', '.join(bad)}")
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             known = {row[0] for row in connection.execute("SELECT name FROM analysts")}
             missing = sorted(set(epsilon_totals) - known)
             if missing:
@@ -265,12 +140,12 @@ class SqliteLedger:
     # budgets and charges
 
     def budget(self, name: str) -> Budget:
-        with self._opened() as connection:
+        with self.connections.opened() as connection:
             return _budget(connection, name)
 
     def budgets(self) -> list[AnalystBudget]:
         """Every analyst, and every removed name that still has charges, by name."""
-        with self._opened() as connection:
+        with self.connections.opened() as connection:
             rows = connection.execute(  # one statement: one consistent snapshot
                 "SELECT name, epsilon_total, epsilon_spent, delta_total, delta_spent, queries,"
                 " 1 FROM analysts UNION ALL"
@@ -283,7 +158,7 @@ class SqliteLedger:
     def charges(self, name: str | None = None) -> list[ChargeRecord]:
         """The charges of one analyst, or of every analyst (removed ones too), by id."""
         where, parameters = ("WHERE analyst = ?", (name,)) if name is not None else ("", ())
-        with self._opened() as connection:
+        with self.connections.opened() as connection:
             rows = connection.execute(
                 f"SELECT {CHARGE_COLUMNS} FROM charges {where} ORDER BY id", parameters
             ).fetchall()
@@ -296,7 +171,7 @@ class SqliteLedger:
         same analyst can never both pass a check that only one of them fits. Both epsilon
         and delta must fit; otherwise BudgetExceeded and nothing is charged.
         """
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             stored = _stored(connection, request)
             if stored is not None:
                 return stored
@@ -308,7 +183,7 @@ class SqliteLedger:
     def look_up(self, analyst: str, fingerprint: str) -> Repeated | Standing:
         """The stored answer to a repeated question, or the budget and shift: a read of
         one snapshot, which waits for no writer and writes nothing (no fsync)."""
-        with self._opened() as connection:
+        with self.connections.opened() as connection:
             found = _look_up(connection, analyst, fingerprint, None)
         assert found is not None  # no size limit: always an answer
         return found
@@ -350,8 +225,8 @@ class SqliteLedger:
         first sync of a connection's WAL handle also syncs the folder (SQLite's unix VFS
         does so for a journal it may have created), a second fsync that would otherwise
         fall on the first answer this thread commits."""
-        connection = self._connection()
-        with self._writing:
+        connection = self.connections.connection()
+        with self.connections.writing:
             restart_wal(connection)
 
     def charge_together(self, charges: list[AnswerCharge | FailureCharge]
@@ -368,7 +243,7 @@ class SqliteLedger:
         Not stored when the analyst's answers were forgotten after this charge was made
         (or the analyst was removed): that answer predates the invalidation.
         """
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             analyst, fingerprint = connection.execute(
                 "SELECT analyst, fingerprint FROM charges WHERE id = ?", (charge_id,)
             ).fetchone()
@@ -381,13 +256,13 @@ class SqliteLedger:
 
     def record_failure(self, charge_id: int, outcome: str) -> None:
         """Mark a charged query that released nothing; the charge itself stays."""
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             connection.execute("UPDATE charges SET outcome = ? WHERE id = ?", (outcome, charge_id))
 
     def forget_answers(self, name: str | None = None) -> int:
         """Drop the stored answers of one analyst (or of all): their next repeat is a new,
         charged question. Returns how many answers were dropped."""
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             if name is not None and connection.execute(
                     "SELECT 1 FROM analysts WHERE name = ?", (name,)).fetchone() is None:
                 raise UnknownAnalyst(name)
@@ -396,7 +271,7 @@ class SqliteLedger:
     # metrics
 
     def metrics(self) -> list[Metric]:
-        with self._opened() as connection:
+        with self.connections.opened() as connection:
             rows = connection.execute(
                 "SELECT table_name, column_name, max_freq, measured_at FROM metrics"
                 " ORDER BY table_name, column_name"
@@ -405,7 +280,7 @@ class SqliteLedger:
 
     def store_metrics(self, metrics: list[Metric]) -> None:
         """Insert or replace the measurements, all in one transaction."""
-        with self._transaction() as connection:
+        with self.connections.transaction() as connection:
             connection.executemany(
                 "INSERT INTO metrics VALUES (?, ?, ?, ?) ON CONFLICT (table_name, column_name)"
                 " DO UPDATE SET max_freq = excluded.max_freq,"

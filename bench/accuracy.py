@@ -51,11 +51,11 @@ from bench.accuracy_chain import run as chain  # noqa: E402
 from mechanisms.seeded_source import SeededRandomSource  # noqa: E402
 from proxy.config import PrivacySettings  # noqa: E402
 from proxy.engine.release import release  # noqa: E402
-from rewriter.calibrate import calibrate  # noqa: E402
-from rewriter.classify import parse_query  # noqa: E402
-from rewriter.constants import evaluation_sql, substitute  # noqa: E402
-from rewriter.private import plan_private_aggregate  # noqa: E402
-from rewriter.unit_policy import with_session_bounds  # noqa: E402
+from rewriter.aggregate.private import plan_private_aggregate  # noqa: E402
+from rewriter.analysis.classify import parse_query  # noqa: E402
+from rewriter.analysis.constants import evaluation_sql, substitute  # noqa: E402
+from rewriter.policy.session import with_session_bounds  # noqa: E402
+from rewriter.sensitivity.calibrate import calibrate  # noqa: E402
 from tests.unit_support import demo_policy, measured_metrics  # noqa: E402
 
 EPSILONS = (0.1, 1.0)

@@ -35,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mechanisms.seeded_source import SeededRandomSource  # noqa: E402
 from proxy.config import PrivacySettings  # noqa: E402
 from proxy.engine.release import release  # noqa: E402
-from rewriter.calibrate import calibrate  # noqa: E402
-from rewriter.classify import parse_query  # noqa: E402
-from rewriter.policy import Policy  # noqa: E402
-from rewriter.private import plan_private_aggregate  # noqa: E402
+from rewriter.aggregate.private import plan_private_aggregate  # noqa: E402
+from rewriter.analysis.classify import parse_query  # noqa: E402
+from rewriter.policy.model import Policy  # noqa: E402
+from rewriter.sensitivity.calibrate import calibrate  # noqa: E402
 from tests.unit_support import measured_metrics  # noqa: E402
 
 EPSILON = 0.1

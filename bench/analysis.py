@@ -21,10 +21,10 @@ import psycopg
 
 from proxy.config import load_policy_file
 from proxy.engine.plan_cache import PlanCache, calibrate_cached
-from rewriter.calibrate import calibrate
-from rewriter.classify import classify
-from rewriter.metrics import Metrics
+from rewriter.analysis.classify import classify
 from rewriter.plan import PrivateAggregate
+from rewriter.sensitivity.calibrate import calibrate
+from rewriter.sensitivity.metrics import Metrics
 
 POLICY = load_policy_file(Path(__file__).parents[1] / "tests" / "data" /
                           "reference_policy.toml")

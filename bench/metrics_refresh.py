@@ -32,7 +32,7 @@ from proxy.admin.metrics_refresh import refresh_metrics  # noqa: E402
 from proxy.demo.demo import DEMO_DATABASE, PRIVATE_TABLES, PUBLIC_TABLES  # noqa: E402
 from proxy.engine.knowledge import CATALOG_QUERY  # noqa: E402
 from proxy.pgwire.backend import BackendConnection, Endpoint  # noqa: E402
-from rewriter.metrics import max_freq_query  # noqa: E402
+from rewriter.sensitivity.metrics import max_freq_query  # noqa: E402
 
 
 async def sequential(dsn: str, tables: set[str]) -> int:

@@ -27,11 +27,11 @@ import time
 
 import psycopg
 
-from rewriter.classify import parse_query
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
 from rewriter.errors import Refusal
-from rewriter.metrics import Metrics
-from rewriter.policy import Policy
-from rewriter.private import plan_private_aggregate
+from rewriter.policy.model import Policy
+from rewriter.sensitivity.metrics import Metrics
 
 _TYPES = {"order_id": "integer", "customer_id": "integer", "product_id": "integer",
           "order_cost": "numeric", "name": "text"}

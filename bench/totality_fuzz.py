@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.totality_fuzz [--count 20000] [--seed 1] [--dsn postgresql://…]
     make fuzz
 
-For every node that rewriter/functions.py treats as total (and the forms arithmetic.py
+For every node that rewriter/sql/functions.py treats as total (and the forms arithmetic.py
 builds), it generates expressions whose operands differ on one row only: `CASE WHEN id = k
 THEN x ELSE y END` of arrays of other dimensions and lengths, NULLs, empty arrays, extreme
 numbers (NaN, ±Infinity, the smallest and largest integers, 1e308), long and odd text,
@@ -30,13 +30,13 @@ import psycopg
 import sqlglot
 from sqlglot import exp
 
-from rewriter.classify import parse_query
-from rewriter.constants import evaluation_sql, substitute
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
+from rewriter.analysis.constants import evaluation_sql, substitute
 from rewriter.errors import Refusal
-from rewriter.functions import ROW_SAFE_NODES
-from rewriter.metrics import Metrics
-from rewriter.policy import Policy
-from rewriter.private import plan_private_aggregate
+from rewriter.policy.model import Policy
+from rewriter.sensitivity.metrics import Metrics
+from rewriter.sql.functions import ROW_SAFE_NODES
 
 # The private table: one column per type dpgate allows on rows.
 COLUMNS = {

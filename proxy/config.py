@@ -11,7 +11,7 @@ from typing import Any
 import platformdirs
 
 from mechanisms.names import Mechanism
-from rewriter.policy import Policy
+from rewriter.policy.model import Policy
 
 
 def default_data_dir() -> Path:

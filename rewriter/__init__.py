@@ -1,29 +1,22 @@
 """The rewriter: pure functions from SQL text, a catalog snapshot, the policy and the
 metrics to a Plan or a typed refusal. No I/O, no clock, no randomness.
 
-Modules, in the order a statement meets them:
+Sub-packages, in the order a statement meets them:
 
-- reading the statement: `lexer` (PostgreSQL's own lexical rules, cross-checked
-  against sqlglot's tokens), `lexical` (the session settings that change how text is
-  read: pinned or refused), `classify` (split a query string, decide what each statement
-  is), `scopes` (CTE names), `positions` (error positions in the client's text),
-  `functions` (functions refused or allowed on private rows), `catalog` and `neutralise`
-  (catalog reads refused, neutralised or relayed).
-- the policy: `policy`, `unit_policy` (the privacy unit), `unit` (which unit a row
-  belongs to), `policy_view` (SHOW dp.policy), `comments` (the policy as column comments).
-- sensitivity: `relations` (FLEX stability and max frequencies), `outer_joins` (inner
-  and outer equijoin bounds), `set_operations` (UNION, INTERSECT, EXCEPT), `elastic`
-  (elastic and smooth sensitivity), `metrics` (what is known of the data), `calibrate`
-  (noise scales).
-- private aggregates: `private` (validate, sensitivity, rewrite), `aggregate_args`
-  (bounds of expressions inside SUM/AVG by interval arithmetic), `bounding`
-  (contribution bounding), `buckets` (computed group keys), `arithmetic` (expressions
-  that cannot fail), `row_cost` (the bounded work of an expression on one row),
-  `constants` (values computed first), `choice` (exponential mechanism), `computed` and
-  `outer` (post-processing of released values), `totality` (nothing may fail for some
-  rows only), `rewrite` (the SQL the backend runs).
-- checks against PostgreSQL's own plan: `plan_check`, `plan_joins`.
-- what comes out: `plan` (the Plan), `errors` (typed refusals), `sqlstate` (every
-  SQLSTATE, a leaf module), `explain` and `unit_report` (`dpgate explain`, the NOTICE),
-  `error_bars` (the interval each released column states).
+- `sql`: reading the text as PostgreSQL reads it (lexer, lexical settings, positions,
+  CTE scopes, functions refused or allowed on private rows).
+- `policy`: the data owner's policy and its privacy unit (an input of every pass).
+- `analysis`: what a statement is and what it reads (classify, relations and their
+  stability, the unit of a row, totality, the cost of a row, values computed first).
+- `relay`: statements relayed as they are (catalog reads refused, neutralised or
+  annotated with the policy).
+- `sensitivity`: FLEX elastic and smooth sensitivity, joins and set operations, the
+  metrics known of the data, and the calibration of noise.
+- `aggregate`: private aggregates planned, bounded and rewritten into the SQL the
+  backend runs.
+- `release`: post-processing of released values, error bars, `dpgate explain`.
+- `checks`: the plan PostgreSQL builds, checked against the analysis.
+
+Modules of this package itself, what every pass shares: `plan` (the Plan, what comes
+out), `errors` (typed refusals), `sqlstate` (every SQLSTATE, a leaf module).
 """

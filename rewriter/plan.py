@@ -8,9 +8,9 @@ from fractions import Fraction
 
 from mechanisms.exponential import QuantileGrid
 
-from .constants import Constant
-from .elastic import Elastic
-from .plan_joins import JoinKeys
+from .analysis.constants import Constant
+from .checks.plan_joins import JoinKeys
+from .sensitivity.elastic import Elastic
 
 # Aggregates answered by the exponential mechanism rather than by noise.
 CHOICES = ("mode", "quantile")

@@ -321,7 +321,7 @@ _HANDWRITTEN = [
                 "GROUP BY 1 ORDER BY 1"),
     ("buckets", "SELECT to_char(order_date, 'YYYY-MM') AS month, count(*) FROM orders "
                 "GROUP BY 1 ORDER BY 1"),
-    # computed keys evaluated on the declared domain only (rewriter/buckets.py)
+    # computed keys evaluated on the declared domain only (rewriter/analysis/buckets.py)
     ("buckets", "SELECT quantity::text AS q, count(*) FROM orders GROUP BY 1 ORDER BY 1"),
     ("buckets", "SELECT (quantity - 1) / 3 AS b, count(*), sum(order_cost) FROM orders "
                 "GROUP BY 1 ORDER BY 1"),

@@ -1,4 +1,4 @@
-"""Interval arithmetic for expressions inside SUM/AVG (rewriter/aggregate_args.py): the
+"""Interval arithmetic for expressions inside SUM/AVG (rewriter/aggregate/aggregate_args.py): the
 derived bounds contain every value of in-bounds inputs, checked against brute force."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import itertools
 import pytest
 from sqlglot import exp, parse_one
 
-from rewriter.aggregate_args import NoBounds, interval, mark_total, with_clamped_columns
-from rewriter.arithmetic import TOTAL
+from rewriter.aggregate.aggregate_args import NoBounds, interval, mark_total, with_clamped_columns
+from rewriter.analysis.arithmetic import TOTAL
 
 pytestmark = pytest.mark.unit
 

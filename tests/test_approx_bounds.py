@@ -22,9 +22,9 @@ from mechanisms.approx_bounds import (
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings
 from proxy.engine.release import release
-from rewriter.calibrate import calibrate
-from rewriter.classify import parse_query
-from rewriter.private import plan_private_aggregate
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
+from rewriter.sensitivity.calibrate import calibrate
 from tests.unit_support import demo_policy
 
 pytestmark = pytest.mark.unit

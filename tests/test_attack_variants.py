@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from rewriter.classify import classify
+from rewriter.analysis.classify import classify
 from rewriter.plan import PrivateAggregate
 from tests.conftest import RunningProxy
 from tests.test_end_to_end import admin_scalar, connect
@@ -219,7 +219,7 @@ ORACLES = [
     "SELECT 100 / (quantity - 1) AS k, count(*) FROM orders WHERE order_id = {id} "
     "AND order_cost > {{x}} GROUP BY 1",
     # computed group keys that fail for some values only: evaluated on the declared
-    # domain only, before the charge (rewriter/buckets.py), so they fail for every data
+    # domain only, before the charge (rewriter/analysis/buckets.py), so they fail for every data
     "SELECT quantity * 1e131071 AS k, count(*) FROM orders WHERE order_id = {id} "
     "AND order_cost > {{x}} GROUP BY 1",
     "SELECT (quantity * 3)::text::numeric(1, 0) AS k, count(*) FROM orders "

@@ -16,10 +16,10 @@ import re
 import psycopg
 import pytest
 
-from rewriter.classify import parse_query
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
 from rewriter.errors import Refusal
 from rewriter.plan import PrivateAggregate
-from rewriter.private import plan_private_aggregate
 from tests.conftest import DemoDatabase, RunningProxy
 from tests.test_differential import exact_dsn  # noqa: F401 (a fixture)
 from tests.test_end_to_end import admin_scalar

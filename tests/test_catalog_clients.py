@@ -6,7 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from rewriter.classify import _qualify_array_types, classify
+from rewriter.analysis.classify import _qualify_array_types, classify
 from rewriter.errors import Refusal
 from rewriter.plan import Relay
 from tests.conftest import RunningProxy

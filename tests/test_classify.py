@@ -6,10 +6,10 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from rewriter.classify import classify
+from rewriter.analysis.classify import classify
 from rewriter.errors import Refusal
 from rewriter.plan import EmptyStatement, PrivateAggregate, Relay, SetDpSetting, ShowDpSetting
-from rewriter.policy import Policy
+from rewriter.policy.model import Policy
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Row-independent values are computed before the query (rewriter/constants.py).
+"""Row-independent values are computed before the query (rewriter/analysis/constants.py).
 
 A constant or a public subquery inside a private query would otherwise run only when a
 private row reaches it, so its error or its cost would tell whether one did.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewriter.constants import Constant, evaluation_sql, substitute
+from rewriter.analysis.constants import Constant, evaluation_sql, substitute
 from rewriter.errors import Refusal
 from tests.test_flex import plan_of, refusal_of
 

@@ -31,10 +31,10 @@ from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings
 from proxy.engine.chosen_bound import CHOICE_PART, TRUNCATION_PART
 from proxy.engine.release import release
-from rewriter.calibrate import calibrate
-from rewriter.classify import parse_query
-from rewriter.private import plan_private_aggregate
-from rewriter.unit_policy import with_session_bounds
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
+from rewriter.policy.session import with_session_bounds
+from rewriter.sensitivity.calibrate import calibrate
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 

@@ -30,8 +30,8 @@ import pytest
 
 from proxy.admin.cli_analysis import explain_on_database
 from proxy.config import load_config
-from rewriter.metrics import Metrics
-from rewriter.policy import Policy
+from rewriter.policy.model import Policy
+from rewriter.sensitivity.metrics import Metrics
 from tests.conftest import (
     DemoDatabase,
     add_analyst,

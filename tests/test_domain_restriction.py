@@ -14,9 +14,9 @@ import dataclasses
 import psycopg
 import pytest
 
-from rewriter.classify import parse_query
-from rewriter.metrics import Metrics
-from rewriter.private import plan_private_aggregate
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
+from rewriter.sensitivity.metrics import Metrics
 from tests.test_differential import exact_dsn, run  # noqa: F401 (exact_dsn is a fixture)
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy

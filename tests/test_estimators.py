@@ -15,13 +15,13 @@ from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings
 from proxy.engine.private import answer_notice
 from proxy.engine.release import release
-from rewriter.calibrate import calibrate
-from rewriter.classify import parse_query
-from rewriter.error_bars import average_interval
-from rewriter.metrics import Metrics
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
 from rewriter.plan import PrivateAggregate
-from rewriter.policy import Policy
-from rewriter.private import plan_private_aggregate
+from rewriter.policy.model import Policy
+from rewriter.release.error_bars import average_interval
+from rewriter.sensitivity.calibrate import calibrate
+from rewriter.sensitivity.metrics import Metrics
 
 pytestmark = pytest.mark.unit
 

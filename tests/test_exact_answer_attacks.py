@@ -18,7 +18,7 @@ import pytest
 
 from proxy.engine.plan_check import PlanChecker
 from proxy.pgwire.backend import BackendConnection, Endpoint
-from rewriter.classify import classify
+from rewriter.analysis.classify import classify
 from rewriter.errors import Refusal
 from rewriter.plan import PrivateAggregate
 from tests.conftest import DemoDatabase, RunningProxy

@@ -17,13 +17,13 @@ from mechanisms.exponential import QUANTILE_GRID_BITS
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings, load_policy_file
 from proxy.engine.release import release
-from rewriter.calibrate import calibrate
-from rewriter.classify import classify, parse_query
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import classify, parse_query
 from rewriter.errors import Refusal
-from rewriter.explain import explain
-from rewriter.metrics import Metrics
 from rewriter.plan import PrivateAggregate
-from rewriter.private import plan_private_aggregate
+from rewriter.release.explain import explain
+from rewriter.sensitivity.calibrate import calibrate
+from rewriter.sensitivity.metrics import Metrics
 from tests.conftest import RunningProxy
 from tests.test_queries_end_to_end import ask, truth
 

@@ -9,15 +9,23 @@ from pathlib import Path
 import pytest
 
 from proxy.config import load_policy_file
-from rewriter.calibrate import calibrate, key_selection_threshold
-from rewriter.classify import classify, parse_query
-from rewriter.elastic import add, maximum, minimum, multiply, plus_k, poly, smooth_sensitivity
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import classify, parse_query
 from rewriter.errors import Refusal
-from rewriter.explain import explain
-from rewriter.metrics import Metrics, MissingMetrics
 from rewriter.plan import PrivateAggregate
-from rewriter.policy import Policy
-from rewriter.private import plan_private_aggregate
+from rewriter.policy.model import Policy
+from rewriter.release.explain import explain
+from rewriter.sensitivity.calibrate import calibrate, key_selection_threshold
+from rewriter.sensitivity.elastic import (
+    add,
+    maximum,
+    minimum,
+    multiply,
+    plus_k,
+    poly,
+    smooth_sensitivity,
+)
+from rewriter.sensitivity.metrics import Metrics, MissingMetrics
 
 pytestmark = pytest.mark.unit
 

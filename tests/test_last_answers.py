@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from proxy.engine.recent import LAST_ANSWERS_COLUMNS, RecentAnswers, recent_answer
-from rewriter.classify import parse_query
-from rewriter.private import plan_private_aggregate
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
 from tests.conftest import RunningProxy
 from tests.unit_support import demo_policy
 

@@ -367,7 +367,7 @@ def test_a_clamped_parameter_keeps_postgresqls_value_and_its_null(postgres: Post
     have made it -1e40), and a value within the bound keeps its scale."""
     import sqlglot
 
-    from rewriter.arithmetic import total_form
+    from rewriter.analysis.arithmetic import total_form
 
     node = sqlglot.parse_one("SELECT 3 * $1", read="postgres").expressions[0]
     total = total_form(node, lambda column: None).sql(dialect="postgres")

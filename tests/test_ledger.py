@@ -25,7 +25,7 @@ from accounting import (
     UnknownAnalyst,
     fingerprint,
 )
-from accounting.sqlite_ledger import MIGRATIONS
+from accounting.sqlite_schema import MIGRATIONS
 
 pytestmark = pytest.mark.end_to_end
 

@@ -23,7 +23,8 @@ from accounting import (
     look_up,
     look_up_at_once,
 )
-from accounting.sqlite_ledger import AT_ONCE_ANSWER_BYTES, CHECKPOINT_EVERY
+from accounting.sqlite_connection import CHECKPOINT_EVERY
+from accounting.sqlite_ledger import AT_ONCE_ANSWER_BYTES
 from tests.test_ledger import make_ledger, request
 
 pytestmark = pytest.mark.end_to_end
@@ -173,7 +174,7 @@ def test_the_wal_is_checkpointed_off_the_answering_threads(tmp_path, sqlite_ledg
         time.sleep(0.05)
     assert database.stat().st_size > before  # the checkpoint copied the pages in
     # The answers' own connection never checkpoints by itself.
-    assert ledger._connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    assert ledger.connections.connection().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
 
 
 def test_composed_a_rotated_shift_is_told_to_the_session(new_ledger):

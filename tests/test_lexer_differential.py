@@ -1,6 +1,6 @@
 """dpgate's reading of SQL text against PostgreSQL's own, on a generated corpus.
 
-For every lexical setting and value dpgate accepts (rewriter/lexical.py), a seeded corpus
+For every lexical setting and value dpgate accepts (rewriter/sql/lexical.py), a seeded corpus
 of tricky query strings — backslashes, E'' and U&'' strings with UESCAPE, dollar quotes
 with tags, nested comments, `--` and `;` inside strings, doubled quotes, multi-byte
 characters, numbers, string continuation across newlines, several statements in one
@@ -26,10 +26,10 @@ from collections.abc import Callable
 import psycopg
 import pytest
 
-from rewriter.classify import classify, parse_query
+from rewriter.analysis.classify import classify, parse_query
 from rewriter.errors import Refusal
-from rewriter.lexical import PINNED, check_setting, startup_settings
 from rewriter.plan import Relay
+from rewriter.sql.lexical import PINNED, check_setting, startup_settings
 from tests.conftest import Postgres
 from tests.test_flex import POLICY
 

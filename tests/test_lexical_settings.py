@@ -17,10 +17,10 @@ import psycopg
 import pytest
 
 from proxy.pgwire.backend import BackendConnection, BackendError, Endpoint
-from rewriter.classify import classify
+from rewriter.analysis.classify import classify
 from rewriter.errors import Refusal
-from rewriter.lexical import PINNED, check_setting, startup_settings
 from rewriter.plan import Relay
+from rewriter.sql.lexical import PINNED, check_setting, startup_settings
 from tests.conftest import RunningProxy
 from tests.test_end_to_end import connect
 from tests.test_flex import POLICY

@@ -11,7 +11,7 @@ from proxy.engine.limits import TooMuchWork, check_statement, measure_statement,
 from proxy.engine.plan_cache import PlanCache
 from proxy.engine.shapes import Remembered, text_bytes
 from proxy.ops.decision import _remembered_fingerprint, statement_fingerprint
-from rewriter.classify import Statement
+from rewriter.analysis.classify import Statement
 from rewriter.plan import Relay
 
 pytestmark = pytest.mark.unit

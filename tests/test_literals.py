@@ -19,10 +19,10 @@ from proxy.engine.literals import (
     relayed_as_written,
     usable,
 )
-from rewriter.classify import classify
+from rewriter.analysis.classify import classify
 from rewriter.errors import Refusal
-from rewriter.metrics import MissingMetrics
 from rewriter.plan import PrivateAggregate
+from rewriter.sensitivity.metrics import MissingMetrics
 from tests.sql_corpus import corpus
 
 pytestmark = pytest.mark.unit

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from rewriter.errors import Refusal
-from rewriter.metrics import Metrics
+from rewriter.sensitivity.metrics import Metrics
 from tests.test_flex import plan_of, refusal_of
 
 pytestmark = pytest.mark.unit

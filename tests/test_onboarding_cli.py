@@ -19,7 +19,7 @@ from proxy.admin.cli import main
 from proxy.config import _SECTIONS, PrivacySettings, load_config
 from proxy.demo.analysts import create_analyst
 from proxy.demo.demo import has_demo_data
-from rewriter.unit_policy import UNIT_KEYS
+from rewriter.policy.privacy_unit import UNIT_KEYS
 from tests.conftest import DemoDatabase, Postgres
 
 pytestmark = pytest.mark.end_to_end

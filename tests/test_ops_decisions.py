@@ -14,7 +14,7 @@ import pytest
 from proxy.config import load_policy_file
 from proxy.demo.demo import DEMO_POLICY_FILE
 from proxy.ops import Operations
-from rewriter.classify import classify
+from rewriter.analysis.classify import classify
 
 pytestmark = pytest.mark.unit
 

@@ -1,13 +1,14 @@
-"""LEFT, RIGHT and FULL outer equijoins: their elastic stability (rewriter/outer_joins.py,
-argued in docs/queries.md), through the rewriter with the FLEX reference metrics."""
+"""LEFT, RIGHT and FULL outer equijoins: their elastic stability
+(rewriter/sensitivity/outer_joins.py, argued in docs/queries.md), through the rewriter with the FLEX
+reference metrics."""
 
 from __future__ import annotations
 
 import pytest
 
-from rewriter.elastic import constant, plus_k
 from rewriter.errors import Refusal
-from rewriter.outer_joins import join_bound
+from rewriter.sensitivity.elastic import constant, plus_k
+from rewriter.sensitivity.outer_joins import join_bound
 from tests.test_flex import elastic_at, refusal_of
 from tests.test_unit_mode import plan_of as unit_plan_of
 

@@ -10,8 +10,8 @@ from collections import Counter
 
 import pytest
 
-from rewriter.plan_check import plan_failure, public_plan_failure
-from rewriter.plan_joins import JoinKeys, catalog_sql, join_failure, renaming_failure
+from rewriter.checks.plan_check import plan_failure, public_plan_failure
+from rewriter.checks.plan_joins import JoinKeys, catalog_sql, join_failure, renaming_failure
 from tests.test_flex import POLICY
 
 pytestmark = pytest.mark.unit

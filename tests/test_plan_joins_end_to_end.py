@@ -28,11 +28,11 @@ from proxy.engine.workers import Workers
 from proxy.pgwire import wire
 from proxy.pgwire.backend import BackendConnection, BackendPool, Endpoint
 from proxy.pgwire.running import Running
-from rewriter.classify import classify
+from rewriter.analysis.classify import classify
+from rewriter.checks.plan_joins import JoinKeys
 from rewriter.errors import Refusal
-from rewriter.metrics import Metrics
 from rewriter.plan import PrivateAggregate
-from rewriter.plan_joins import JoinKeys
+from rewriter.sensitivity.metrics import Metrics
 from tests.conftest import DemoDatabase
 from tests.test_flex import POLICY
 from tests.unit_support import measured_metrics

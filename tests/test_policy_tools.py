@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from proxy.config import load_policy_file
-from rewriter.policy import ColumnDomain, RangeDomain, ValuesDomain
+from rewriter.policy.model import ColumnDomain, RangeDomain, ValuesDomain
 from tests.clinic import Clinic, clinic_server
 from tests.conftest import add_analyst, dpgate_cli, free_port, start_proxy, wait_for_port
 

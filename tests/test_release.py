@@ -9,10 +9,10 @@ import pytest
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings, load_policy_file
 from proxy.engine.release import release
-from rewriter.calibrate import calibrate
-from rewriter.classify import parse_query
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
 from rewriter.plan import PrivateAggregate
-from rewriter.private import plan_private_aggregate
+from rewriter.sensitivity.calibrate import calibrate
 
 pytestmark = pytest.mark.unit
 

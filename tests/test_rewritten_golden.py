@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from proxy.config import load_policy_file
-from rewriter.classify import parse_query
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
 from rewriter.errors import Refusal
-from rewriter.private import plan_private_aggregate
 from tests.golden_files import Case, cases, released_sql, update_if_asked
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy

@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 
 from proxy.config import load_policy_file
-from rewriter.calibrate import calibrate
-from rewriter.classify import parse_query
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
 from rewriter.errors import Refusal
 from rewriter.plan import PostProcess
-from rewriter.private import plan_private_aggregate
+from rewriter.sensitivity.calibrate import calibrate
 from tests.golden_files import Case, cases, released_sql, update_if_asked
 from tests.test_unit_golden import METRICS
 

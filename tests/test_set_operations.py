@@ -1,5 +1,5 @@
 """UNION, INTERSECT and EXCEPT (with or without ALL) inside a FROM over private tables:
-S = S1 + S2 for all six (rewriter/set_operations.py, argued in docs/queries.md)."""
+S = S1 + S2 for all six (rewriter/sensitivity/set_operations.py, argued in docs/queries.md)."""
 
 from __future__ import annotations
 

@@ -12,10 +12,10 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from rewriter.classify import classify
+from rewriter.analysis.classify import classify
 from rewriter.errors import Refusal
-from rewriter.metrics import Metrics
 from rewriter.plan import PrivateAggregate
+from rewriter.sensitivity.metrics import Metrics
 from tests.conftest import RunningProxy
 from tests.test_classify import POLICY
 from tests.test_end_to_end import connect

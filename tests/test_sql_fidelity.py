@@ -16,13 +16,13 @@ from psycopg import errors
 
 from proxy.config import load_config, load_policy_file
 from proxy.demo.demo import DEMO_POLICY_FILE
-from rewriter.calibrate import calibrate
-from rewriter.classify import classify
+from rewriter.analysis.classify import classify
 from rewriter.errors import Refusal
-from rewriter.explain import explain
-from rewriter.metrics import Metrics
 from rewriter.plan import PrivateAggregate
-from rewriter.policy import Policy
+from rewriter.policy.model import Policy
+from rewriter.release.explain import explain
+from rewriter.sensitivity.calibrate import calibrate
+from rewriter.sensitivity.metrics import Metrics
 from tests.conftest import RunningProxy, dpgate_cli, free_port, wait_for_port
 from tests.test_leaks import fresh_analyst
 

@@ -20,7 +20,7 @@ from bench.totality_fuzz import (
     create_table,
     fuzz,
 )
-from rewriter.functions import ROW_SAFE_NODES
+from rewriter.sql.functions import ROW_SAFE_NODES
 from tests.conftest import Postgres
 
 pytestmark = pytest.mark.end_to_end

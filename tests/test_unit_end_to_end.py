@@ -19,9 +19,9 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from rewriter.calibrate import calibrate
-from rewriter.classify import parse_query
-from rewriter.private import plan_private_aggregate
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
+from rewriter.sensitivity.calibrate import calibrate
 from tests.conftest import (
     DemoDatabase,
     Postgres,
@@ -272,8 +272,8 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
         small_database: str):
     from collections import Counter
 
-    from rewriter.plan_check import plan_failure
-    from rewriter.policy import Policy
+    from rewriter.checks.plan_check import plan_failure
+    from rewriter.policy.model import Policy
 
     policy = Policy.from_dict({
         "privacy_unit": {"table": "customers", "column": "customer_id"},

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from rewriter.calibrate import calibrate
-from rewriter.classify import parse_query
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
 from rewriter.errors import Refusal
-from rewriter.metrics import Metrics
-from rewriter.private import plan_private_aggregate
+from rewriter.sensitivity.calibrate import calibrate
+from rewriter.sensitivity.metrics import Metrics
 from tests.golden_files import Case, cases, update_if_asked
 from tests.unit_support import demo_policy
 

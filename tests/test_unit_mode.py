@@ -13,15 +13,15 @@ from mechanisms.key_selection import key_selection_threshold, release_probabilit
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings
 from proxy.engine.release import release
-from rewriter.calibrate import calibrate
-from rewriter.classify import parse_query
+from rewriter.aggregate.private import plan_private_aggregate, unit_sensitivities
+from rewriter.analysis.classify import parse_query
+from rewriter.checks.plan_check import plan_failure
 from rewriter.errors import Refusal
-from rewriter.explain import explain
 from rewriter.plan import UnitBounds
-from rewriter.plan_check import plan_failure
-from rewriter.policy import Policy
-from rewriter.private import plan_private_aggregate, unit_sensitivities
-from rewriter.unit_policy import with_session_bounds
+from rewriter.policy.model import Policy
+from rewriter.policy.session import with_session_bounds
+from rewriter.release.explain import explain
+from rewriter.sensitivity.calibrate import calibrate
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
@@ -315,7 +315,7 @@ def test_the_plan_check_allows_dpgates_own_windows_and_no_more():
 
 
 def test_the_notice_tells_the_mode_and_never_how_many_rows_were_left_out():
-    from rewriter.unit_report import mode_notice
+    from rewriter.release.unit_report import mode_notice
     from tests.test_unit_golden import policies
 
     unit = plan_of("SELECT count(*) FROM orders WHERE product_id = 1")

@@ -34,7 +34,7 @@ def test_the_checkpointer_restarts_the_wal_itself(tmp_path):
     ledger = make_ledger(lambda: SqliteLedger(database), epsilon=1e6)
     answer(ledger, range(20))
     opened = restarts(database)
-    Checkpointer(database, ledger._writing).checkpoint()
+    Checkpointer(database, ledger.connections.writing).checkpoint()
     assert restarts(database) == opened + 1  # by the checkpointer's own commit
     answer(ledger, range(20, 30))
     assert restarts(database) == opened + 1  # no answer restarted it
@@ -59,7 +59,7 @@ def test_commits_during_the_copy_are_copied_too_and_the_wal_still_restarts(tmp_p
     database = tmp_path / "ledger.sqlite3"
     ledger = make_ledger(lambda: SqliteLedger(database), epsilon=1e6)
     answer(ledger, range(20))
-    checkpointer = Checkpointer(database, ledger._writing)
+    checkpointer = Checkpointer(database, ledger.connections.writing)
     connection, pin = checkpointer._open(), checkpointer._open()
     copies: list[str] = []
 

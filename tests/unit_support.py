@@ -9,8 +9,8 @@ import psycopg
 
 from proxy.config import load_policy_file
 from proxy.demo.demo import DEMO_POLICY_FILE
-from rewriter.metrics import Metrics, max_freq_query
-from rewriter.policy import Policy
+from rewriter.policy.model import Policy
+from rewriter.sensitivity.metrics import Metrics, max_freq_query
 
 
 def measured_metrics(conninfo: str, schema: str = "public") -> Metrics:

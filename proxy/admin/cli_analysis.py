@@ -22,8 +22,8 @@ from ..demo.demo import DEMO_POLICY_FILE
 from .cli_common import add_config_arguments, config_from_args, open_configured_ledger
 
 if TYPE_CHECKING:
-    from rewriter.metrics import Metrics
-    from rewriter.policy import Policy
+    from rewriter.policy.model import Policy
+    from rewriter.sensitivity.metrics import Metrics
 
 # The analysis (sqlglot, numpy) and asyncpg are imported by the commands that use them, so
 # that registering these commands costs every other `dpgate` command nothing.
@@ -68,8 +68,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from rewriter.explain import explain
-    from rewriter.metrics import Metrics
+    from rewriter.release.explain import explain
+    from rewriter.sensitivity.metrics import Metrics
 
     from ..engine.knowledge import Knowledge
 
@@ -100,8 +100,8 @@ def explain_on_database(sql: str, policy: Policy, metrics: Metrics, dsn: str,
     role, for a join column met for the first time (not stored: explain writes nothing)."""
     import psycopg
 
-    from rewriter.explain import explain
-    from rewriter.metrics import max_freq_query
+    from rewriter.release.explain import explain
+    from rewriter.sensitivity.metrics import max_freq_query
 
     from ..engine.knowledge import CATALOG_QUERY, catalog
 

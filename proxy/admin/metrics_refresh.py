@@ -1,6 +1,6 @@
 """`dpgate metrics refresh`: maxFreq of every column measured again, several at a time.
 
-The measure is FLEX's GROUP BY query per column (rewriter/metrics.py), each a full scan
+The measure is FLEX's GROUP BY query per column (rewriter/sensitivity/metrics.py), each a full scan
 of its table, so a refresh of a wide schema is many independent queries. They run over
 an asyncpg pool of a few connections, so PostgreSQL works on several columns at once
 (on as many cores as it has), and each column is reported when it is done. The proxy's
@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 import asyncpg
 
 from accounting import Metric
-from rewriter.metrics import ColumnKey, max_freq_query
+from rewriter.sensitivity.metrics import ColumnKey, max_freq_query
 
 from ..engine.knowledge import CATALOG_QUERY
 from ..pgwire.backend import Endpoint

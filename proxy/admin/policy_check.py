@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from rewriter.explain import explain
-from rewriter.metrics import Metrics
-from rewriter.policy import ColumnDomain, Domain, Policy
-from rewriter.rewrite import domain_values_sql
+from rewriter.aggregate.rewrite import domain_values_sql
+from rewriter.policy.model import ColumnDomain, Domain, Policy
+from rewriter.release.explain import explain
+from rewriter.sensitivity.metrics import Metrics
 
 from ..config import Config
 
@@ -143,7 +143,7 @@ class _Checker:
             yield Problem(f"{where} domain", f"no table {domain.table}",
                           "name a public table of the database")
             return
-        # The join a histogram over the domain makes (rewriter/rewrite.py), an enum's
+        # The join a histogram over the domain makes (rewriter/aggregate/rewrite.py), an enum's
         # labels cast to its type as the proxy casts them (proxy/engine/knowledge.py).
         enum = self.reader.execute(
             "SELECT format('%%I.%%I', n.nspname, t.typname) FROM pg_attribute a "

@@ -1,7 +1,7 @@
 """Sums whose clamping bounds are chosen from the data at release (ApproxBounds-like).
 
 The backend returns, for such a part, one numeric[]: per bucket of the declared range the
-count of values, then per bucket their sum (rewriter/rewrite.py). Per row (group), a
+count of values, then per bucket their sum (rewriter/aggregate/rewrite.py). Per row (group), a
 share `privacy.bounds_share` of the part's ε buys noisy bucket counts, from which the
 bounds [L, U] are chosen; the sum clamped to [L, U] is computed exactly from the buckets
 and released with the rest of the ε, at a noise scale for max(|L|, |U|) (an AVG's sum of
@@ -20,9 +20,9 @@ from mechanisms.approx_bounds import ChosenBounds, choose_bounds, clamped_sum
 from mechanisms.names import Mechanism
 from mechanisms.random_source import RandomSource
 from mechanisms.reals import RealNoise, calibrate_real_laplace, noisy_real
-from rewriter.calibrate import Calibration, PartCalibration
-from rewriter.error_bars import real_noise
 from rewriter.plan import NoisyPart
+from rewriter.release.error_bars import real_noise
+from rewriter.sensitivity.calibrate import Calibration, PartCalibration
 
 
 @dataclass(frozen=True)

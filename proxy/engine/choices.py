@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from mechanisms.accuracy import mode_bound, quantile_rank_bound
 from mechanisms.exponential import private_mode, quantile_from_counts
 from mechanisms.random_source import RandomSource
-from rewriter.calibrate import Calibration, choice_epsilon
 from rewriter.plan import OutputColumn, PrivateAggregate
+from rewriter.sensitivity.calibrate import Calibration, choice_epsilon
 
 from ..pgwire import wire
 from ..pgwire.backend import Row

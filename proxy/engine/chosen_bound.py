@@ -1,6 +1,6 @@
 """A unit-mode COUNT(*) answered from the histogram of per-unit row counts.
 
-The backend returned rows (min(c_u, cap), number of units) (rewriter/bounding.py,
+The backend returned rows (min(c_u, cap), number of units) (rewriter/aggregate/bounding.py,
 `contribution_histogram`). With τ fixed (the session's SET dp.max_contributions, the
 Gaussian mechanism, or a zero share) the count is Σ_u min(c_u, τ), noised as before.
 Otherwise ε is split (sequential composition, docs/privacy-unit.md): three quarters of
@@ -37,8 +37,8 @@ from mechanisms.contribution_bound import (
 from mechanisms.laplace import laplace_scale, sample_discrete_laplace
 from mechanisms.names import Mechanism
 from mechanisms.random_source import RandomSource
-from rewriter.calibrate import Calibration
 from rewriter.plan import PrivateAggregate
+from rewriter.sensitivity.calibrate import Calibration
 
 from ..config import PrivacySettings
 from ..pgwire.backend import Row

@@ -10,7 +10,7 @@ from typing import Any
 
 from accounting import Analyst, Ledger
 from mechanisms.random_source import RandomSource
-from rewriter.classify import Statement
+from rewriter.analysis.classify import Statement
 from rewriter.errors import Refusal
 from rewriter.plan import EmptyStatement, Plan, PrivateAggregate, SetDpSetting, ShowDpSetting
 from rewriter.sqlstate import SqlState

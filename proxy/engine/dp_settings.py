@@ -8,12 +8,12 @@ import math
 from collections.abc import Callable
 
 from accounting import Analyst, Ledger, as_written
-from rewriter.calibrate import MECHANISMS
 from rewriter.plan import SetDpSetting, ShowDpSetting
-from rewriter.policy import Policy
-from rewriter.policy_view import POLICY_COLUMNS, policy_rows
+from rewriter.policy.model import Policy
+from rewriter.policy.session import MAX_SESSION_BOUND, SESSION_BOUNDS, with_session_bounds
+from rewriter.policy.view import POLICY_COLUMNS, policy_rows
+from rewriter.sensitivity.calibrate import MECHANISMS
 from rewriter.sqlstate import SqlState
-from rewriter.unit_policy import MAX_SESSION_BOUND, SESSION_BOUNDS, with_session_bounds
 
 from ..config import Config
 from ..pgwire import wire

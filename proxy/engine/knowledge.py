@@ -16,7 +16,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from accounting import Ledger, Metric
-from rewriter.metrics import ColumnKey, Metrics, max_freq_query
+from rewriter.sensitivity.metrics import ColumnKey, Metrics, max_freq_query
 
 from ..pgwire.backend import BackendConnection
 

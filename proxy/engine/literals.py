@@ -36,7 +36,7 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
-from rewriter.classify import Statement
+from rewriter.analysis.classify import Statement
 from rewriter.plan import PrivateAggregate, Relay
 
 from ..pgwire.backend import Parameters

@@ -9,9 +9,9 @@ from __future__ import annotations
 import threading
 
 from mechanisms.names import Mechanism
-from rewriter.calibrate import Calibration, calibrate
-from rewriter.classify import Statement
+from rewriter.analysis.classify import Statement
 from rewriter.plan import PrivateAggregate
+from rewriter.sensitivity.calibrate import Calibration, calibrate
 
 from .shapes import Remembered
 

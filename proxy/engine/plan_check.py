@@ -14,13 +14,13 @@ import json
 from collections import Counter
 from typing import Any
 
-from rewriter.constants import evaluation_sql, substitute
+from rewriter.aggregate.private import CELLS_HINT
+from rewriter.analysis.constants import evaluation_sql, substitute
+from rewriter.checks.plan_check import plan_failure, public_plan_failure
+from rewriter.checks.plan_joins import JoinKeys, catalog_sql, renaming_failure
 from rewriter.errors import Refusal
 from rewriter.plan import PrivateAggregate
-from rewriter.plan_check import plan_failure, public_plan_failure
-from rewriter.plan_joins import JoinKeys, catalog_sql, renaming_failure
-from rewriter.policy import Policy
-from rewriter.private import CELLS_HINT
+from rewriter.policy.model import Policy
 from rewriter.sqlstate import SqlState
 
 from ..pgwire.backend import BackendConnection, Parameters

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rewriter.classify import Statement, classify
+from rewriter.analysis.classify import Statement, classify
 from rewriter.errors import Refusal
-from rewriter.metrics import ColumnKey, Metrics, MissingMetrics
-from rewriter.policy import Policy
+from rewriter.policy.model import Policy
+from rewriter.policy.session import SESSION_BOUNDS, with_session_bounds
+from rewriter.sensitivity.metrics import ColumnKey, Metrics, MissingMetrics
 from rewriter.sqlstate import SqlState
-from rewriter.unit_policy import SESSION_BOUNDS, with_session_bounds
 
 from ..config import Config, ServerSettings
 from ..pgwire.backend import BackendError, BackendPool

@@ -42,13 +42,13 @@ from accounting import (
 )
 from mechanisms.names import Mechanism
 from mechanisms.random_source import RandomSource
-from rewriter.calibrate import Calibration
-from rewriter.computed import with_rows
 from rewriter.errors import Refusal
-from rewriter.outer import with_answer
 from rewriter.plan import PrivateAggregate
+from rewriter.release.computed import with_rows
+from rewriter.release.outer import with_answer
+from rewriter.release.unit_report import mode_notice
+from rewriter.sensitivity.calibrate import Calibration
 from rewriter.sqlstate import SqlState
-from rewriter.unit_report import mode_notice
 
 from ..config import Config
 from ..pgwire.backend import (

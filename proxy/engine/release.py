@@ -21,9 +21,9 @@ from mechanisms.laplace import laplace_scale, sample_discrete_laplace
 from mechanisms.names import Mechanism
 from mechanisms.random_source import RandomSource
 from mechanisms.reals import noisy_real
-from rewriter.calibrate import Calibration, PartCalibration
-from rewriter.error_bars import average_interval, noise_bound, real_noise
 from rewriter.plan import Comparison, Condition, OutputColumn, OutputKind, PrivateAggregate
+from rewriter.release.error_bars import average_interval, noise_bound, real_noise
+from rewriter.sensitivity.calibrate import Calibration, PartCalibration
 
 from ..config import PrivacySettings
 from ..pgwire import wire

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from accounting import Analyst, Ledger, LedgerUnavailable
 from mechanisms.random_source import RandomSource, SecureRandomSource
 from rewriter.errors import Refusal
-from rewriter.lexical import PINNED, READER_PINNED, startup_settings
+from rewriter.sql.lexical import PINNED, READER_PINNED, startup_settings
 from rewriter.sqlstate import SqlState
 
 from ..config import Config

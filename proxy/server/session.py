@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from accounting import Analyst
-from rewriter.classify import Statement
+from rewriter.analysis.classify import Statement
 from rewriter.errors import Refusal
 from rewriter.plan import Plan, Relay
 from rewriter.sqlstate import SqlState

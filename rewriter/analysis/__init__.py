@@ -1,0 +1,11 @@
+"""What a statement is and what it reads.
+
+- `classify`: split a query string, decide what each statement is (the entry point).
+- `relations`: FLEX stability and max frequencies of what FROM, joins and WHERE read.
+- `unit`: which privacy unit a row belongs to.
+- `constants`: values that read no private row, computed first.
+- `buckets`: computed group keys, evaluated on the public domain only.
+- `arithmetic`: arithmetic and casts rewritten so that no row can make them fail.
+- `row_cost`: the bounded work of an expression on one row.
+- `totality`: the last check, nothing may fail for some rows only.
+"""

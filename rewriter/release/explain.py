@@ -1,0 +1,140 @@
+"""`dpgate explain`: what the analysis decides for one statement, as plain JSON data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..aggregate.private import plan_private_aggregate
+from ..analysis.classify import classify, parse_query
+from ..errors import Refusal
+from ..plan import NoisyPart, OutputColumn, PrivateAggregate, Relay
+from ..policy.model import Policy
+from ..sensitivity.calibrate import Calibration, PartCalibration, calibrate
+from ..sensitivity.metrics import Metrics, MissingMetrics
+from ..sqlstate import SqlState
+from .error_bars import noise_bound
+from .unit_report import mode_report
+
+OBJECT_NOT_IN_PREREQUISITE_STATE = SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE
+
+
+# The confidence of the error bars explain reports (the proxy's privacy.confidence).
+CONFIDENCE = 0.95
+
+
+def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: float,
+            k: int = 0, confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """The analysis of one statement: sensitivities and scales, or why it is refused."""
+    try:
+        statements = classify(sql, policy, metrics)
+        if len(statements) != 1:
+            raise Refusal(SqlState.FEATURE_NOT_SUPPORTED, "explain takes one statement")
+        plan = statements[0].plan
+        if isinstance(plan, Refusal):
+            raise plan
+        if isinstance(plan, Relay):
+            public = _public_aggregate(plan.text, policy, metrics)
+            if public is None:
+                return {"supported": True, "kind": "relay", "rewritten_sql": sql.strip()}
+            plan = public
+        if not isinstance(plan, PrivateAggregate):
+            return {"supported": True, "kind": "session"}
+        return _report(plan, calibrate(plan, epsilon, delta, k), 1 - confidence)
+    except Refusal as refusal:
+        return {"supported": False, "sqlstate": refusal.sqlstate, "error": refusal.message,
+                "hint": refusal.hint, "position": refusal.position}
+    except MissingMetrics as missing:
+        return {"supported": False, "sqlstate": OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "error": str(missing), "hint": None, "position": None,
+                "missing_metrics": [list(column) for column in missing.columns]}
+
+
+def _public_aggregate(text: str, policy: Policy, metrics: Metrics) -> PrivateAggregate | None:
+    """A query over public tables is relayed; as an aggregate its sensitivity is 0."""
+    try:
+        return plan_private_aggregate(parse_query(text), policy, 0, metrics)
+    except (Refusal, MissingMetrics):
+        return None
+
+
+def _report(plan: PrivateAggregate, calibration: Calibration, beta: float
+            ) -> dict[str, Any]:
+    columns = []
+    for output in plan.visible:
+        if output.kind == "key":
+            columns.append({"name": output.name, "kind": "key", "aggregate": None,
+                            "elastic_sensitivity": 0.0})
+            continue
+        if output.kind == "computed":  # post-processing of the noisy outputs: free
+            columns.append({"name": output.name, "kind": "computed", "aggregate": None,
+                            "elastic_sensitivity": 0.0})
+            continue
+        parts = [calibration.parts[i] for i in output.parts]
+        first = parts[0]
+        if output.kind == "choice":
+            columns.append(_choice_report(output, plan.parts[output.parts[0]], first))
+            continue
+        columns.append({
+            "name": output.name, "kind": "noisy", "aggregate": output.aggregate,
+            "elastic_sensitivity": first.elastic_sensitivity,
+            "smooth_sensitivity": first.smooth_sensitivity, "k_star": first.k_star,
+            "noise_scale": first.scale, "flex_noise_scale": first.flex_scale,
+            **({"unit_sensitivity": first.elastic_sensitivity} if plan.unit else {}),
+            "epsilon": sum(p.epsilon for p in parts),
+            **({"count_noise_scale": parts[1].scale} if len(parts) > 1 else {}),
+            **_error_bar(plan, calibration, output, beta),
+        })
+    report: dict[str, Any] = {
+        "supported": True, "epsilon": calibration.epsilon, "delta": calibration.delta,
+        "pure": calibration.pure, **mode_report(plan), "columns": columns,
+        "rewritten_sql": plan.sql,
+    }
+    if plan.grouping is not None:
+        report["histogram"] = (
+            {"key_selection": True, "threshold": calibration.threshold}
+            if plan.grouping.key_selection else
+            {"key_selection": False, "domain_size": plan.grouping.domain_size})
+    hidden = [o.name for o in plan.outputs if o.hidden]
+    if hidden:
+        report["hidden_aggregates"] = hidden  # noised for HAVING / ORDER BY, not sent
+    return report
+
+
+def _error_bar(plan: PrivateAggregate, calibration: Calibration, output: OutputColumn,
+               beta: float) -> dict[str, Any]:
+    """The column's error at confidence 1 − β before the analyst's shift (which the
+    NOTICE's bound also covers, at its widest): a ± for a count or a sum; for an average
+    the bounds of its centred sum and its count, each at 1 − β/2, from which the NOTICE
+    computes the interval of each released average (error_bars.average_interval)."""
+    if not calibration.pure:
+        return {"error": "not stated: the noise follows the smooth sensitivity of this "
+                "join, which depends on the data"}
+    if plan.parts[output.parts[0]].edges is not None:
+        return {"clamping_bounds": "chosen when answering, inside the declared bounds, from "
+                "a noisy histogram of the values (privacy.bounds_share of this column's "
+                "epsilon)", "error": "stated with each answer: the noise for the chosen "
+                "bounds and the estimated clamping bias", "confidence": 1 - beta}
+    if output.aggregate != "avg":
+        return {"error": noise_bound(plan, calibration, output.parts[0], 0.0, beta),
+                "confidence": 1 - beta}
+    total, count = (noise_bound(plan, calibration, i, 0.0, beta / 2) for i in output.parts)
+    assert output.bounds is not None
+    lo, hi = output.bounds
+    return {"confidence": 1 - beta, "centred_sum_error": total, "count_error": count,
+            "error": f"m + (sum ± {total:.6g}) / (count ± {count:.6g}) with m = "
+            f"{(lo + hi) / 2:g}, within [{lo:g}, {hi:g}]"}
+
+
+def _choice_report(output: OutputColumn, part: NoisyPart, calibrated: PartCalibration
+                   ) -> dict[str, Any]:
+    """A column chosen by the exponential mechanism: Δu, ε and the candidates."""
+    report: dict[str, Any] = {
+        "name": output.name, "kind": "choice", "aggregate": output.aggregate,
+        "mechanism": "exponential", "utility_sensitivity": calibrated.smooth_sensitivity,
+        "elastic_sensitivity": calibrated.elastic_sensitivity,
+        "epsilon": calibrated.epsilon, "utility_scale": calibrated.scale,
+    }
+    if part.grid is not None and part.level is not None:
+        report.update(level=float(part.level), grid_low=float(part.grid.lo),
+                      grid_step=float(part.grid.step), grid_points=part.grid.points)
+    return report

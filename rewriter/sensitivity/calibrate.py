@@ -1,0 +1,201 @@
+"""Noise scales for a planned query at given ε, δ and mechanism (FLEX's elastic and smooth
+sensitivity; Laplace, Gaussian and exponential mechanisms).
+
+ε and δ are split evenly across the noisy parts (sequential composition). When no part's
+ES(k) depends on k, ES is a global sensitivity: scale ES/ε, δ = 0. Otherwise the smooth
+sensitivity S* gives the scale 2S*/ε and the part costs δ. Key selection (τ-thresholding)
+costs δ too. The Gaussian mechanism (pure path only) calibrates σ to the L2 sensitivity
+with the exact discrete Gaussian condition, and every part costs δ. A choice (mode,
+quantile) takes its share of ε like a noisy part; the exponential mechanism is ε-DP with
+Δu = ES whatever dp.mechanism says, so it costs no δ.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from mechanisms.exponential import exponential_base
+from mechanisms.gaussian_sigma import (
+    GaussianParameterError,
+    analytic_gaussian_sigma,
+    discrete_gaussian_variance,
+)
+from mechanisms.key_selection import key_selection_threshold as unit_threshold
+from mechanisms.names import Mechanism
+from mechanisms.numbers import parameter
+
+from ..errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, PROGRAM_LIMIT_EXCEEDED, Refusal
+from ..plan import NoisyPart, PrivateAggregate
+from .elastic import SmoothScanTooLong, smooth_sensitivity
+
+MECHANISMS = tuple(Mechanism)
+
+
+@dataclass(frozen=True)
+class PartCalibration:
+    epsilon: float
+    delta: float
+    elastic_sensitivity: float  # ES(K)·magnitude
+    smooth_sensitivity: float  # S*·magnitude
+    k_star: int
+    scale: float  # the Laplace scale b actually used (Gaussian: σ)
+    flex_scale: float  # FLEX's 2S*/ε, for comparison
+    l2_sensitivity: float = 0.0  # Gaussian only
+    variance: Fraction | None = None  # Gaussian counts: the discrete Gaussian's σ²
+    # The unit of the analyst's shift μ_u when shift_unit = "scale". It must not depend on
+    # the data (else the shift itself would be a release): the scale on the pure path,
+    # magnitude/ε — one row's weight — on the smooth path, where S* is measured.
+    shift_scale: float = 0.0
+
+
+@dataclass(frozen=True)
+class Calibration:
+    epsilon: float
+    delta: float  # what the query is charged
+    pure: bool
+    parts: tuple[PartCalibration, ...]
+    threshold: float | None  # τ of key selection, on the selection part's noisy count
+    mechanism: Mechanism = Mechanism.SHIFTED_LAPLACE
+
+
+def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
+              mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration:
+    """Scales for every part; `k` only changes the reported ES(k).
+
+    A plan without parts (the keys of declared domains, no aggregate) releases only public
+    values: it costs nothing.
+    """
+    chosen = Mechanism(mechanism)
+    if not plan.parts:
+        return Calibration(0.0, 0.0, True, (), None, chosen)
+    pure = not any(part.elastic.depends_on_k for part in plan.parts)
+    selecting = plan.grouping is not None and plan.grouping.key_selection
+    gaussian = chosen == Mechanism.GAUSSIAN
+    if gaussian and (not pure or selecting):
+        raise Refusal(FEATURE_NOT_SUPPORTED,
+                      "the Gaussian mechanism is available only for queries without joins of "
+                      "private tables and without key selection",
+                      hint="SET dp.mechanism = 'shifted_laplace' (the default) for this one.")
+    additive = [part for part in plan.parts if not part.choice]
+    delta_users = (0 if pure and not gaussian else len(additive)) + (1 if selecting else 0)
+    if delta_users and not 0 < delta < 1:
+        raise Refusal(INVALID_PARAMETER_VALUE,
+                      "this query needs a delta between 0 and 1 (joins of private tables and "
+                      "key selection are (epsilon, delta)-private)",
+                      hint="SET dp.delta = 1e-8, for example.")
+    part_epsilon = epsilon / len(plan.parts)
+    part_delta = delta / delta_users if delta_users else 0.0
+    parts = []
+    for part in plan.parts:
+        if part.choice:
+            parts.append(_choice(part, part_epsilon, k))
+            continue
+        # For a pure part the smooth bound is only reported, so any valid δ will do.
+        reported_delta = part_delta if part_delta else (delta if 0 < delta < 1 else 1e-9)
+        try:
+            smooth = smooth_sensitivity(part.elastic, part_epsilon, reported_delta,
+                                        plan.private_tables)
+        except SmoothScanTooLong as error:
+            raise Refusal(PROGRAM_LIMIT_EXCEEDED, str(error),
+                          hint="Raise dp.epsilon or dp.delta, or join fewer private "
+                          "tables.") from None
+        flex_scale = 2 * smooth.sensitivity * part.magnitude / part_epsilon
+        if part.row_elastic is not None:  # unit mode: FLEX's row-level scale, for comparison
+            flex_scale = _row_level_scale(part, part_epsilon, reported_delta,
+                                          plan.private_tables)
+        elastic_k = part.elastic.at(k) * part.magnitude
+        scale = part.elastic.at(0) * part.magnitude / part_epsilon if pure else flex_scale
+        calibrated = PartCalibration(
+            epsilon=part_epsilon, delta=0.0 if pure else part_delta,
+            elastic_sensitivity=float(elastic_k),
+            smooth_sensitivity=smooth.sensitivity * part.magnitude, k_star=smooth.k_star,
+            scale=scale, flex_scale=flex_scale,
+            shift_scale=scale if pure else part.magnitude / part_epsilon)
+        if gaussian:
+            calibrated = _gaussian(calibrated, part.elastic.at(0), part.magnitude,
+                                   part.integer, plan.keys > 0, part_delta, part.l2)
+        parts.append(calibrated)
+    threshold = None
+    if selecting:
+        assert plan.grouping is not None and plan.grouping.selection_part is not None
+        selection = parts[plan.grouping.selection_part]
+        if plan.unit is not None:  # κ' groups of ≤ τ_g' rows per unit
+            threshold = unit_threshold(plan.unit.group_rows, plan.unit.groups,
+                                       selection.scale, part_delta)
+        else:
+            threshold = key_selection_threshold(selection.elastic_sensitivity / 2,
+                                                selection.scale, part_delta)
+    return Calibration(epsilon, delta if delta_users else 0.0, pure, tuple(parts), threshold,
+                       chosen)
+
+
+def _choice(part: NoisyPart, epsilon: float, k: int) -> PartCalibration:
+    """The exponential mechanism's share: Δu = ES (the planner refuses joins of private
+    tables, so ES is a global sensitivity); `scale` reports 2Δu/ε, the utility gap that
+    costs a factor e in probability."""
+    sensitivity = part.elastic.at(0)
+    try:  # refused before any charge, not after: the base must exist for ε/Δu
+        exponential_base(choice_epsilon(epsilon, part),
+                         part.level.denominator if part.level is not None else 1)
+    except ValueError:
+        raise Refusal(INVALID_PARAMETER_VALUE,
+                      f"epsilon {epsilon:g} is too small for the exponential mechanism "
+                      f"(utility sensitivity {sensitivity})",
+                      hint="Raise dp.epsilon or ask fewer columns.") from None
+    scale = 2 * sensitivity / epsilon
+    return PartCalibration(epsilon=epsilon, delta=0.0,
+                           elastic_sensitivity=float(part.elastic.at(k)),
+                           smooth_sensitivity=float(sensitivity), k_star=0, scale=scale,
+                           flex_scale=scale, shift_scale=scale)
+
+
+def choice_epsilon(epsilon: float, part: NoisyPart) -> Fraction:
+    """ε/Δu exactly: the exponential mechanism at ε with utility sensitivity Δu is the one
+    at ε/Δu with Δu = 1, which is what mechanisms/exponential.py samples."""
+    return parameter(epsilon, "epsilon") / part.elastic.at(0)
+
+
+def _row_level_scale(part: NoisyPart, epsilon: float, delta: float, private_tables: int
+                     ) -> float:
+    """FLEX's 2S*/ε for the row-level reading of a unit-mode part (reported only)."""
+    assert part.row_elastic is not None
+    if part.row_elastic.unmeasured_columns():
+        return math.nan
+    try:
+        smooth = smooth_sensitivity(part.row_elastic, epsilon, delta, private_tables)
+    except SmoothScanTooLong:
+        return math.inf
+    return 2 * smooth.sensitivity * part.magnitude / epsilon
+
+
+def _gaussian(part: PartCalibration, elastic: int, magnitude: float, integer: bool,
+              histogram: bool, delta: float, unit_l2: float | None = None) -> PartCalibration:
+    """σ for the part's L2 sensitivity: a changed row moves a histogram's mass by S out of
+    one cell and into another, so Δ₂ = √2·S = ES/√2 there, and ES for a single value. In
+    unit mode the planner gives the unit's L2 (`unit_l2`)."""
+    l2 = elastic * magnitude / (math.sqrt(2) if histogram else 1) if unit_l2 is None else \
+        unit_l2 * magnitude
+    if l2 == 0:
+        return replace(part, delta=delta, scale=0.0, l2_sensitivity=0.0)
+    try:
+        variance = discrete_gaussian_variance(part.epsilon, delta, math.ceil(l2)) \
+            if integer else None
+        sigma = math.sqrt(variance) if variance is not None else \
+            analytic_gaussian_sigma(part.epsilon, delta, l2)
+    except GaussianParameterError as error:
+        raise Refusal(INVALID_PARAMETER_VALUE, f"Gaussian mechanism: {error}") from None
+    return replace(part, delta=delta, scale=sigma, l2_sensitivity=l2, variance=variance)
+
+
+def key_selection_threshold(stability: float, scale: float, delta: float) -> float:
+    """τ such that a group absent from a neighbouring database is released w.p. ≤ δ.
+
+    One changed row alters at most S rows, so at most S groups exist on one side only, each
+    with a true count ≤ S. Discrete Laplace noise of scale b has P(X ≥ x) ≤ e^(−x/b), so
+    with τ = S + b·ln(S/δ) the union bound gives S·e^(−(τ−S)/b) = δ: the unit-level
+    threshold of mechanisms/key_selection.py with κ = τ_g = S.
+    """
+    stability = max(stability, 1.0)
+    return unit_threshold(stability, stability, scale, delta)
