@@ -4,7 +4,7 @@ Its passes hold every thread, the event loop's included, for as long as they wal
 list of 182,000 rows, or the exponential mechanism's lists of 364,001 ints, made each
 pass take 8-16 ms. A result's rows are kept in chunks (proxy/pgwire/backend.py RowList),
 a sequence like a list whose passes walk one entry per chunk, and a quantile is drawn
-over tuples of ints, which the collector stops tracking (mechanisms/exponential.py)."""
+over int64 arrays, which the collector does not walk (mechanisms/exponential.py)."""
 
 from __future__ import annotations
 
