@@ -13,7 +13,8 @@ from mechanisms.key_selection import key_selection_threshold, release_probabilit
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings
 from proxy.engine.release import release
-from rewriter.aggregate.private import plan_private_aggregate, unit_sensitivities
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.aggregate.unit_mode import unit_sensitivities
 from rewriter.analysis.classify import parse_query
 from rewriter.checks.plan_check import plan_failure
 from rewriter.errors import Refusal

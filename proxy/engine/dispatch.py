@@ -4,15 +4,21 @@ messages); every other plan is answered here."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import assert_never
 
 from accounting import Analyst, Ledger
 from mechanisms.random_source import RandomSource
 from rewriter.analysis.classify import Statement
 from rewriter.errors import Refusal
-from rewriter.plan import EmptyStatement, Plan, PrivateAggregate, SetDpSetting, ShowDpSetting
+from rewriter.plan import (
+    EmptyStatement,
+    Plan,
+    PrivateAggregate,
+    Relay,
+    SetDpSetting,
+    ShowDpSetting,
+)
 from rewriter.sqlstate import SqlState
 
 from ..config import Config
@@ -25,6 +31,7 @@ from .charge_batches import ChargeBatches
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error
 from .fair import FairShares
+from .literals import LiftedStatement, LiftFailed
 from .outcome import Answer, Outcome, Reply
 from .plan_check import PlanChecker
 from .planning import Planner
@@ -74,59 +81,65 @@ class Engine:
                                       self.settings, running, report_charge,
                                       charges or ChargeBatches(ledger, workers), readers,
                                       released, reader_seconds)
-        # Plan kind -> how it is answered: the whole of the dispatch.
-        self._actions: dict[type, Callable[[Any, str, Parameters | None, int],
-                                           Awaitable[Outcome]]] = {
-            EmptyStatement: self._empty,
-            SetDpSetting: self._set,
-            ShowDpSetting: self._show,
-            PrivateAggregate: self._private,
-        }
+
+    async def plan(self, sql: str) -> list[Statement]:
+        """A simple-query string's plans: from the plan cache, else through its lifted
+        shape (literals.py), else planned as written (planning.py)."""
+        return self.cached(sql) or await self.planner.lifted(
+            sql, self.settings.values, self.analyst) or await self.statements(sql)
 
     async def statements(self, sql: str) -> list[Statement]:
-        """The plans of a query string (see Planner.statements)."""
+        """The plans of a query string as written (see Planner.statements)."""
         return await self.planner.statements(sql, self.settings.values, self.analyst)
 
     def cached(self, sql: str) -> list[Statement] | None:
         """A query string's plans if it was planned before (Planner.cached)."""
         return self.planner.cached(sql, self.settings.values)
 
-    async def lifted(self, sql: str) -> list[Statement] | None:
-        """A simple-query string's plans through its lifted shape (Planner.lifted)."""
-        return await self.planner.lifted(sql, self.settings.values, self.analyst)
+    async def answer(self, statement: Statement) -> Outcome:
+        """A statement of a simple query that dpgate answers itself. A lifted one that
+        fails before its charge is answered as written instead, with its own error."""
+        if not isinstance(statement, LiftedStatement):
+            return await self.execute(statement.text, statement.plan, offset=statement.offset)
+        try:
+            return await self.execute(statement.text, statement.plan, statement.parameters)
+        except LiftFailed:
+            # The shape was one statement, and so is the text: only its literals differ.
+            (original,) = await self.statements(statement.parameters.original)
+            if isinstance(original.plan, Refusal):
+                raise await self.refused(original.text, original.plan, original.offset
+                                         ) from None
+            return await self.execute(original.text, original.plan, offset=original.offset)
 
-    async def execute(self, text: str, plan: Plan, parameters: Parameters | None = None,
-                      offset: int = 0) -> Outcome:
+    async def execute(self, text: str, plan: Plan | Refusal,
+                      parameters: Parameters | None = None, offset: int = 0) -> Outcome:
         """Answer a plan that is not relayed: rows, or a single message."""
-        action = self._actions.get(type(plan))
-        if action is None:
-            raise TypeError(f"the engine does not answer {type(plan).__name__} plans")
-        return await action(plan, text, parameters, offset)
+        match plan:
+            case PrivateAggregate():
+                return await self.private.answer(text, plan, parameters, offset)
+            case SetDpSetting():
+                return Reply(wire.command_complete(self.settings.set(plan)))
+            case ShowDpSetting():
+                return await self.settings.show(plan)
+            case EmptyStatement():
+                return Reply(wire.empty_query_response())
+            case Relay() | Refusal():  # the protocol layer's: relayed, or refused
+                raise TypeError(f"the engine does not answer {type(plan).__name__} plans")
+            case _:
+                assert_never(plan)
 
     async def describe(self, text: str, plan: Plan, types: tuple[int, ...]) -> Description:
         """Parameter types and result columns, without running or charging anything."""
-        if isinstance(plan, PrivateAggregate):
-            shape = await self.private.describe(text, plan, types)
-            return Description(tuple(shape.parameters), tuple(shape.columns))
-        if isinstance(plan, ShowDpSetting):
-            return Description(columns=tuple(self.settings.show_columns(plan)))
-        return Description()
-
-    async def _empty(self, plan: EmptyStatement, text: str, parameters: Parameters | None,
-                     offset: int) -> Outcome:
-        return Reply(wire.empty_query_response())
-
-    async def _set(self, plan: SetDpSetting, text: str, parameters: Parameters | None,
-                   offset: int) -> Outcome:
-        return Reply(wire.command_complete(self.settings.set(plan)))
-
-    async def _show(self, plan: ShowDpSetting, text: str, parameters: Parameters | None,
-                    offset: int) -> Outcome:
-        return await self.settings.show(plan)
-
-    async def _private(self, plan: PrivateAggregate, text: str,
-                       parameters: Parameters | None, offset: int) -> Answer:
-        return await self.private.answer(text, plan, parameters, offset)
+        match plan:
+            case PrivateAggregate():
+                shape = await self.private.describe(text, plan, types)
+                return Description(tuple(shape.parameters), tuple(shape.columns))
+            case ShowDpSetting():
+                return Description(columns=tuple(self.settings.show_columns(plan)))
+            case SetDpSetting() | EmptyStatement() | Relay():
+                return Description()
+            case _:
+                assert_never(plan)
 
     async def refused(self, text: str, refusal: Refusal, offset: int = 0,
                       types: tuple[int, ...] = ()) -> StatementError:

@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from rewriter.aggregate.private import CELLS_HINT
+from rewriter.aggregate.groups import CELLS_HINT
 from rewriter.analysis.constants import evaluation_sql, substitute
 from rewriter.checks.plan_check import plan_failure, public_plan_failure
 from rewriter.checks.plan_joins import JoinKeys, catalog_sql, renaming_failure

@@ -6,6 +6,7 @@ import functools
 import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import assert_never
 
 from rewriter.errors import Refusal
 from rewriter.plan import (
@@ -33,15 +34,19 @@ BACKEND_ERRORS = frozenset({SqlState.CONNECTION_FAILURE, SqlState.DATA_EXCEPTION
 
 def plan_kind(plan: Plan | Refusal | None) -> str:
     """A short name for what the rewriter made of a statement (a metric label)."""
-    if isinstance(plan, PrivateAggregate):
-        return "private"
-    if isinstance(plan, Relay):
-        return "relay"
-    if isinstance(plan, SetDpSetting | ShowDpSetting):
-        return "setting"
-    if isinstance(plan, EmptyStatement):
-        return "empty"
-    return "refused"
+    match plan:
+        case PrivateAggregate():
+            return "private"
+        case Relay():
+            return "relay"
+        case SetDpSetting() | ShowDpSetting():
+            return "setting"
+        case EmptyStatement():
+            return "empty"
+        case Refusal() | None:
+            return "refused"
+        case _:
+            assert_never(plan)
 
 
 # Texts up to this long have their hash remembered (relayed statements come again and

@@ -163,7 +163,7 @@ class SessionOps:
             raise
 
     def relayed(self, plan: Plan, text: str, sqlstate: str | None, seconds: float) -> None:
-        """A statement relayed outside `statement` (fast_relay), with PostgreSQL's
+        """A relayed statement, at its end (proxy/server/relay.py), with PostgreSQL's
         SQLSTATE if it failed."""
         self._record(plan, text, _UNCHARGED, sqlstate, seconds)
 

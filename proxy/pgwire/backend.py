@@ -11,7 +11,7 @@ import hashlib
 import itertools
 import secrets
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import overload
@@ -169,7 +169,7 @@ class BackendConnection:
         self.pinned: dict[str, str] = {}  # lower-case names, see connect
         self._outgoing: list[bytes] = []
         protocol = writer.transport.get_protocol()
-        # Where fast_relay hooks in (connections opened by _open have one).
+        # Where the relay routine hooks in (connections opened by _open have one).
         self.protocol = protocol if isinstance(protocol, HookedStreamProtocol) else None
 
     @classmethod
@@ -253,12 +253,16 @@ class BackendConnection:
         """Queue a message; `flush` writes the queue in one system call."""
         self._outgoing.append(data)
 
-    async def flush(self) -> None:
-        """Write the queue; wait only while the socket has not taken all of it (a lost
-        connection shows on the next read)."""
+    def push(self) -> None:
+        """Hand the queue to the transport, without waiting (a transport callback cannot)."""
         if self._outgoing:
             self.writer.write(b"".join(self._outgoing))
             self._outgoing.clear()
+
+    async def flush(self) -> None:
+        """Write the queue; wait only while the socket has not taken all of it (a lost
+        connection shows on the next read)."""
+        self.push()
         if self.writer.transport.get_write_buffer_size():
             await self.writer.drain()
 
@@ -288,25 +292,6 @@ class BackendConnection:
             name, offset = wire.cstring(raw, 5)
             self.parameters[name] = wire.cstring(raw, offset)[0]
         return raw
-
-    async def relay(self, data: bytes, forward: Callable[[bytes], Awaitable[None] | None]
-                    ) -> dict[str, str] | None:
-        """Send a simple query and pass every response message, as it came, to `forward`
-        (which returns an awaitable when the client must catch up first), up to (not
-        including) ReadyForQuery. Return the fields of the first ErrorResponse, if any."""
-        self.send(data)
-        await self.flush()
-        error: dict[str, str] | None = None
-        while True:
-            raw = self.take() or await self.read_raw()
-            kind = raw[:1]
-            if kind == Backend.READY_FOR_QUERY:
-                return error
-            if kind == Backend.ERROR_RESPONSE and error is None:
-                error = wire.parse_error_fields(raw[5:])
-            relief = forward(raw)
-            if relief is not None:
-                await relief
 
     @property
     def alive(self) -> bool:

@@ -28,20 +28,27 @@ class ClientReader(asyncio.StreamReader):
         self.stopping = False
         self.idle_timeout = 0.0
         self.in_transaction: Callable[[], bool] = lambda: True
+        # Whether statements relayed while the session waits (fast_relay) are in flight.
+        self.relaying: Callable[[], bool] = lambda: False
         self.protocol: HookedStreamProtocol | None = None  # the server's, feeding this stream
-        # Statements relayed while the session waits (fast_relay): it is busy meanwhile.
-        self.relaying = 0
         self._timer: asyncio.Timeout | None = None
 
     def pending(self) -> int:
         """Bytes received and not read yet."""
         return len(self._buffer)  # type: ignore[attr-defined]  # asyncio has no peek
 
-    def watch(self, idle_timeout: float, in_transaction: Callable[[], bool]) -> None:
+    def watch(self, idle_timeout: float, in_transaction: Callable[[], bool],
+              relaying: Callable[[], bool]) -> None:
         """From now on, waits outside a transaction end after `idle_timeout` seconds (0:
-        never)."""
+        never); `relaying` tells whether the session is busy while it waits."""
         self.idle_timeout = idle_timeout
         self.in_transaction = in_transaction
+        self.relaying = relaying
+
+    def at_rest(self) -> bool:
+        """Whether the session waits for the client at a message boundary (nothing read
+        in part) and the proxy is not stopping."""
+        return self.waiting and not self._buffer and not self.stopping  # type: ignore[attr-defined]
 
     async def readexactly(self, n: int) -> bytes:
         if self.pending() >= n:

@@ -2,8 +2,9 @@
 
 The proxy's sessions read their client and their relay connection as asyncio streams,
 one task each. Each message read that way wakes that task, which costs more than the
-rest of relaying a message; proxy/server/fast_relay.py takes the plain relayed traffic
-in the transports' callbacks instead, and leaves everything else to the streams.
+rest of relaying a message; proxy/server/relay.py takes relayed answers, and
+fast_relay.py the plain relayed statements, in the transports' callbacks instead, and
+leave everything else to the streams.
 """
 
 from __future__ import annotations

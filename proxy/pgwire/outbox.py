@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
 
 # A long answer goes out in pieces of about this size rather than all at the end.
 PIECE = 1 << 16
@@ -14,23 +13,12 @@ class Outbox:
         self.writer = writer
         self.parts: list[bytes] = []
         self.size = 0
-        self.wrote_piece = False
 
     def send(self, data: bytes) -> None:
         self.parts.append(data)
         self.size += len(data)
         if self.size >= PIECE:
             self.write()
-            self.wrote_piece = True
-
-    def relieve(self) -> Awaitable[None] | None:
-        """What to await while the client is slow to read, so that a long answer streams
-        through the proxy instead of piling up in its memory; None when nothing is (most
-        messages: no coroutine to run)."""
-        if not self.wrote_piece:
-            return None
-        self.wrote_piece = False
-        return self.writer.drain()
 
     async def flush(self) -> None:
         """Write what is queued; wait only if the socket did not take all of it."""

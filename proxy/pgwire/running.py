@@ -26,7 +26,7 @@ class Running:
             self._connection = None
 
     def set(self, connection: BackendConnection | None) -> None:
-        """The same as `on`, for work that is not one block (fast_relay's)."""
+        """The same as `on`, for work that is not one block (the relay routine's)."""
         self._connection = connection
 
     async def cancel(self) -> None:

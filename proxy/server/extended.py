@@ -3,42 +3,43 @@
 Relayed statements (catalog, public tables, session commands) live on the relay backend
 under the client's own names: their messages are forwarded as they come and their
 answers read only when the proxy needs them (before it answers a message itself, or at
-Sync), so a pipelined client costs one round trip per Sync. Private aggregates and dp.*
-settings live here: analysed once per Parse, described without running anything, charged
-once per Execute. After an error every message up to Sync is skipped, as PostgreSQL does.
+Sync), by the relay routine (relay.py), so a pipelined client costs one round trip per
+Sync. A batch of relayed Bind/Describe/Execute and its Sync may come from the client's
+transport callback instead (`relay_batch`, fast_relay.py): the same steps, the same
+routine. Private aggregates and dp.* settings live here: analysed once per Parse,
+described without running anything, charged once per Execute. After an error every
+message up to Sync is skipped, as PostgreSQL does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import assert_never
 
 from rewriter.errors import Refusal
-from rewriter.plan import Plan, Relay, ShowDpSetting
+from rewriter.plan import (
+    EmptyStatement,
+    Plan,
+    PrivateAggregate,
+    Relay,
+    SetDpSetting,
+    ShowDpSetting,
+)
 from rewriter.sqlstate import SqlState
 
 from ..engine.errors import StatementError
 from ..engine.outcome import Reply
 from ..pgwire import wire
 from ..pgwire.backend import Parameters
-from ..pgwire.codes import Backend, Frontend, Target, TransactionStatus
+from ..pgwire.codes import Frontend, Target
 from .prepared import Portal, Prepared
+from .relay import Exchange
 from .session import Session
 
 # Forwarded messages whose answers may wait unread; past this, they are read at once.
 MAX_PENDING = 256
-# The backend message that completes each forwarded client message.
-COMPLETES: dict[bytes, set[Backend]] = {
-    Frontend.PARSE: {Backend.PARSE_COMPLETE},
-    Frontend.BIND: {Backend.BIND_COMPLETE},
-    Frontend.CLOSE: {Backend.CLOSE_COMPLETE},
-    Frontend.DESCRIBE: {Backend.ROW_DESCRIPTION, Backend.NO_DATA},
-    Frontend.EXECUTE: {Backend.COMMAND_COMPLETE, Backend.EMPTY_QUERY_RESPONSE,
-                       Backend.PORTAL_SUSPENDED},
-}
-
-
-def _nothing() -> None:
-    """What undoes a forwarded message that created nothing here."""
+_BIND, _DESCRIBE, _EXECUTE = (ord(kind) for kind in (
+    Frontend.BIND, Frontend.DESCRIBE, Frontend.EXECUTE))
 
 
 class ExtendedProtocol:
@@ -49,9 +50,8 @@ class ExtendedProtocol:
         # The session's registry: it forgets them when DEALLOCATE or DISCARD ran.
         self.statements = session.prepared.statements
         self.portals = session.prepared.portals
-        # Forwarded messages whose completion is unread, each with what undoes its entry
-        # here if the backend refuses it (or skips it after refusing an earlier one).
-        self.pending: list[tuple[bytes, Callable[[], None]]] = []
+        # Forwarded messages whose completion is unread (relay.py).
+        self.pending = session.lane.pending
         self.forwarded = False  # something went to the backend since the last Sync
         self.skipping = False  # an error happened: skip until Sync
         self.own_error = False  # the proxy (not the backend) raised it
@@ -80,27 +80,27 @@ class ExtendedProtocol:
                 self.session.send(error.to_response())
                 self.skipping = self.own_error = True
 
+    @property
+    def batch_open(self) -> bool:
+        """Whether messages since the last Sync wait for it (forwarded, or skipped)."""
+        return self.forwarded or self.skipping or bool(self.pending)
+
     async def sync(self) -> None:
         """End of a batch: sync the backend if it took part, then ReadyForQuery."""
-        relay = self.session.relay
+        session = self.session
         if self.forwarded:
-            relay.send(wire.SYNC)
-            await self._read_relay(until=Backend.READY_FOR_QUERY)
-            self.pending.clear()
+            await session.lane.exchange(wire.SYNC, Exchange(None, ""))
             self.forwarded = False
         if self.own_error:
-            await self.session.fail_open_transaction()
-        # Outside a transaction: the transaction ended, and every portal with it.
-        if relay.status == TransactionStatus.IDLE:
-            self.portals.clear()
+            await session.fail_open_transaction()
         self.skipping = self.own_error = False
-        self.session.send(wire.ready_for_query(relay.status))
+        session.send(session.ready_for_query())
 
     async def settle(self) -> None:
         """Read the answers of forwarded messages, so the proxy's own come after them."""
-        if self.pending:
-            self.session.relay.send(wire.FLUSH)
-            await self._read_relay(until=b"")
+        if self.pending and await self.session.lane.exchange(
+                wire.FLUSH, Exchange(None, "", until_ready=False)) is not None:
+            self.skipping = True
 
     async def _own_turn(self) -> None:
         """Before the proxy answers a message itself: earlier answers first, and none of
@@ -109,39 +109,61 @@ class ExtendedProtocol:
         if self.skipping:
             raise _Skipped()
 
-    async def _read_relay(self, until: bytes) -> None:
-        """Pass the backend's answers to the client until every pending message has
-        completed (until=b"") or until a message of kind `until`."""
-        session = self.session
-        relay = session.relay
-        with session.running.on(relay):
-            await relay.flush()
-            while until or self.pending:
-                raw = relay.take() or await relay.read_raw()
-                kind = raw[:1]
-                if kind == Backend.READY_FOR_QUERY:
-                    return
-                relief = session.forward(raw)
-                if relief is not None:
-                    await relief
-                if kind == Backend.ERROR_RESPONSE:
-                    for _, undo in self.pending:
-                        undo()
-                    self.pending.clear()
-                    self.skipping = True
-                elif self.pending and kind in COMPLETES[self.pending[0][0]]:
-                    self.pending.pop(0)
-
-    async def _forward(self, message: bytes, undo: Callable[[], None] = _nothing) -> None:
-        """Queue a message for the backend; its answer is read later (handle settles
-        when too many are unread). The first of a batch renews a relay connection
-        PostgreSQL closed (session.py): only messages that need the backend wait for it,
-        so SHOW dp.budget and the other answers of dpgate's own work while it is down."""
+    async def _forwarding(self) -> None:
+        """Before a message is forwarded: the first of a batch renews a relay connection
+        PostgreSQL closed (session.py). Only messages that need the backend wait for it,
+        so SHOW dp.budget and the other answers of dpgate's own work while it is down.
+        Its answer is read later (handle settles when too many are unread)."""
         if not self.forwarded and not self.pending:
             await self.session.ensure_relay()
-        self.session.relay.send(message)
-        self.pending.append((message[:1], undo))
         self.forwarded = True
+
+    def relay_batch(self, messages: list[bytes]) -> bool:
+        """Bind, Describe and Execute messages, then Sync, relayed from the client's
+        transport (fast_relay.py) as the task would relay them, if each names a relayed
+        statement or portal and Executes only portals bound here; else False, and nothing
+        was done: the task handles them."""
+        bound: set[str] = set()
+        for message in messages:
+            kind, payload = message[0], message[5:]
+            if kind == _BIND:
+                name, statement = wire.bind_names(payload)
+                prepared = self.statements.get(statement)
+                if prepared is None or not prepared.relayed or name in bound or (
+                        name and name in self.portals):
+                    return False
+                bound.add(name)
+            elif kind == _DESCRIBE:
+                target, name = wire.read_target(payload)
+                if target != Target.STATEMENT and name in bound:
+                    continue  # bound above, so relayed
+                found = self.statements.get(name) if target == Target.STATEMENT else \
+                    self.portals.get(name)
+                if found is None or not found.relayed:
+                    return False
+            elif kind != _EXECUTE or wire.read_execute(payload)[0] not in bound:
+                return False
+        for message in messages:
+            kind, payload = message[0], message[5:]
+            if kind == _BIND:
+                name, statement = wire.bind_names(payload)
+                self._relay_bind(name, self.statements[statement], message)
+            elif kind == _EXECUTE:
+                self._relay_execute(self.portals[wire.read_execute(payload)[0]], message)
+            else:
+                self.session.lane.forward(message)
+        self.session.relay_from_transport(wire.SYNC, Exchange(None, "", client_ready=True))
+        return True
+
+    def _relay_bind(self, name: str, prepared: Prepared, message: bytes) -> None:
+        portal = self.portals[name] = Portal(prepared)
+        self.session.lane.forward(message, undo=lambda: _drop(self.portals, name, portal))
+
+    def _relay_execute(self, portal: Portal, message: bytes) -> None:
+        """Reported as a statement decision at its forwarding (PostgreSQL's answer is
+        read later, at Sync or Flush)."""
+        self.session.ops.relayed(portal.prepared.plan, portal.prepared.text, None, 0.0)
+        self.session.lane.forward(message)
 
     async def _parse_reported(self, payload: bytes) -> None:
         """Parse, its refusal reported as a statement decision (metrics, audit log)."""
@@ -149,12 +171,12 @@ class ExtendedProtocol:
             await self._parse(payload)
 
     async def _execute_reported(self, payload: bytes) -> None:
-        """Execute, reported as a statement decision: a relayed portal's is its forwarding
-        (PostgreSQL's answer is read later, at Sync or Flush)."""
+        """Execute, reported as a statement decision (a relayed portal's by
+        _relay_execute)."""
         name, limit = wire.read_execute(payload)
         portal = self.portals.get(name)
-        if portal is None:
-            await self._execute(payload, name, limit)  # the error of an unknown portal
+        if portal is None or portal.relayed:  # an unknown portal's error, or relayed
+            await self._execute(payload, name, limit)
             return
         with self.session.ops.statement(portal.prepared.plan, portal.prepared.text) as tracker:
             try:
@@ -177,20 +199,25 @@ class ExtendedProtocol:
             raise StatementError(SqlState.SYNTAX_ERROR,
                                  "cannot insert multiple commands into a prepared statement")
         plan = statements[0].plan
-        if isinstance(plan, Refusal):
-            raise await self.session.engine.refused(parse.query, plan, types=parse.parameter_types)
-        if isinstance(plan, Relay):
-            prepared = self.statements[parse.statement] = Prepared(
-                parse.query, plan, parse.parameter_types)
-            # plan.text: the statement as classified (row counts neutralised, say).
-            await self._forward(
-                wire.parse_message(parse.statement, plan.text, parse.parameter_types),
-                undo=lambda: _drop(self.statements, parse.statement, prepared))
-            return
-        await self._own_turn()
-        self.statements[parse.statement] = await self._prepare(parse.query, plan,
-                                                               parse.parameter_types)
-        self.session.send(wire.PARSE_COMPLETE)
+        match plan:
+            case Refusal():
+                raise await self.session.engine.refused(parse.query, plan,
+                                                        types=parse.parameter_types)
+            case Relay():
+                await self._forwarding()
+                prepared = self.statements[parse.statement] = Prepared(
+                    parse.query, plan, parse.parameter_types)
+                # plan.text: the statement as classified (row counts neutralised, say).
+                self.session.lane.forward(
+                    wire.parse_message(parse.statement, plan.text, parse.parameter_types),
+                    undo=lambda: _drop(self.statements, parse.statement, prepared))
+            case PrivateAggregate() | SetDpSetting() | ShowDpSetting() | EmptyStatement():
+                await self._own_turn()
+                self.statements[parse.statement] = await self._prepare(
+                    parse.query, plan, parse.parameter_types)
+                self.session.send(wire.PARSE_COMPLETE)
+            case _:
+                assert_never(plan)
 
     async def _prepare(self, text: str, plan: Plan, types: tuple[int, ...]) -> Prepared:
         described = await self.session.engine.describe(text, plan, types)
@@ -202,9 +229,8 @@ class ExtendedProtocol:
         if name and name in self.portals:
             raise StatementError(SqlState.DUPLICATE_CURSOR, f'portal "{name}" already exists')
         if prepared.relayed:
-            portal = self.portals[name] = Portal(prepared)
-            await self._forward(wire.message(Frontend.BIND, payload),
-                          undo=lambda: _drop(self.portals, name, portal))
+            await self._forwarding()
+            self._relay_bind(name, prepared, wire.message(Frontend.BIND, payload))
             return
         bind = wire.read_bind(payload)
         await self._own_turn()
@@ -229,7 +255,8 @@ class ExtendedProtocol:
             portal = self._portal(name)
             prepared, formats = portal.prepared, portal.formats
         if prepared.relayed:
-            await self._forward(wire.message(Frontend.DESCRIBE, payload))
+            await self._forwarding()
+            self.session.lane.forward(wire.message(Frontend.DESCRIBE, payload))
             return
         await self._own_turn()
         if kind == Target.STATEMENT:
@@ -240,7 +267,8 @@ class ExtendedProtocol:
     async def _execute(self, payload: bytes, name: str, limit: int) -> None:
         portal = self._portal(name)
         if portal.relayed:
-            await self._forward(wire.message(Frontend.EXECUTE, payload))
+            await self._forwarding()
+            self._relay_execute(portal, wire.message(Frontend.EXECUTE, payload))
             return
         await self._own_turn()
         session = self.session
@@ -277,7 +305,8 @@ class ExtendedProtocol:
         table: dict = self.statements if kind == Target.STATEMENT else self.portals
         closed = table.pop(name, None)
         if closed is not None and closed.relayed:
-            await self._forward(wire.message(Frontend.CLOSE, payload))
+            await self._forwarding()
+            self.session.lane.forward(wire.message(Frontend.CLOSE, payload))
             return
         await self._own_turn()
         self.session.send(wire.CLOSE_COMPLETE)

@@ -50,7 +50,7 @@ from ..pgwire.tls import ServerTls
 from .extended import ExtendedProtocol
 from .fast_relay import FastRelay
 from .prepared import PreparedStatements
-from .session import Session
+from .session import Phase, Session
 
 log = logging.getLogger("dpgate.server")
 
@@ -146,7 +146,7 @@ class Proxy:
         self.stopping = True
         for task, reader in list(self.clients.items()):
             reader.stopping = True  # a busy session ends when it next waits for its client
-            if reader.waiting and not reader.relaying:
+            if reader.waiting and not reader.relaying():
                 task.cancel()  # nothing in flight: end it now
         if self.clients:
             await asyncio.wait(set(self.clients), timeout=self.config.server.shutdown_grace)
@@ -207,14 +207,16 @@ class Proxy:
             return
         session, key = startup
         self.sessions[key] = session
-        reader.watch(settings.idle_timeout, lambda: session.relay.status != TransactionStatus.IDLE)
+        reader.watch(settings.idle_timeout,
+                     lambda: session.relay.status != TransactionStatus.IDLE,
+                     lambda: session.phase is Phase.RELAYING)
         try:
-            await self._serve(session, reader, writer, outbox)
+            await self._serve(session, reader, outbox)
         finally:
             self.sessions.pop(key, None)
             self.ops.closed(session.ops.info)
             self._leave(session.analyst.name)
-            session.relay.close()
+            session.close()
 
     def _admit(self, analyst: str) -> None:
         """Take a session slot, or refuse beyond server.max_clients or beyond the analyst's
@@ -294,7 +296,7 @@ class Proxy:
             return None
         self._admit(analyst.name)
         try:
-            return await self._open_session(analyst, params, writer, outbox)
+            return await self._open_session(analyst, params, reader, writer, outbox)
         except BaseException:
             self._leave(analyst.name)
             raise
@@ -313,7 +315,7 @@ class Proxy:
             self.ops.closed(ops.info)
 
     async def _open_session(self, analyst: Analyst, params: dict[str, str],
-                            writer: asyncio.StreamWriter, outbox: Outbox
+                            reader: ClientReader, writer: asyncio.StreamWriter, outbox: Outbox
                             ) -> tuple[Session, tuple[int, int]]:
         """The relay connection and the session of an authenticated, admitted analyst."""
         try:
@@ -351,7 +353,7 @@ class Proxy:
         session = Session(analyst, engine, relay,
                           reconnect=lambda: BackendConnection.connect(self.relay_endpoint, pinned,
                                                                       **options),
-                          send=outbox.send, relieve=outbox.relieve,
+                          reader=reader, writer=writer, outbox=outbox,
                           prepared=PreparedStatements(), running=running, ops=ops)
         for name, value in relay.parameters.items():
             writer.write(wire.parameter_status(name, value))
@@ -361,27 +363,26 @@ class Proxy:
             await writer.drain()
         except BaseException:
             self.ops.closed(ops.info)  # the client left before its session began
+            session.close()
             raise
         return session, key
 
-    async def _serve(self, session: Session, reader: ClientReader,
-                     writer: asyncio.StreamWriter, outbox: Outbox) -> None:
+    async def _serve(self, session: Session, reader: ClientReader, outbox: Outbox) -> None:
         max_size = self.config.server.max_message_size
         extended = ExtendedProtocol(session)
-        fast = FastRelay(session, extended, reader, writer, outbox, max_size)
+        fast = FastRelay(session, extended, max_size)
         try:
-            await self._messages(session, reader, outbox, extended, fast)
+            await self._messages(session, reader, outbox, extended)
         finally:
             fast.close()
 
     async def _messages(self, session: Session, reader: ClientReader, outbox: Outbox,
-                        extended: ExtendedProtocol, fast: FastRelay) -> None:
+                        extended: ExtendedProtocol) -> None:
         """The session's message loop, for whatever fast_relay did not take."""
         max_size = self.config.server.max_message_size
         while True:
             kind, payload = await wire.read_message(reader, max_size)
-            if fast.in_flight:  # answers to statements relayed before this one come first
-                await fast.drained()
+            await session.begin()  # after the answers of what fast_relay relayed before
             if kind == Frontend.TERMINATE:
                 return
             if kind in EXTENDED_PROTOCOL:
@@ -397,11 +398,12 @@ class Proxy:
                 session.send(StatementError(
                     SqlState.FEATURE_NOT_SUPPORTED, "the function call protocol is refused",
                     hint="Call functions in a SELECT statement.").to_response())
-                session.send(wire.ready_for_query(session.relay.status))
+                session.send(session.ready_for_query())
             else:
                 raise wire.ProtocolError(f"unexpected message type {kind!r}")
             if outbox.parts:  # a message forwarded to the backend has nothing to send yet
                 await outbox.flush()
+            session.end(batch_open=extended.batch_open)
 
     async def _cancel(self, payload: bytes) -> None:
         if len(payload) != 8:

@@ -1,61 +1,155 @@
-"""One analyst's session on one client connection: the simple query protocol, the relay
-connection, and what both protocols share (a failed transaction, the engine's answers)."""
+"""One analyst's session on one client connection: its place in the protocol (one Phase,
+with explicit transitions), the simple query protocol, the relay connection, and what
+both protocols share (a failed transaction, ReadyForQuery, the engine's answers)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from enum import Enum
+from typing import assert_never
 
 from accounting import Analyst
 from rewriter.analysis.classify import Statement
 from rewriter.errors import Refusal
-from rewriter.plan import Plan, Relay
+from rewriter.plan import (
+    EmptyStatement,
+    Plan,
+    PrivateAggregate,
+    Relay,
+    SetDpSetting,
+    ShowDpSetting,
+)
 from rewriter.sqlstate import SqlState
 
 from ..engine.dispatch import Engine
 from ..engine.errors import AlreadyReported, StatementError
-from ..engine.literals import LiftedStatement, LiftFailed
-from ..engine.outcome import Answer, Outcome
+from ..engine.outcome import Answer, Outcome, Reply
 from ..ops import SessionOps
 from ..pgwire import wire
 from ..pgwire.backend import BackendConnection, BackendError, Parameters
-from ..pgwire.codes import ErrorField, Frontend, TransactionStatus
-from ..pgwire.errors import relay_lost
+from ..pgwire.client_stream import ClientReader
+from ..pgwire.codes import Frontend, TransactionStatus
+from ..pgwire.outbox import Outbox
 from ..pgwire.running import Running
 from .prepared import PreparedStatements
+from .relay import Exchange, RelayLane
 
 # Puts the backend's open transaction into the failed state after a refusal, so the
 # transaction behaves as PostgreSQL's would after any error.
 _FAIL_TRANSACTION = b"DO $$BEGIN RAISE EXCEPTION 'dpgate: statement failed'; END$$"
 
 
+class Phase(Enum):
+    """Where a session is in the protocol. Only Session changes it, along _NEXT."""
+
+    IDLE = "idle"  # waits for its client between statements: the transport may relay
+    RELAYING = "relaying"  # statements the transport relayed are in flight, nothing else
+    BUSY = "busy"  # the session's task handles a message from its client
+    BATCH = "batch"  # waits for its client inside an extended-protocol batch (till Sync)
+    CLOSED = "closed"
+
+
+_NEXT = {
+    Phase.IDLE: {Phase.RELAYING, Phase.BUSY, Phase.CLOSED},
+    Phase.RELAYING: {Phase.IDLE, Phase.CLOSED},
+    Phase.BUSY: {Phase.IDLE, Phase.BATCH, Phase.CLOSED},
+    Phase.BATCH: {Phase.BUSY, Phase.CLOSED},
+    Phase.CLOSED: set(),
+}
+
+
 class Session:
-    """A client's session. `send` queues a message for the client; `relieve` gives what to
-    await while the client is slow to read what was queued, if anything (streams long
-    answers); `reconnect` opens a
-    new relay connection with the session's startup settings."""
+    """A client's session. `outbox` queues messages for the client; `reconnect` opens a
+    new relay connection with the session's startup settings. Relayed statements go
+    through the relay routine (relay.py), from this task or from the client's transport
+    callback (fast_relay.py)."""
 
     def __init__(self, analyst: Analyst, engine: Engine, relay: BackendConnection,
                  reconnect: Callable[[], Awaitable[BackendConnection]],
-                 send: Callable[[bytes], None], relieve: Callable[[], Awaitable[None] | None],
+                 reader: ClientReader, writer: asyncio.StreamWriter, outbox: Outbox,
                  prepared: PreparedStatements, running: Running,
                  ops: SessionOps | None = None):
         self.analyst = analyst
         self.engine = engine
-        self.relay = relay
         self.reconnect = reconnect
-        self.send = send
-        self.relieve = relieve
+        self.reader = reader
+        self.send = outbox.send
         self.prepared = prepared
         self.running = running
         # Where statement decisions are reported (metrics, audit log, console).
         self.ops = ops or SessionOps()
+        self.phase = Phase.IDLE
+        self._relayed: asyncio.Future[None] | None = None  # woken when RELAYING ends
+        self.task = asyncio.current_task()
+        assert reader.protocol is not None
+        self.lane = RelayLane(self, reader.protocol, writer, outbox)
+        self.relay = relay
+        self.lane.attach(relay)
+
+    # The protocol phase.
+
+    def _enter(self, phase: Phase) -> None:
+        if phase not in _NEXT[self.phase]:
+            raise RuntimeError(f"a session cannot go from {self.phase.value} to "
+                               f"{phase.value}")
+        self.phase = phase
+
+    async def begin(self) -> None:
+        """The task has a message to handle: once what the transport relayed before it
+        is answered (answers keep their order)."""
+        while self.phase is Phase.RELAYING:
+            self._relayed = asyncio.get_running_loop().create_future()
+            await self._relayed
+        self._enter(Phase.BUSY)
+
+    def end(self, batch_open: bool) -> None:
+        """The task handled its message and waits for the next."""
+        self._enter(Phase.BATCH if batch_open else Phase.IDLE)
+
+    def close(self) -> None:
+        if self.phase is not Phase.CLOSED:
+            self._enter(Phase.CLOSED)
+        self.lane.close()
+        self.relay.close()
+
+    def may_relay(self) -> bool:
+        """Whether the client's transport may relay what it received now: the task waits
+        for the client at a message boundary, outside a batch, on a live connection."""
+        return (self.phase is Phase.IDLE or self.phase is Phase.RELAYING) and \
+            self.reader.at_rest() and not self.lane.unfinished and self.relay.alive
+
+    def relay_from_transport(self, message: bytes, exchange: Exchange) -> None:
+        """Relay a whole Query or batch the client sent, from its transport callback."""
+        if self.phase is Phase.IDLE:
+            self._enter(Phase.RELAYING)
+        self.lane.open(message, exchange)
+
+    def relayed_all(self) -> None:
+        """Every relayed statement is answered (relay.py): the task may act again."""
+        if self.phase is not Phase.RELAYING:
+            return
+        self._enter(Phase.IDLE)
+        reader = self.reader
+        reader.touch(self.relay.status != TransactionStatus.IDLE)
+        if self._relayed is not None and not self._relayed.done():
+            self._relayed.set_result(None)
+        if reader.stopping and reader.waiting and self.task is not None:
+            self.task.cancel()  # the proxy is stopping: end the session now it is idle
+
+    def ready_for_query(self) -> bytes:
+        """Every ReadyForQuery the client gets: outside a transaction, no portal
+        outlives it (a transaction ended, COMMIT…)."""
+        if self.relay.status == TransactionStatus.IDLE:
+            self.prepared.portals.clear()
+        return wire.ready_for_query(self.relay.status)
+
+    # The simple query protocol.
 
     async def simple_query(self, sql: str) -> None:
         """Answer one Query message, ending with ReadyForQuery."""
         try:
-            statements = self.engine.cached(sql) or await self.engine.lifted(sql) or \
-                await self.engine.statements(sql)
+            statements = await self.engine.plan(sql)
         except Refusal as refusal:
             statements = [Statement(sql, 0, refusal)]
         except StatementError as error:
@@ -65,40 +159,37 @@ class Session:
             statements = []
         for statement in statements:
             try:
-                with self.ops.statement(statement.plan, statement.text):
-                    await self._run(statement)
+                await self._run(statement)
             except StatementError as error:
                 self.send(error.to_response())
                 await self.fail_open_transaction()
                 break
-        self.send(wire.ready_for_query(self.relay.status))
+        self.send(self.ready_for_query())
 
     async def fail_open_transaction(self) -> None:
         """After an error of the proxy's own, fail the backend's open transaction too."""
         if self.relay.status == TransactionStatus.IN_TRANSACTION:
-            await self.relay.relay(wire.message(Frontend.QUERY, _FAIL_TRANSACTION + b"\0"),
-                                   lambda _: None)
+            await self.lane.exchange(wire.message(Frontend.QUERY, _FAIL_TRANSACTION + b"\0"),
+                                     Exchange(None, "", quiet=True))
 
     async def _run(self, statement: Statement) -> None:
         plan = statement.plan
-        if isinstance(plan, Refusal):
-            raise await self.engine.refused(statement.text, plan, statement.offset)
-        if isinstance(plan, Relay):
-            await self._relay(plan)
-            return
-        if isinstance(statement, LiftedStatement):
-            try:
-                outcome = await self.execute(statement.text, plan, statement.parameters)
-            except LiftFailed:  # answered as written instead, with its own error
-                for original in await self.engine.statements(statement.parameters.original):
-                    await self._run(original)
-                return
-        else:
-            outcome = await self.execute(statement.text, plan, offset=statement.offset)
-        if isinstance(outcome, Answer):
-            self._send_answer(outcome)
-        else:
-            self.send(outcome.message)
+        match plan:
+            case Refusal():
+                with self.ops.statement(plan, statement.text):
+                    raise await self.engine.refused(statement.text, plan, statement.offset)
+            case Relay():  # reported by the relay routine
+                await self._relay(plan, statement.text)
+            case PrivateAggregate() | SetDpSetting() | ShowDpSetting() | EmptyStatement():
+                with self.ops.statement(plan, statement.text):
+                    self.refuse_if_aborted(plan)
+                    match await self.engine.answer(statement):
+                        case Answer() as answer:
+                            self._send_answer(answer)
+                        case Reply() as reply:
+                            self.send(reply.message)
+            case _:
+                assert_never(plan)
 
     async def execute(self, text: str, plan: Plan, parameters: Parameters | None = None,
                       offset: int = 0) -> Outcome:
@@ -106,12 +197,6 @@ class Session:
         transaction, else the engine's answer."""
         self.refuse_if_aborted(plan)
         return await self.engine.execute(text, plan, parameters, offset)
-
-    def forward(self, data: bytes) -> Awaitable[None] | None:
-        """Pass a backend message on to the client: what to await before the next, if the
-        client must catch up first."""
-        self.send(data)
-        return self.relieve()
 
     def refuse_if_aborted(self, plan: Plan) -> None:
         """Inside a failed transaction only relayed statements (ROLLBACK…) may run."""
@@ -122,21 +207,16 @@ class Session:
                 "transaction block"
             )
 
-    async def _relay(self, plan: Relay) -> None:
-        if not self.relay.alive:
-            await self.ensure_relay()
+    async def _relay(self, plan: Relay, text: str) -> None:
         try:
-            with self.running.on(self.relay):
-                error = await self.relay.relay(
-                    wire.message(Frontend.QUERY, plan.text.encode() + b"\0"), self.forward
-                )
-        except (OSError, asyncio.IncompleteReadError):
-            self.relay.status = TransactionStatus.IDLE
-            raise relay_lost() from None
-        if self.relay.status == TransactionStatus.IDLE:
-            self.prepared.portals.clear()  # a transaction ended (COMMIT…), its portals too
-        if error is not None:  # PostgreSQL's SQLSTATE, for proxy/ops
-            raise AlreadyReported(error.get(ErrorField.SQLSTATE, ""))
+            await self.ensure_relay()
+        except StatementError as error:
+            self.ops.relayed(plan, text, error.sqlstate, 0.0)
+            raise
+        sqlstate = await self.lane.exchange(
+            wire.message(Frontend.QUERY, plan.text.encode() + b"\0"), Exchange(plan, text))
+        if sqlstate is not None:  # PostgreSQL's error, passed on already
+            raise AlreadyReported(sqlstate)
         if plan.resets_dp:
             self.engine.settings.clear()
         if plan.deallocates_all or plan.deallocates:
@@ -160,6 +240,7 @@ class Session:
             code = getattr(error, "sqlstate", SqlState.CONNECTION_FAILURE)
             raise StatementError(code, "dpgate cannot reach its database at the moment",
                                  hint="Ask again in a moment.") from None
+        self.lane.attach(self.relay)
         lost = f"; prepared statements {', '.join(refused)} could not be prepared " \
             "again" if refused else ""
         self.send(wire.notice_response("dpgate: the connection to the database was renewed; "

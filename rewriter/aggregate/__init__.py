@@ -1,8 +1,18 @@
 """Private aggregates: validated, bounded and rewritten into the SQL the backend runs.
 
-- `private`: the plan of an aggregate over private tables (validate, sensitivity, rewrite).
-- `aggregate_args`: bounds of expressions inside SUM/AVG by interval arithmetic.
-- `choice`: aggregates answered by the exponential mechanism.
+`private` is the entry point; it runs the steps below in order, each a module with one
+job, reading the `scope` (the statement and its relations) and returning its part:
+
+- `unit_mode`: whose rows are bounded (a unit's, or one row's), and each noisy part's
+  sensitivity under those bounds.
+- `keys`: the GROUP BY keys, resolved, as the rewrite takes them.
+- `released`: the released columns and the noisy parts they share; `bounds` (the bounds
+  of the values summed) and `aggregate_args` (of expressions, by interval arithmetic).
+- `post`: HAVING, ORDER BY and LIMIT on noisy values; `computed_sql`: those and outputs
+  that are expressions over released values.
+- `groups`: which groups are released (declared domains, or key selection).
+- `chosen`: plans of the exponential mechanism; `choice`: which aggregates ask for one.
 - `bounding`: contribution bounding (τ, κ, τ_g) in the rewritten SQL.
 - `rewrite`: the SQL the backend runs.
+- `record`: the PrivateAggregate every plan ends in.
 """

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from ..analysis.arithmetic import TOTAL
+from ..sql.nodes import unparen
 
 Interval = tuple[float, float]
 ColumnBounds = Callable[[exp.Column], Interval]
@@ -52,7 +53,7 @@ def interval(node: exp.Expression, columns: ColumnBounds) -> Interval:
     """Bounds that contain every value of `node` when each column lies within its bounds
     (a NULL adds no value). Raises NoBounds for anything else, and for bounds beyond a
     double's range (whose NUMERIC value could also pass NUMERIC's 131,072 digits)."""
-    lo, hi = _span(_unparen(node), columns)
+    lo, hi = _span(unparen(node), columns)
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise NoBounds("its bounds overflow")
     return lo, hi
@@ -95,7 +96,7 @@ def _span(node: exp.Expression, columns: ColumnBounds) -> Interval:
     if isinstance(node, exp.Case) and node.this is None:
         branches = [i.args["true"] for i in node.args.get("ifs", [])]
         branches.append(node.args.get("default") or exp.Null())
-        spans = [interval(b, columns) for b in branches if not isinstance(_unparen(b), exp.Null)]
+        spans = [interval(b, columns) for b in branches if not isinstance(unparen(b), exp.Null)]
         if not spans:
             raise NoBounds("the CASE has no value to sum")
         return min(lo for lo, _ in spans), max(hi for _, hi in spans)
@@ -119,10 +120,10 @@ def _cast(node: exp.Cast, columns: ColumnBounds) -> Interval:
 def _decimal(node: exp.Expression) -> float | None:
     """A decimal constant (2.0, -0.5, 1e3): PostgreSQL divides by it in NUMERIC, as the
     rewrite does; an integer divisor would truncate an integer column in PostgreSQL only."""
-    node = _unparen(node)
+    node = unparen(node)
     sign = 1.0
     if isinstance(node, exp.Neg):
-        node, sign = _unparen(node.this), -1.0
+        node, sign = unparen(node.this), -1.0
     if isinstance(node, exp.Literal) and not node.is_string and \
             any(c in node.this for c in ".eE"):
         return sign * float(node.this)
@@ -176,9 +177,3 @@ def mark_total(node: exp.Expression) -> None:
             mark_total(node.args["default"])
     elif node.find(exp.Case) is None:
         node.meta[TOTAL] = True
-
-
-def _unparen(node: exp.Expression) -> exp.Expression:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return node

@@ -1,7 +1,11 @@
 """What a statement is and what it reads.
 
 - `classify`: split a query string, decide what each statement is (the entry point).
-- `relations`: FLEX stability and max frequencies of what FROM, joins and WHERE read.
+- `relations`: FLEX stability and max frequencies of what FROM, joins and WHERE read
+  (the Analyzer: FROM items, derived tables, CTEs, set operations); `sources` (the
+  relations as data), `joins` (equijoins), `resolver` (column references),
+  `row_checks` (expressions on private rows), `findings` (missing metrics, and what
+  PostgreSQL's plan may show).
 - `unit`: which privacy unit a row belongs to.
 - `constants`: values that read no private row, computed first.
 - `buckets`: computed group keys, evaluated on the public domain only.

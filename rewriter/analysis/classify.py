@@ -17,7 +17,8 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import Token, TokenType
 
-from ..aggregate.private import ONLY_AGGREGATES, plan_private_aggregate
+from ..aggregate.private import plan_private_aggregate
+from ..aggregate.released import ONLY_AGGREGATES
 from ..errors import SYNTAX_ERROR, Refusal, policy_refusal, unsupported
 from ..plan import EmptyStatement, Plan, Relay, SetDpSetting, ShowDpSetting
 from ..policy.model import Policy

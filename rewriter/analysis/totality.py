@@ -24,7 +24,7 @@ from .arithmetic import TOTAL
 from .buckets import DOMAIN_ONLY
 from .row_cost import refuse_costly
 
-# Top-level clauses the proxy applies to noisy values itself (private.py takes LIMIT and
+# Top-level clauses the proxy applies to noisy values itself (post.py takes LIMIT and
 # OFFSET as literal numbers only).
 _PROXY_CLAUSES = frozenset({"limit", "offset"})
 _MIXED_CLAUSES = frozenset({"expressions", "having", "order"})

@@ -16,7 +16,9 @@ from sqlglot import exp
 
 from ..errors import Refusal
 from ..plan import UnitBounds
-from .relations import Analyzer, Relation, Source
+from .joins import conjuncts
+from .relations import Analyzer
+from .sources import Relation, Source
 
 Node = tuple[str, str]  # (FROM alias, column of its base table)
 
@@ -95,7 +97,7 @@ def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> Un
     bounds = UnitBounds(unit.label, unit.max_contributions, unit.max_groups,
                         unit.max_group_contributions)
     for table in hops.scans:
-        analyzer.scans[table] += 1  # PostgreSQL's plan reads it: plan_check.py
+        analyzer.findings.scans[table] += 1  # PostgreSQL's plan reads it: plan_check.py
     return UnitOfRows(exp.column(first[1], table=first[0], quoted=True), bounds,
                       tuple(hops.tables), tuple(hops.conditions), columns)
 
@@ -121,7 +123,7 @@ def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: 
     for hop in path.hops:
         _check_unique_key(hop.table, hop.key, analyzer)
         # The hop joins on these columns (plan_joins.py expects them in PostgreSQL's plan).
-        analyzer.join_columns |= {(node_table, node[1]), (hop.table, hop.key)}
+        analyzer.findings.join_columns |= {(node_table, node[1]), (hop.table, hop.key)}
         node_table = hop.table
         # Not through a column alias list (only a public table may have one here): the
         # unit is written as `alias.value`, which PostgreSQL reads by the visible names.
@@ -247,7 +249,7 @@ def _check_unique_key(table: str, key: str, analyzer: Analyzer) -> None:
     declared = analyzer.policy.column(table, key).max_freq
     frequency = declared if declared is not None else analyzer.metrics.max_freq.get((table, key))
     if frequency is None:
-        analyzer.missing.add((table, key))  # the proxy measures it and asks again
+        analyzer.findings.missing.add((table, key))  # the proxy measures it and asks again
     elif frequency > 1:
         raise NotOneUnit(f"the unit path's key {table}.{key} is not unique (up to "
                          f"{frequency} rows share a value), so a row could reach several "
@@ -260,20 +262,20 @@ def _equalities(tree: exp.Select, analyzer: Analyzer, relation: Relation
     conditions: list[exp.Expression] = []
     where = tree.args.get("where")
     if where is not None:
-        conditions += _conjuncts(where.this)
+        conditions += conjuncts(where.this)
     pairs: list[tuple[Node, Node]] = []
     seen: list[Source] = [relation.sources[0]] if relation.sources else []
     for join in tree.args.get("joins") or []:
         # An outer join's condition does not hold on its padded rows.
         outer = bool(join.args.get("side"))
         if join.args.get("on") is not None and not outer:
-            conditions += _conjuncts(join.args["on"])
+            conditions += conjuncts(join.args["on"])
         alias = join.this.alias_or_name
         right = next((s for s in relation.sources if s.alias == alias), None)
         for name in [] if outer else join.args.get("using") or []:
             column = name.name
             pairs += [((left.alias, column), (alias, column)) for left in seen
-                      if analyzer._has_column(left, column)]  # noqa: SLF001
+                      if analyzer.resolver.has_column(left, column)]
         if right is not None:
             seen.append(right)
     for condition in conditions:
@@ -298,14 +300,6 @@ def _node(column: exp.Column, analyzer: Analyzer, relation: Relation) -> Node | 
     if resolved.origin is None or resolved.source.table is None:
         return None
     return resolved.source.alias, resolved.origin[1]
-
-
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
 
 
 class _Classes:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_never
 
 from ..aggregate.private import plan_private_aggregate
 from ..analysis.classify import classify, parse_query
 from ..errors import Refusal
-from ..plan import NoisyPart, OutputColumn, PrivateAggregate, Relay
+from ..plan import (
+    EmptyStatement,
+    NoisyPart,
+    OutputColumn,
+    PrivateAggregate,
+    Relay,
+    SetDpSetting,
+    ShowDpSetting,
+)
 from ..policy.model import Policy
 from ..sensitivity.calibrate import Calibration, PartCalibration, calibrate
 from ..sensitivity.metrics import Metrics, MissingMetrics
@@ -29,16 +37,20 @@ def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: f
         statements = classify(sql, policy, metrics)
         if len(statements) != 1:
             raise Refusal(SqlState.FEATURE_NOT_SUPPORTED, "explain takes one statement")
-        plan = statements[0].plan
-        if isinstance(plan, Refusal):
-            raise plan
-        if isinstance(plan, Relay):
-            public = _public_aggregate(plan.text, policy, metrics)
-            if public is None:
-                return {"supported": True, "kind": "relay", "rewritten_sql": sql.strip()}
-            plan = public
-        if not isinstance(plan, PrivateAggregate):
-            return {"supported": True, "kind": "session"}
+        match plan := statements[0].plan:
+            case Refusal():
+                raise plan
+            case Relay():
+                public = _public_aggregate(plan.text, policy, metrics)
+                if public is None:
+                    return {"supported": True, "kind": "relay", "rewritten_sql": sql.strip()}
+                plan = public
+            case SetDpSetting() | ShowDpSetting() | EmptyStatement():
+                return {"supported": True, "kind": "session"}
+            case PrivateAggregate():
+                pass
+            case _:
+                assert_never(plan)
         return _report(plan, calibrate(plan, epsilon, delta, k), 1 - confidence)
     except Refusal as refusal:
         return {"supported": False, "sqlstate": refusal.sqlstate, "error": refusal.message,

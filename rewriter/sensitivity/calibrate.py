@@ -64,12 +64,46 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
               mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration:
     """Scales for every part; `k` only changes the reported ES(k).
 
+    A composition over the parts: the budget is split evenly (sequential composition),
+    then each part is calibrated alone from its own sensitivity (NoisyPart: ES(k) or a
+    unit's L1/L2) by its own mechanism (exponential for a choice, else the session's).
     A plan without parts (the keys of declared domains, no aggregate) releases only public
     values: it costs nothing.
     """
     chosen = Mechanism(mechanism)
     if not plan.parts:
         return Calibration(0.0, 0.0, True, (), None, chosen)
+    budget = _budget(plan, epsilon, delta, chosen)
+    parts = tuple(_choice(part, budget.epsilon, k) if part.choice else
+                  _additive(part, budget, plan, k) for part in plan.parts)
+    threshold = None
+    if budget.selecting:
+        assert plan.grouping is not None and plan.grouping.selection_part is not None
+        selection = parts[plan.grouping.selection_part]
+        if plan.unit is not None:  # κ' groups of ≤ τ_g' rows per unit
+            threshold = unit_threshold(plan.unit.group_rows, plan.unit.groups,
+                                       selection.scale, budget.delta)
+        else:
+            threshold = key_selection_threshold(selection.elastic_sensitivity / 2,
+                                                selection.scale, budget.delta)
+    return Calibration(epsilon, delta if budget.delta_users else 0.0, budget.pure, parts,
+                       threshold, chosen)
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """Each part's share of ε and δ, and what decides how additive parts are noised."""
+    epsilon: float
+    delta: float
+    reported_delta: float  # for a pure part the smooth bound is only reported
+    delta_users: int  # how many parts (and key selection) spend δ
+    pure: bool  # no part's ES(k) depends on k: a global sensitivity
+    gaussian: bool
+    selecting: bool  # key selection
+
+
+def _budget(plan: PrivateAggregate, epsilon: float, delta: float, chosen: Mechanism
+            ) -> _Budget:
     pure = not any(part.elastic.depends_on_k for part in plan.parts)
     selecting = plan.grouping is not None and plan.grouping.key_selection
     gaussian = chosen == Mechanism.GAUSSIAN
@@ -85,50 +119,42 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
                       "this query needs a delta between 0 and 1 (joins of private tables and "
                       "key selection are (epsilon, delta)-private)",
                       hint="SET dp.delta = 1e-8, for example.")
-    part_epsilon = epsilon / len(plan.parts)
     part_delta = delta / delta_users if delta_users else 0.0
-    parts = []
-    for part in plan.parts:
-        if part.choice:
-            parts.append(_choice(part, part_epsilon, k))
-            continue
-        # For a pure part the smooth bound is only reported, so any valid δ will do.
-        reported_delta = part_delta if part_delta else (delta if 0 < delta < 1 else 1e-9)
-        try:
-            smooth = smooth_sensitivity(part.elastic, part_epsilon, reported_delta,
-                                        plan.private_tables)
-        except SmoothScanTooLong as error:
-            raise Refusal(PROGRAM_LIMIT_EXCEEDED, str(error),
-                          hint="Raise dp.epsilon or dp.delta, or join fewer private "
-                          "tables.") from None
-        flex_scale = 2 * smooth.sensitivity * part.magnitude / part_epsilon
-        if part.row_elastic is not None:  # unit mode: FLEX's row-level scale, for comparison
-            flex_scale = _row_level_scale(part, part_epsilon, reported_delta,
-                                          plan.private_tables)
-        elastic_k = part.elastic.at(k) * part.magnitude
-        scale = part.elastic.at(0) * part.magnitude / part_epsilon if pure else flex_scale
-        calibrated = PartCalibration(
-            epsilon=part_epsilon, delta=0.0 if pure else part_delta,
-            elastic_sensitivity=float(elastic_k),
-            smooth_sensitivity=smooth.sensitivity * part.magnitude, k_star=smooth.k_star,
-            scale=scale, flex_scale=flex_scale,
-            shift_scale=scale if pure else part.magnitude / part_epsilon)
-        if gaussian:
-            calibrated = _gaussian(calibrated, part.elastic.at(0), part.magnitude,
-                                   part.integer, plan.keys > 0, part_delta, part.l2)
-        parts.append(calibrated)
-    threshold = None
-    if selecting:
-        assert plan.grouping is not None and plan.grouping.selection_part is not None
-        selection = parts[plan.grouping.selection_part]
-        if plan.unit is not None:  # κ' groups of ≤ τ_g' rows per unit
-            threshold = unit_threshold(plan.unit.group_rows, plan.unit.groups,
-                                       selection.scale, part_delta)
-        else:
-            threshold = key_selection_threshold(selection.elastic_sensitivity / 2,
-                                                selection.scale, part_delta)
-    return Calibration(epsilon, delta if delta_users else 0.0, pure, tuple(parts), threshold,
-                       chosen)
+    # For a pure part the smooth bound is only reported, so any valid δ will do.
+    reported_delta = part_delta if part_delta else (delta if 0 < delta < 1 else 1e-9)
+    return _Budget(epsilon / len(plan.parts), part_delta, reported_delta, delta_users, pure,
+                   gaussian, selecting)
+
+
+def _additive(part: NoisyPart, budget: _Budget, plan: PrivateAggregate, k: int
+              ) -> PartCalibration:
+    """An additive part (Laplace or Gaussian noise): its scale from its own sensitivity,
+    global (ES/ε) when pure, else smooth (2S*/ε)."""
+    epsilon = budget.epsilon
+    try:
+        smooth = smooth_sensitivity(part.elastic, epsilon, budget.reported_delta,
+                                    plan.private_tables)
+    except SmoothScanTooLong as error:
+        raise Refusal(PROGRAM_LIMIT_EXCEEDED, str(error),
+                      hint="Raise dp.epsilon or dp.delta, or join fewer private "
+                      "tables.") from None
+    flex_scale = 2 * smooth.sensitivity * part.magnitude / epsilon
+    if part.row_elastic is not None:  # unit mode: FLEX's row-level scale, for comparison
+        flex_scale = _row_level_scale(part, epsilon, budget.reported_delta,
+                                      plan.private_tables)
+    elastic_k = part.elastic.at(k) * part.magnitude
+    pure = budget.pure
+    scale = part.elastic.at(0) * part.magnitude / epsilon if pure else flex_scale
+    calibrated = PartCalibration(
+        epsilon=epsilon, delta=0.0 if pure else budget.delta,
+        elastic_sensitivity=float(elastic_k),
+        smooth_sensitivity=smooth.sensitivity * part.magnitude, k_star=smooth.k_star,
+        scale=scale, flex_scale=flex_scale,
+        shift_scale=scale if pure else part.magnitude / epsilon)
+    if budget.gaussian:
+        calibrated = _gaussian(calibrated, part.elastic.at(0), part.magnitude,
+                               part.integer, plan.keys > 0, budget.delta, part.l2)
+    return calibrated
 
 
 def _choice(part: NoisyPart, epsilon: float, k: int) -> PartCalibration:

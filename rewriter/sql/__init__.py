@@ -5,4 +5,5 @@
 - `positions`: error positions in the client's text.
 - `scopes`: which table references name a CTE.
 - `functions`: functions refused, or allowed on private rows.
+- `nodes`: wrappers stripped, output names as PostgreSQL gives them, number literals.
 """

@@ -84,7 +84,7 @@ STRUCTURE_NODES: tuple[type[exp.Expression], ...] = (
     exp.Select, exp.From, exp.Join, exp.Table, exp.TableAlias, exp.Alias, exp.With, exp.CTE,
     exp.Subquery, exp.Union, exp.Intersect, exp.Except, exp.Distinct, exp.Having, exp.Exists,
 )
-# Aggregates dpgate itself answers (private.py and choice.py check their arguments).
+# Aggregates dpgate itself answers (released.py and choice.py check their arguments).
 AGGREGATE_NODES: tuple[type[exp.Expression], ...] = (
     exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.WithinGroup, exp.PercentileCont,
     exp.PercentileDisc, exp.Median, exp.Mode, exp.Filter,
