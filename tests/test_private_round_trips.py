@@ -43,9 +43,9 @@ def test_fresh_answers_cost_one_round_trip_each(setup: Setup,  # noqa: F811
         engine = setup.engine("rtt")
         for number in range(1, 5):
             round_trips.clear()
-            (statement,) = await engine.lifted(COUNT.format(number, 2)) or []
+            (statement,) = await engine.plan(COUNT.format(number, 2))
             assert isinstance(statement, LiftedStatement)
-            answer = await engine.execute(statement.text, statement.plan, statement.parameters)
+            answer = await engine.answer(statement)
             assert isinstance(answer, Answer)
             trips["literals"].append(len(round_trips))
         (statement,) = await engine.statements(BOUND)
