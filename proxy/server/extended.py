@@ -123,7 +123,8 @@ class ExtendedProtocol:
         transport (fast_relay.py) as the task would relay them, if each names a relayed
         statement or portal and Executes only portals bound here; else False, and nothing
         was done: the task handles them."""
-        bound: set[str] = set()
+        bound: dict[str, Prepared] = {}
+        executed: list[str] = []
         for message in messages:
             kind, payload = message[0], message[5:]
             if kind == _BIND:
@@ -132,7 +133,7 @@ class ExtendedProtocol:
                 if prepared is None or not prepared.relayed or name in bound or (
                         name and name in self.portals):
                     return False
-                bound.add(name)
+                bound[name] = prepared
             elif kind == _DESCRIBE:
                 target, name = wire.read_target(payload)
                 if target != Target.STATEMENT and name in bound:
@@ -141,15 +142,17 @@ class ExtendedProtocol:
                     self.portals.get(name)
                 if found is None or not found.relayed:
                     return False
-            elif kind != _EXECUTE or wire.read_execute(payload)[0] not in bound:
+            elif kind == _EXECUTE and (name := wire.read_execute(payload)[0]) in bound:
+                executed.append(name)
+            else:
                 return False
+        names, portals = iter(bound.items()), iter(executed)
         for message in messages:
-            kind, payload = message[0], message[5:]
+            kind = message[0]
             if kind == _BIND:
-                name, statement = wire.bind_names(payload)
-                self._relay_bind(name, self.statements[statement], message)
+                self._relay_bind(*next(names), message)
             elif kind == _EXECUTE:
-                self._relay_execute(self.portals[wire.read_execute(payload)[0]], message)
+                self._relay_execute(self.portals[next(portals)], message)
             else:
                 self.session.lane.forward(message)
         self.session.relay_from_transport(wire.SYNC, Exchange(None, "", client_ready=True))
