@@ -101,8 +101,11 @@ class GroupKeys:
         column does, and PostgreSQL deduces the same type for a parameter ($1: bound by the
         client, or a literal lifted into one) in both places; so a literal or a parameter
         gives the same keys. Without a known type nothing is restricted. Conjuncts with
-        subqueries, aggregates, windows, random draws or computed constants (each is
-        placed once, in the data's WHERE) are left out."""
+        subqueries, aggregates, windows or random draws are left out. A value computed
+        before the query (constants.py) is written into the data's WHERE as a literal, and
+        here as the expression it is (`TO_DATE('2024-01-01', 'YYYY-MM-DD')`): on the
+        domain it reads no private row, and it already ran once without failing. One with
+        a subquery (its values) is left out, and the NOTICE says so."""
         where = self.scope.tree.args.get("where")
         if where is None:
             return (), None, False
@@ -117,15 +120,33 @@ class GroupKeys:
         for conjunct in conjuncts:
             columns = list(conjunct.find_all(exp.Column))
             if not columns or conjunct.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window,
-                                            exp.Rand, exp.Anonymous, exp.Placeholder):
-                if conjunct.find(exp.Placeholder) and \
-                        all(self._same_column(c, key, column) for c in columns):
-                    unnarrowed = True  # the NOTICE says so (answer_notice)
+                                            exp.Rand, exp.Anonymous) or \
+                    not all(self._same_column(c, key, column) for c in columns):
                 continue
-            if all(self._same_column(c, key, column) for c in columns):
-                kept.append(conjunct)
+            computed = self._computed(conjunct)
+            if computed is None:
+                unnarrowed = True  # the NOTICE says so (answer_notice)
+            else:
+                kept.append(computed)
         # An enum's domain values are read as the column's type already (enum_type).
         return tuple(kept), kind if kept and not enum else None, unnarrowed
+
+    def _computed(self, conjunct: exp.Expr) -> exp.Expr | None:
+        """The conjunct with each value computed before the query written as its
+        expression; None when one of them holds a subquery."""
+        if conjunct.find(exp.Placeholder) is None:
+            return conjunct
+        expressions = {c.token: c.sql for c in self.scope.constants}
+        copy = conjunct.copy()
+        for node in list(copy.find_all(exp.Placeholder)):
+            sql = expressions.get(placeholder_token(str(node.this)))
+            if sql is None:
+                return None
+            value: exp.Expr = exp.maybe_parse(sql, dialect="postgres")
+            if value.find(exp.Subquery, exp.Select):
+                return None
+            node.replace(exp.Paren(this=value))
+        return copy
 
     def _same_column(self, column: exp.Column, key: Resolved, key_column: exp.Column) -> bool:
         if column.name != key_column.name:
