@@ -6,6 +6,7 @@
 - `dp_settings`: SET/SHOW of dp.* settings, SHOW dp.budget and dp.policy
 - `errors`: the one conversion of refusals and PostgreSQL errors into a client's error
 - `outcome`: what the engine returns (rows, or one message)
+- `binary`: answers in binary result format encoded without asking PostgreSQL
 - `release`, `choices`: noise, key selection, HAVING/ORDER BY/LIMIT on noisy rows; the
   exponential mechanism's answers
 - `plan_cache`, `plan_check`, `knowledge`, `limits`, `workers`: the plan cache,

@@ -27,6 +27,7 @@ from ..pgwire import wire
 from ..pgwire.backend import BackendError, BackendPool, Parameters
 from ..pgwire.codes import ErrorField
 from ..pgwire.running import Running
+from .binary import binary_rows
 from .charge_batches import ChargeBatches
 from .column_probes import describe_probe, probe_answer
 from .dp_settings import DpSettings
@@ -36,7 +37,7 @@ from .literals import LiftedStatement, LiftFailed
 from .outcome import Answer, Outcome, Reply
 from .plan_check import PlanChecker
 from .planning import Planner
-from .private import ChargeReport, PrivateAnswers
+from .private import INLINE_RELEASE_ROWS, ChargeReport, PrivateAnswers
 from .reader_time import ReaderTime
 from .recent import RecentAnswers
 from .workers import Workers
@@ -185,10 +186,17 @@ class Engine:
         """DataRow messages of an answer in the client's result formats."""
         if not any(formats):
             return answer.text_rows()
+        types = [oid for _, oid in answer.columns]
+        # Encoded here when every value's type is one binary.py knows: no round trip. A
+        # long answer on a worker thread, as its text rows are.
+        local = binary_rows(answer.rows, types, formats) \
+            if len(answer.rows) <= INLINE_RELEASE_ROWS else await self.private.workers.cpu(
+                binary_rows, answer.rows, types, formats, analyst=self.analyst)
+        if local is not None:
+            return local
         async with self.pool.connection() as backend:
             try:
-                return await backend.encode(answer.rows, [oid for _, oid in answer.columns],
-                                            list(formats))
+                return await backend.encode(answer.rows, types, list(formats))
             except BackendError as error:
                 # A type whose text form PostgreSQL cannot read back: a limit of dpgate's,
                 # not an internal error. The answer is stored, so asking again is free.

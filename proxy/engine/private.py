@@ -20,7 +20,7 @@ import asyncio
 import logging
 import math
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -412,7 +412,7 @@ class PrivateAnswers:
         self.settings.recent.add(self.analyst.name, answer)
 
     async def _run(self, sql: str, parameters: Parameters | None, calibration: Calibration,
-                   request: ChargeRequest) -> list[Row]:
+                   request: ChargeRequest) -> Sequence[Row]:
         """The rewritten query's true rows, on a connection borrowed for it alone.
 
         Once the connection is lent, a failure may depend on the rows: it is charged,
@@ -454,7 +454,7 @@ class PrivateAnswers:
         ) from None
 
     async def _released(self, plan: PrivateAggregate, calibration: Calibration, shape: Shape,
-                        shift: float, true_rows: list[Row],
+                        shift: float, true_rows: Sequence[Row],
                         parameters: Parameters | None, request: ChargeRequest
                         ) -> tuple[list[list[str | None]], Release]:
         """The noisy answer as the client will see it (post-processing included)."""
@@ -509,7 +509,7 @@ class PrivateAnswers:
         return [[None if v is None else v.decode() for v in row] for row in result.rows]
 
 
-def heavy_release(plan: PrivateAggregate, calibration: Calibration, true_rows: list[Row]
+def heavy_release(plan: PrivateAggregate, calibration: Calibration, true_rows: Sequence[Row]
                   ) -> bool:
     """Whether releasing these rows may take more than a millisecond, and so runs on a
     worker thread: noise for many rows, the exponential mechanism's sampling (it weighs
