@@ -228,7 +228,7 @@ class PrivateAggregate:
     # output (a COUNT(*)) whose released value, ≤ 0, drops its group (docs/queries.md).
     occupied_by: int | None = None
     # A WHERE condition on a key alone did not narrow its declared domain (it holds a
-    # value computed before the query, such as TO_DATE(…)): the NOTICE says so.
+    # public subquery's values, computed before the query): the NOTICE says so.
     domain_unnarrowed: bool = False
 
     @property

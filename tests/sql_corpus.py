@@ -116,6 +116,8 @@ _HANDWRITTEN = [
     ("joins", "SELECT count(*) FROM orders o LEFT JOIN customers c "
               "ON o.customer_id = c.customer_id"),
     ("joins", "SELECT count(*) FROM orders o CROSS JOIN products p"),
+    ("joins", "SELECT count(*) FROM orders o CROSS JOIN products p "
+              "WHERE p.category = 'Books' AND o.quantity > 9"),
     ("joins", "SELECT count(*) FROM orders o LEFT JOIN products p "
               "ON o.product_id = p.product_id"),
     ("joins", "SELECT p.category, count(*) FROM orders o LEFT JOIN products p "
@@ -374,6 +376,58 @@ _HANDWRITTEN = [
                "GROUP BY order_date ORDER BY n, order_date LIMIT 3"),
     ("shapes", "SELECT quantity, count(*) FROM orders WHERE order_cost > 4000 "
                "GROUP BY quantity ORDER BY quantity DESC"),
+    # -- semi- and anti-joins over private tables (rewriter/analysis/semi_joins.py) -------
+    ("subqueries", "SELECT count(*) FROM customers c WHERE EXISTS "
+                   "(SELECT 1 FROM orders o WHERE o.customer_id = c.customer_id)"),
+    ("subqueries", "SELECT count(*) FROM customers c WHERE NOT EXISTS "
+                   "(SELECT 1 FROM orders o WHERE o.customer_id = c.customer_id)"),
+    ("subqueries", "SELECT count(*) FROM customers WHERE customer_id IN "
+                   "(SELECT customer_id FROM orders WHERE quantity > 5)"),
+    ("subqueries", "SELECT count(*) FROM customers c WHERE c.customer_id NOT IN "
+                   "(SELECT customer_id FROM orders)"),
+    ("subqueries", "SELECT count(*) FROM orders o WHERE o.product_id IN "
+                   "(SELECT product_id FROM recommendations)"),
+    ("subqueries", "SELECT count(*) FROM products p WHERE p.product_id IN "
+                   "(SELECT product_id FROM orders WHERE quantity > 8)"),
+    ("subqueries", "SELECT count(*) FROM orders WHERE customer_id IN (SELECT customer_id "
+                   "FROM orders GROUP BY customer_id HAVING count(*) > 20)"),
+    ("subqueries", "SELECT sum(order_cost) FROM orders o WHERE EXISTS (SELECT 1 FROM "
+                   "recommendations r WHERE r.customer_id = o.customer_id AND "
+                   "r.product_id = o.product_id)"),
+    ("subqueries", "SELECT quantity, count(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM "
+                   "recommendations r WHERE r.customer_id = o.customer_id AND "
+                   "r.product_id = o.product_id LIMIT 1) GROUP BY quantity ORDER BY quantity"),
+    ("subqueries", "SELECT count(*) FROM orders o JOIN products p ON o.product_id = p.product_id "
+                   "WHERE p.category = 'Books' AND o.customer_id IN "
+                   "(SELECT customer_id FROM customers WHERE address LIKE '%United States%')"),
+    ("subqueries", "SELECT count(*) FROM (SELECT * FROM orders o WHERE EXISTS (SELECT 1 FROM "
+                   "customers c WHERE c.customer_id = o.customer_id)) AS virtual_table"),
+    ("subqueries", "SELECT count(*) FROM customers c WHERE EXISTS "
+                   "(SELECT 1 FROM orders o WHERE o.quantity > c.customer_id)"),
+    # -- derived tables passing one unit per row (unit mode: rewriter/analysis/unit.py) ----
+    ("derived", "SELECT count(*) FROM (SELECT * FROM (SELECT * FROM orders) AS a "
+                "WHERE quantity > 2) AS b"),
+    ("derived", "SELECT count(*) FROM (SELECT customer_id, count(*) AS n FROM orders "
+                "GROUP BY customer_id) s WHERE n > 3"),
+    ("derived", "SELECT count(*) FROM (SELECT quantity, count(*) AS n FROM orders "
+                "GROUP BY quantity) s"),
+    ("derived", "SELECT count(*) FROM (SELECT customer_id FROM orders UNION "
+                "SELECT customer_id FROM recommendations) u"),
+    ("derived", "SELECT count(*) FROM (SELECT customer_id, product_id FROM orders EXCEPT "
+                "SELECT customer_id, product_id FROM recommendations) u"),
+    # -- issue 28: ranks over a wide domain, Superset's TO_DATE range, mixed choices -------
+    ("shapes", "SELECT quantity, sum(order_cost) FROM orders WHERE order_cost > 4000 "
+               "GROUP BY quantity ORDER BY quantity DESC LIMIT 3"),
+    ("superset", "SELECT date_trunc('month', order_date) AS __timestamp, count(*) AS count "
+                 "FROM public.orders WHERE order_date >= TO_DATE('2024-01-01', 'YYYY-MM-DD') "
+                 "AND order_date < TO_DATE('2025-01-01', 'YYYY-MM-DD') "
+                 "GROUP BY date_trunc('month', order_date) ORDER BY 1 LIMIT 10000"),
+    ("metabase", "SELECT count(*) AS \"count\" FROM (SELECT \"public\".\"orders\".\"quantity\" "
+                 "AS \"quantity\", sum(\"public\".\"orders\".\"order_cost\") AS \"sum\" "
+                 "FROM \"public\".\"orders\" GROUP BY \"public\".\"orders\".\"quantity\") "
+                 "AS \"source\""),
+    ("derived", "SELECT count(*), avg(quantity), percentile_cont(0.5) WITHIN GROUP "
+                "(ORDER BY quantity) FROM orders"),
     # -- session and settings ---------------------------------------------------------------
     ("session", "SHOW dp.epsilon"),
     ("session", "SELECT 1"),

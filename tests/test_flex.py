@@ -263,7 +263,7 @@ def test_order_by_a_count_not_selected_adds_a_hidden_noisy_column():
     ("SELECT count(*) FROM orders o JOIN customers c ON o.customer_id + 1 = c.customer_id",
      "0A000", "cross join"),
     ("SELECT count(*) FROM orders o WHERE EXISTS (SELECT 1 FROM customers c "
-     "WHERE c.customer_id = o.customer_id)", "0A000", "subqueries"),
+     "WHERE c.customer_id > o.customer_id)", "0A000", "only in equalities"),
     ("SELECT count(*) FROM orders o WHERE o.product_id IN (SELECT p.product_id "
      "FROM products p WHERE p.product_id = o.product_id)", "0A000", "correlated"),
     ("SELECT customer_id FROM orders", "42501", "would reveal rows"),

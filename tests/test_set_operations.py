@@ -49,10 +49,18 @@ def test_limit_on_a_set_operation_is_refused():
 
 
 @pytest.mark.parametrize("operation", OPERATIONS)
-def test_unit_mode_refuses_set_operations_for_now(operation):
-    with pytest.raises(Refusal, match="not a plain SELECT"):
-        unit_plan_of(f"SELECT count(*) FROM (SELECT customer_id FROM orders {operation} "
-                     "SELECT customer_id FROM recommendations) AS s")
+def test_unit_mode_answers_set_operations_that_carry_the_unit(operation):
+    # A row value includes its unit: its multiplicity depends on that unit's rows only.
+    plan = unit_plan_of(f"SELECT count(*) FROM (SELECT customer_id FROM orders {operation} "
+                        "SELECT customer_id FROM recommendations) AS s")
+    assert plan.unit is not None and plan.unit.max_contributions == 10
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_unit_mode_refuses_set_operations_without_the_unit(operation):
+    with pytest.raises(Refusal, match="none of its output columns is the unit"):
+        unit_plan_of(f"SELECT count(*) FROM (SELECT product_id FROM orders {operation} "
+                     "SELECT product_id FROM recommendations) AS s")
 
 
 @pytest.mark.parametrize("operator", [">", "<>", "<="])

@@ -127,6 +127,27 @@ def test_a_histogram_with_a_chosen_tau_is_postgresqls_without_noise(choosing_pro
     assert any("at most 50 rows, a bound chosen privately" in n for n in notices)
 
 
+@pytest.mark.parametrize("sql", [
+    # Metabase's count of a question's groups: over the keys whose released count is > 0
+    "SELECT count(*) FROM (SELECT quantity, count(*) AS n FROM orders GROUP BY quantity) s",
+    "SELECT count(*) FROM (SELECT order_date, sum(order_cost) AS s FROM orders "
+    "WHERE order_date < '2024-03-01' GROUP BY order_date) AS source",
+    # a semi- and an anti-join correlated on the unit: one customer row per customer
+    "SELECT count(*) FROM customers c WHERE EXISTS (SELECT 1 FROM orders o "
+    "WHERE o.customer_id = c.customer_id AND o.quantity > 8)",
+    "SELECT count(*) FROM customers c WHERE NOT EXISTS (SELECT 1 FROM orders o "
+    "WHERE o.customer_id = c.customer_id AND o.quantity > 8)",
+    # a subquery grouped by the unit: one row per customer
+    "SELECT count(*) FROM (SELECT customer_id, count(*) AS n FROM orders "
+    "GROUP BY customer_id) AS s WHERE n > 20",
+])
+def test_shapes_whose_rows_no_customer_repeats_are_postgresqls_without_noise(
+        unit_proxy, demo_database, sql):
+    dsn, _ = unit_proxy
+    rows, _ = through_proxy(dsn, sql)
+    assert rows == on_postgres(demo_database, sql)
+
+
 def test_a_count_keeps_at_most_tau_rows_per_customer(unit_proxy, demo_database):
     dsn, _ = unit_proxy
     rows, _ = through_proxy(dsn, "SELECT count(*) FROM orders WHERE quantity >= 2")
@@ -331,6 +352,21 @@ TIGHT = "kappa=2,tau_g=3"  # κ·τ_g < τ: the group bounds lower the noise, an
     ("SELECT quantity, count(*) FROM orders GROUP BY quantity", GROUPS),
     ("SELECT p.category, count(*) FROM orders o JOIN products p ON o.product_id = p.product_id "
      "GROUP BY p.category", GROUPS),
+    # semi- and anti-joins correlated on the unit; derived tables passing the unit on
+    ("SELECT count(*) FROM customers c WHERE EXISTS (SELECT 1 FROM orders o "
+     "WHERE o.customer_id = c.customer_id AND o.quantity > 1)", TAU),
+    ("SELECT count(*) FROM orders WHERE customer_id IN (SELECT customer_id FROM orders "
+     "GROUP BY customer_id HAVING count(*) > 2)", TAU),
+    ("SELECT count(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM recommendations r "
+     "WHERE r.customer_id = o.customer_id)", TAU),
+    ("SELECT count(*) FROM (SELECT customer_id, count(*) AS n FROM orders "
+     "GROUP BY customer_id) s WHERE n > 1", TAU),
+    ("SELECT sum(quantity) FROM (SELECT * FROM (SELECT * FROM orders) AS a "
+     "WHERE quantity > 1) AS b", TAU * 10),
+    ("SELECT count(*) FROM (SELECT customer_id, order_date FROM orders UNION ALL "
+     "SELECT customer_id, order_date FROM orders) u", TAU),
+    ("SELECT count(*) FROM (SELECT customer_id, quantity FROM orders UNION "
+     "SELECT customer_id, product_id FROM orders) u", TAU),
 ])
 def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
         small_database: str, sql: str, bound: int):

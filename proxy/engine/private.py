@@ -514,12 +514,13 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
     elif plan.grouping is not None:
         admits = ("" if plan.domain_unnarrowed else "that the WHERE admits ")
         lines.append(f"of the declared domain's keys {admits}those whose noisy count is "
-                     "above 0 are ordered and limited" if plan.occupied_by is not None else
+                     "above 0 are kept, then ordered, limited or aggregated"
+                     if plan.occupied_by is not None else
                      f"every key of the declared domain {admits}is listed, empty ones with "
                      "noise")
         if plan.domain_unnarrowed:
-            lines.append("a WHERE condition on a key with a computed value (such as "
-                         "TO_DATE) does not narrow its domain: write DATE '…' literals")
+            lines.append("a WHERE condition on a key with a subquery's values does not "
+                         "narrow its domain: list the values")
     if plan.grouping is not None and not (len(answer.rows) if rows is None else rows):
         lines.append(_no_group(plan, calibration))
     if (mode := answer.unit_note or mode_notice(plan)) is not None:

@@ -28,6 +28,12 @@ class ChoiceSpec:
     aggregate: str  # mode, min, max, percentile_cont, percentile_disc
     column: exp.Column
     level: Fraction | None  # the quantile p; None for a mode
+    written: str = ""  # the function as the analyst wrote it, when another (median)
+
+    @property
+    def name(self) -> str:
+        """The aggregate's name as the statement wrote it, for messages."""
+        return self.written or self.aggregate
 
     @property
     def kind(self) -> str:
@@ -50,7 +56,7 @@ def choice_spec(node: exp.Expression, offset: int) -> ChoiceSpec | None:
                           Fraction(0 if name == "min" else 1))
     if isinstance(node, exp.Median):
         return ChoiceSpec("percentile_cont", _column(node.this, "median", position),
-                          Fraction(1, 2))
+                          Fraction(1, 2), "median")
     if not isinstance(node, exp.WithinGroup):
         return None
     function, order = node.this, node.expression

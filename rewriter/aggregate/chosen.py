@@ -26,10 +26,13 @@ def choice_plan(released: Released, mode: UnitMode, post: PostProcess) -> Privat
     position = scope.position(spec.column)
     mode = mode.settled(False)
     if released.parts or len(released.keys):
+        written = f"{spec.name}({spec.column.sql(dialect='postgres')})"
         raise unsupported(
-            f"{spec.aggregate} is answered by the exponential mechanism and cannot be "
-            "combined with GROUP BY or with noisy aggregates in one query",
-            hint="Ask it in a statement of its own (filter with WHERE for one group).",
+            f"{written} is chosen by the exponential mechanism (a value picked by its "
+            "rank, not a number plus noise) and cannot share a statement with "
+            f"{'GROUP BY' if len(released.keys) else 'count, sum or avg'}",
+            hint=f"Ask SELECT {written} FROM … in a statement of its own (filter with "
+            "WHERE for one group), and the other aggregates in another.",
             position=position)
     for other, where in released.choices[1:]:
         if other.kind != spec.kind or where.origin != resolved.origin or \

@@ -35,7 +35,7 @@ _CASTABLE_TYPES = frozenset({
 class KeyPlan:
     """A key as the rewrite takes it; a computed key's mapping is the constant `check`
     evaluates before the query. `unnarrowed`: a condition on the key alone left the
-    domain whole (a computed constant in it)."""
+    domain whole (a public subquery's values in it)."""
     spec: KeySpec
     check: Constant | None
     unnarrowed: bool
@@ -48,6 +48,8 @@ class GroupKeys:
     keys: tuple[tuple[Resolved, exp.Column], ...]
     # Per key: the GROUP BY expression of its column (a bucket), or None for the column.
     expressions: tuple[exp.Expression | None, ...]
+    # The values computed before the query (constants.py): a restriction reads them.
+    constants: tuple[Constant, ...]
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -95,14 +97,17 @@ class GroupKeys:
         """The WHERE conjuncts that read the key's column and nothing else (PostgreSQL would
         never list a key they reject, so neither does the filled histogram), the column's
         type, which the domain's value is cast to when they are applied to it, and whether
-        a condition on the key alone was left out for a computed constant in it.
+        a condition on the key alone was left out for a subquery in it.
 
         Read as the column's own type, the domain's value compares with a literal as the
         column does, and PostgreSQL deduces the same type for a parameter ($1: bound by the
         client, or a literal lifted into one) in both places; so a literal or a parameter
         gives the same keys. Without a known type nothing is restricted. Conjuncts with
-        subqueries, aggregates, windows, random draws or computed constants (each is
-        placed once, in the data's WHERE) are left out."""
+        subqueries, aggregates, windows or random draws are left out. A value computed
+        before the query (constants.py) is written into the data's WHERE as a literal, and
+        here as the expression it is (`TO_DATE('2024-01-01', 'YYYY-MM-DD')`): on the
+        domain it reads no private row, and it already ran once without failing. One with
+        a subquery (its values) is left out, and the NOTICE says so."""
         where = self.scope.tree.args.get("where")
         if where is None:
             return (), None, False
@@ -117,15 +122,33 @@ class GroupKeys:
         for conjunct in conjuncts:
             columns = list(conjunct.find_all(exp.Column))
             if not columns or conjunct.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window,
-                                            exp.Rand, exp.Anonymous, exp.Placeholder):
-                if conjunct.find(exp.Placeholder) and \
-                        all(self._same_column(c, key, column) for c in columns):
-                    unnarrowed = True  # the NOTICE says so (answer_notice)
+                                            exp.Rand, exp.Anonymous) or \
+                    not all(self._same_column(c, key, column) for c in columns):
                 continue
-            if all(self._same_column(c, key, column) for c in columns):
-                kept.append(conjunct)
+            computed = self._computed(conjunct)
+            if computed is None:
+                unnarrowed = True  # the NOTICE says so (answer_notice)
+            else:
+                kept.append(computed)
         # An enum's domain values are read as the column's type already (enum_type).
         return tuple(kept), kind if kept and not enum else None, unnarrowed
+
+    def _computed(self, conjunct: exp.Expr) -> exp.Expr | None:
+        """The conjunct with each value computed before the query written as its
+        expression; None when one of them holds a subquery."""
+        if conjunct.find(exp.Placeholder) is None:
+            return conjunct
+        expressions = {c.token: c.sql for c in self.constants}
+        copy = conjunct.copy()
+        for node in list(copy.find_all(exp.Placeholder)):
+            sql = expressions.get(placeholder_token(str(node.this)))
+            if sql is None:
+                return None
+            value: exp.Expr = exp.maybe_parse(sql, dialect="postgres")
+            if value.find(exp.Subquery, exp.Select):
+                return None
+            node.replace(exp.Paren(this=value))
+        return copy
 
     def _same_column(self, column: exp.Column, key: Resolved, key_column: exp.Column) -> bool:
         if column.name != key_column.name:
@@ -136,9 +159,10 @@ class GroupKeys:
             return False
 
 
-def group_keys(scope: Scope) -> GroupKeys:
+def group_keys(scope: Scope, constants: tuple[Constant, ...]) -> GroupKeys:
     """The statement's GROUP BY keys, each resolved; refused when a computed key is not a
-    function of one column with a declared domain."""
+    function of one column with a declared domain. `constants`: the values computed
+    before the query, which a condition on a key may read."""
     group = scope.tree.args.get("group")
     keys: list[tuple[Resolved, exp.Column]] = []
     expressions: list[exp.Expression | None] = []
@@ -161,7 +185,7 @@ def group_keys(scope: Scope) -> GroupKeys:
                 f"{column.sql(dialect='postgres')}: its groups are the image of the domain",
                 hint=domain_hint(resolved), position=scope.position(item),
                 reason=domain_reason(resolved))
-    return GroupKeys(scope, tuple(keys), tuple(expressions))
+    return GroupKeys(scope, tuple(keys), tuple(expressions), constants)
 
 
 def mark_buckets(tree: exp.Expression, expressions: Sequence[exp.Expression | None]) -> None:

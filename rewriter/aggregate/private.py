@@ -17,6 +17,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from ..analysis.constants import Constant, as_expressions, extract_constants
 from ..analysis.relations import Analyzer
+from ..analysis.semi_joins import rewrite_semi_joins
 from ..analysis.totality import refuse_unsafe_nodes
 from ..errors import unsupported
 from ..plan import Grouping, OutputColumn, OutputKind, PrivateAggregate
@@ -24,7 +25,7 @@ from ..policy.model import Policy
 from ..release.computed import probe
 from ..release.outer import split_outer
 from ..sensitivity.metrics import Metrics
-from ..sql.nodes import name_of, unalias
+from ..sql.nodes import name_of
 from ..sql.positions import position_of
 from .bounds import ValueBounds
 from .chosen import choice_plan, most_frequent_group, most_frequent_plan
@@ -39,11 +40,13 @@ from .unit_mode import chosen_count, unit_mode
 
 
 def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
-                           metrics: Metrics | None = None) -> PrivateAggregate:
+                           metrics: Metrics | None = None, occupied: bool = False
+                           ) -> PrivateAggregate:
     """Validate a query that reads private tables and rewrite it for the backend.
 
-    Raises Refusal for what is not answered, MissingMetrics when a join column has not
-    been measured yet.
+    `occupied`: a histogram over declared domains releases only the keys whose noisy
+    count is above 0 (for a query over its groups). Raises Refusal for what is not
+    answered, MissingMetrics when a join column has not been measured yet.
     """
     if not isinstance(tree, exp.Select):
         raise unsupported(f"{tree.key.upper()} over private tables is not supported",
@@ -58,16 +61,26 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     # Names as PostgreSQL reads them: unquoted folded to lower case, quoted kept.
     normalize_identifiers(tree, dialect="postgres")
     _name_derived_tables(tree)
+    rewrite_semi_joins(tree, policy, offset)
     split = split_outer(tree)
     if split is not None:
         inner, outer, alias = split
+        pristine = inner.copy()  # planning writes placeholders into the tree it reads
         plan = plan_private_aggregate(inner, policy, offset, metrics)
         # PostgreSQL aggregates the groups that exist; the inner answer holds every key of
         # the domain (empty ones too) or those above the key-selection threshold, so
         # count(*) over it would silently differ (1,000 or 0 where PostgreSQL says 4).
         # Such a query is analysed below instead, as an aggregate over a grouped derived
         # table (FLEX: stability doubled), which computes what PostgreSQL does, with noise.
-        if plan.grouping is None or not _aggregates_groups(tree, plan.grouping):
+        # In unit mode, whose derived tables must pass one unit per row, the outer query
+        # runs instead over the domain's keys whose released count is above 0 (Metabase's
+        # count of a question's groups; docs/privacy-unit.md).
+        if plan.unit is not None and plan.grouping is not None and \
+                not plan.grouping.key_selection and _aggregates_groups(tree, plan.grouping):
+            inner = pristine
+            plan = plan_private_aggregate(inner, policy, offset, metrics, occupied=True)
+        if plan.occupied_by is not None or plan.grouping is None or \
+                not _aggregates_groups(tree, plan.grouping):
             if plan.outer_sql is not None or not plan.postgres_sql:
                 raise unsupported("a query over an aggregate subquery is answered for one "
                                   "level of standard SQL aggregates",
@@ -78,7 +91,7 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     constants = extract_constants(tree, policy, offset)
     analyzer = Analyzer(policy, metrics or Metrics(), offset)
     relation, _ = analyzer.select_relation(tree, {})
-    planned = _plan(Scope(analyzer, tree, offset, relation))
+    planned = _plan(Scope(analyzer, tree, offset, relation), constants, occupied)
     plan = planned.plan
     # The last net, after the analysis's own messages, over what runs on private rows;
     # computed group keys run on the public domain only (buckets.py).
@@ -129,10 +142,11 @@ class _Planned:
     bucket_checks: tuple[Constant, ...] = ()
 
 
-def _plan(scope: Scope) -> _Planned:
+def _plan(scope: Scope, constants: tuple[Constant, ...], occupied: bool) -> _Planned:
+    """The steps in order; `occupied` as plan_private_aggregate's."""
     tree = scope.tree
     mode = unit_mode(scope)
-    keys = group_keys(scope)
+    keys = group_keys(scope, constants)
     released = Released(scope, keys, ValueBounds(scope), mode.unit is not None)
     computed = []
     for index, projection in enumerate(tree.expressions):
@@ -154,6 +168,7 @@ def _plan(scope: Scope) -> _Planned:
         return _Planned(plan, None, keys.expressions, (key.check,) if key.check else ())
     groups, domains, cells = grouping(released, mode.unit is not None)
     mode = mode.settled(groups is not None and groups.key_selection)
+    occupied_by = _occupied_by(released, groups, occupied)
     histogram = len(keys) > 0
     noisy_parts = tuple(mode.noisy_part(part, scope.relation, histogram)
                         for part in released.parts)
@@ -164,7 +179,7 @@ def _plan(scope: Scope) -> _Planned:
                                             groups, mode.bounding()),
                        len(keys), noisy_parts, post, tuple(released.outputs), cells, groups,
                        grouped_bounding=histogram)
-    plan = replace(plan, occupied_by=_occupied_by(tree, groups),
+    plan = replace(plan, occupied_by=occupied_by,
                    domain_unnarrowed=any(key.unnarrowed for key in key_plans))
     if computed_post is None:
         return _Planned(chosen_count(scope, mode, released.parts, plan, key_specs), None,
@@ -177,16 +192,24 @@ def _plan(scope: Scope) -> _Planned:
                     over_released, keys.expressions, checks)
 
 
-def _occupied_by(tree: exp.Select, groups: Grouping | None) -> int | None:
-    """Over a whole declared domain, the statement's COUNT(*) when it orders or limits
-    its groups: PostgreSQL ranks the groups that exist, so a group whose released
-    count is ≤ 0 is dropped first (post-processing of released values only). Without
-    ORDER BY or LIMIT the whole domain is listed, as documented."""
-    if groups is None or groups.key_selection or not any(
-            tree.args.get(clause) is not None for clause in ("order", "limit")):
+def _occupied_by(released: Released, groups: Grouping | None, always: bool) -> int | None:
+    """Over a whole declared domain, the output holding COUNT(*) when the statement
+    orders or limits its groups (or `always`): PostgreSQL ranks the groups that exist,
+    so a group whose released count is ≤ 0 is dropped first (post-processing of
+    released values only). Under LIMIT or OFFSET (which keys come back depends on it)
+    a statement that selects no COUNT(*) gets a hidden one, which takes its share of
+    ε. Without ORDER BY or LIMIT the whole domain is listed, as documented."""
+    if groups is None or groups.key_selection:
         return None
-    return next((index for index, projection in enumerate(tree.expressions)
-                 if _is_count_star(unalias(projection))), None)
+    tree = released.scope.tree
+    limited = any(tree.args.get(clause) is not None for clause in ("limit", "offset"))
+    counted = next((index for index, output in enumerate(released.outputs)
+                    if output.aggregate == "count" and
+                    _is_count_star(released.parts[output.parts[0]].node)), None)
+    if counted is not None and (always or limited or tree.args.get("order")):
+        return counted
+    return released.hidden_aggregate(exp.Count(this=exp.Star())) \
+        if always or limited else None
 
 
 def _is_count_star(node: exp.Expression) -> bool:

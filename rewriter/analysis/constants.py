@@ -63,7 +63,7 @@ class _Extractor:
             self.query(cte.this)
         if not isinstance(query, exp.Select):
             return
-        for item in _from_items(query):
+        for item in from_items(query):
             if isinstance(item, exp.Subquery):
                 self.query(item.this)
         for join in query.args.get("joins") or []:
@@ -202,7 +202,8 @@ def evaluation_sql(constants: tuple[Constant, ...]) -> str:
     return f"SELECT {literals} FROM (SELECT {values}) AS dpgate_constants LIMIT 2"
 
 
-def _from_items(query: exp.Select) -> Iterator[exp.Expression]:
+def from_items(query: exp.Select) -> Iterator[exp.Expression]:
+    """The FROM item and each joined item of a SELECT, in order."""
     source = query.args.get("from_") or query.args.get("from")
     if source is not None:
         yield source.this

@@ -10,7 +10,9 @@ from dataclasses import dataclass, replace
 from sqlglot import exp
 
 from ..errors import unsupported
+from ..sensitivity.cross_joins import cross_stability
 from ..sensitivity.elastic import Elastic, minimum, multiply
+from ..sensitivity.metrics import ROWS
 from ..sensitivity.outer_joins import join_bound
 from ..sql.positions import position_of
 from .findings import Findings
@@ -45,11 +47,15 @@ class Joiner:
             source, join = pending.pop(chosen)
             joined = base_relation(source)
             pairs, rest = self._equalities(conditions, relation, joined)
+            if not pairs and not conditions and _crossable(source, join):
+                relation = self._cross(relation, source)
+                continue
             if not pairs:
                 node = join if join is not None else first
                 raise unsupported(
                     f"cross join of {source.alias}: no equality of columns links it to the "
-                    "tables before it (cross, non-equi and OR joins are refused)",
+                    "tables before it (cross, non-equi and OR joins are refused, but for a "
+                    "public table after the private ones)",
                     hint=JOIN_HINT, position=position_of(node, self.offset))
             filters += rest
             side = _side_of(join)
@@ -61,6 +67,17 @@ class Joiner:
                                                         else c.this).table
                                           for _, _, c in pairs}})
         return relation, filters + pool
+
+    def _cross(self, relation: Relation, source: Source) -> Relation:
+        """relation × a public table (sensitivity/cross_joins.py)."""
+        assert source.table is not None
+        rows = self.resolver.base_frequency(source.table, ROWS, False)
+        self.findings.missing |= rows.unmeasured_columns()
+        sources = tuple(replace(s, factor=multiply(s.factor, rows)) for s in relation.sources)
+        return Relation(cross_stability(relation.stability, rows),
+                        (*sources, replace(source, crossed=True)),
+                        relation.base_tables | {source.table}, relation.private_tables,
+                        relation.merged)
 
     def _next_join(self, relation: Relation, pending: list[tuple[Source, exp.Join | None]],
                    pool: list[exp.Expression]) -> tuple[int, list[exp.Expression]]:
@@ -177,6 +194,13 @@ def base_relation(source: Source) -> Relation:
     stability = Elastic.ONE if source.private else Elastic.ZERO
     return Relation(stability, (source,), frozenset({source.table or ""}),
                     1 if source.private else 0)
+
+
+def _crossable(source: Source, join: exp.Join | None) -> bool:
+    """A public base table joined without any condition (CROSS JOIN, a comma item)."""
+    return not source.private and source.derived is None and source.table is not None \
+        and not _side_of(join) and (join is None or not any(
+            join.args.get(key) for key in ("on", "using", "method")))
 
 
 def _side_of(join: exp.Join | None) -> str:

@@ -49,6 +49,8 @@ class Analyzer:
     # bodies counted already.
     _counting: bool = True
     _counted_ctes: set[int] = field(default_factory=set)
+    # The FROM relation of each derived SELECT, by node: unit mode reads whose its rows are.
+    derived_relations: dict[int, Relation] = field(default_factory=dict)
     resolver: Resolver = field(init=False)
     rows: RowChecker = field(init=False)
     joiner: Joiner = field(init=False)
@@ -201,6 +203,7 @@ class Analyzer:
                 raise unsupported(f"{key.upper()} inside a derived table is not supported",
                                   position=position_of(query, self.offset))
         relation, _ = self.select_relation(query, ctes)
+        self.derived_relations[id(query)] = relation
         grouped = bool(query.args.get("group")) or bool(query.args.get("distinct"))
         aggregated = grouped or any(p.find(exp.AggFunc) for p in query.expressions)
         group_keys = self._group_keys(query)

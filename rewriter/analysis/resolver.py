@@ -60,8 +60,8 @@ class Resolver:
                                   "qualify it with its table", position=position)
         source = candidates[0]
         frequency, origin, branches = self._source_column(source, name, column)
-        return Resolved(None if frequency is None else multiply(frequency, source.factor),
-                        origin, source, branches)
+        return Resolved(None if frequency is None or source.crossed else
+                        multiply(frequency, source.factor), origin, source, branches)
 
     def _source_column(self, source: Source, name: str, column: exp.Column
                        ) -> tuple[Elastic | None, ColumnKey | None, frozenset[ColumnKey]]:
@@ -87,13 +87,13 @@ class Resolver:
                 raise Refusal(AMBIGUOUS_COLUMN, f'column reference "{name}" is ambiguous',
                               position=position_of(column, self.offset))
             name = real
-        return self._base_frequency(table, name, source.private), (table, name), frozenset()
+        return self.base_frequency(table, name, source.private), (table, name), frozenset()
 
     def type_of(self, column: exp.Column, relation: Relation) -> str | None:
         origin = self.resolve(column, relation).origin
         return self.metrics.column_types.get(origin) if origin is not None else None
 
-    def _base_frequency(self, table: str, column: str, private: bool) -> Elastic:
+    def base_frequency(self, table: str, column: str, private: bool) -> Elastic:
         declared = self.policy.column(table, column).max_freq
         measured = self.metrics.max_freq.get((table, column))
         value = declared if declared is not None else measured

@@ -64,6 +64,8 @@ class Source:
     # A base table renamed by a column alias list: visible name -> the table's column
     # (None: two columns go by that name, so naming it is ambiguous).
     renamed: Mapping[str, str | None] | None = None
+    # A public table cross-joined: its columns recur a private number of times (∞).
+    crossed: bool = False
 
 
 @dataclass(frozen=True)

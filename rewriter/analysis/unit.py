@@ -18,9 +18,11 @@ from ..errors import Refusal
 from ..plan import UnitBounds
 from .joins import conjuncts
 from .relations import Analyzer
+from .semi_joins import PREFIX as SEMI_JOIN
 from .sources import Relation, Source
 
 Node = tuple[str, str]  # (FROM alias, column of its base table)
+_QUERIES = (exp.Select, exp.SetOperation)
 
 
 class NotOneUnit(Exception):
@@ -63,6 +65,12 @@ class _Hops:
 
 def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> UnitOfRows:
     """The unit expression of the statement's rows; NotOneUnit when there is none."""
+    return _rows_unit(tree, analyzer, relation)[0]
+
+
+def _rows_unit(tree: exp.Select, analyzer: Analyzer, relation: Relation
+               ) -> tuple[UnitOfRows, _Classes]:
+    """unit_of_rows, and the classes of columns the query's equalities make equal."""
     policy = analyzer.policy
     unit = policy.unit
     assert unit is not None
@@ -99,7 +107,7 @@ def unit_of_rows(tree: exp.Select, analyzer: Analyzer, relation: Relation) -> Un
     for table in hops.scans:
         analyzer.findings.scans[table] += 1  # PostgreSQL's plan reads it: plan_check.py
     return UnitOfRows(exp.column(first[1], table=first[0], quoted=True), bounds,
-                      tuple(hops.tables), tuple(hops.conditions), columns)
+                      tuple(hops.tables), tuple(hops.conditions), columns), classes
 
 
 def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: Analyzer,
@@ -149,43 +157,110 @@ def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: 
 
 
 def _derived_unit(source: Source, tree: exp.Select, analyzer: Analyzer) -> str:
-    """The column through which a derived table or CTE exposes its rows' unit.
+    """The output column through which a derived table or CTE exposes its rows' unit.
 
-    Supported: a plain SELECT (no GROUP BY, DISTINCT, aggregate, LIMIT, OFFSET or set
-    operation) over one occurrence of one private table whose path to the unit is a column
-    of its own, the derived table passing that column on unchanged (by name or through
-    `*`). Each of its rows is then one row of that table, with the same unit.
+    Each output row must be one unit's, and one column must hold that unit
+    (docs/privacy-unit.md argues each shape): a SELECT without aggregates whose own rows are
+    each one unit's (found as for the statement, recursively), passing the unit column on;
+    a GROUP BY or DISTINCT whose keys include the unit (a group then holds one unit's
+    rows); a UNION, INTERSECT or EXCEPT [ALL] whose branches carry the unit at the same
+    position (a row value then includes its unit, so it is one unit's).
     """
-    refusal = NotOneUnit(
-        f"the derived table or CTE {source.alias} is not a plain SELECT of one private table "
-        "that passes on its unit column; unit mode cannot tell whose its rows are",
-        "Select the unit column in it, or join the tables in one FROM clause.")
     body = _derived_body(source.alias, tree)
-    derived = source.derived
-    if body is None or derived is None or not _plain(body):
-        raise refusal
-    private = [s for s in derived.sources if s.private]
-    if len(private) != 1 or any(s.derived is not None and s.derived.private_tables
-                                for s in derived.sources) or private[0].renamed is not None:
-        raise refusal
-    table = private[0].table or ""
-    path = analyzer.policy.unit_path(table)
-    if path is None or path.hops:
-        raise refusal
+    if body is None or source.derived is None:
+        raise _not_derived(source.alias, "")
+    position, name = _query_unit(body, analyzer, source.alias)
     if source.star:
-        name = path.column
-        try:
-            origin = analyzer.resolve(exp.column(name, table=source.alias),
-                                      _alone(source)).origin
-        except Refusal:
-            raise refusal from None
-        if origin == (table, path.column):
-            return name
-        raise refusal
-    for name, column in (source.columns or {}).items():
-        if column.origin == (table, path.column):
-            return name
-    raise refusal
+        if source.columns and name in source.columns:
+            raise _not_derived(source.alias, f"two of its columns are named {name}")
+        return name
+    names = list(source.columns or {})
+    if len(names) != _width(body):
+        raise _not_derived(source.alias, "two of its output columns have one name")
+    return names[position]
+
+
+def _not_derived(alias: str, why: str) -> NotOneUnit:
+    if alias.startswith(SEMI_JOIN):
+        return NotOneUnit(
+            "the IN or EXISTS subquery over private tables does not select rows of the "
+            "unit of the row it filters, so one unit's rows could decide other units' rows",
+            "Correlate it on the unit: EXISTS (SELECT 1 FROM t WHERE t.customer_id = "
+            "r.customer_id AND …), or join the tables instead.")
+    return NotOneUnit(
+        f"the derived table or CTE {alias} does not pass on one unit per row"
+        f"{': ' + why if why else ''}; unit mode cannot tell whose its rows are",
+        "Select the unit column in it (and GROUP BY it, if it groups), or join the "
+        "tables in one FROM clause.")
+
+
+def _query_unit(query: exp.Expr, analyzer: Analyzer, alias: str) -> tuple[int, str]:
+    """(position, name) of the output column of `query` holding each row's unit."""
+    if isinstance(query, exp.SetOperation):
+        if any(query.args.get(key) for key in ("order", "limit", "offset")):
+            raise _not_derived(alias, "ORDER BY, LIMIT or OFFSET on a set operation")
+        left = _query_unit(query.this, analyzer, alias)
+        right = _query_unit(query.expression, analyzer, alias)
+        if left[0] != right[0]:
+            raise _not_derived(alias, f"its set operation's branches carry the unit in "
+                               f"columns {left[0] + 1} and {right[0] + 1}, not one column")
+        return left
+    relation = analyzer.derived_relations.get(id(query))
+    if not isinstance(query, exp.Select) or relation is None:
+        raise _not_derived(alias, "")
+    if any(query.args.get(key) for key in ("limit", "offset", "windows", "qualify")) or \
+            any(p.find(exp.Window) for p in query.expressions):
+        raise _not_derived(alias, "a LIMIT, OFFSET or window lets one unit's rows move "
+                           "others' in or out")
+    rows, classes = _rows_unit(query, analyzer, relation)
+    if rows.tables:
+        raise _not_derived(alias, "its unit is reached through a table it does not join")
+    assert isinstance(rows.expression, exp.Column)
+    unit = (rows.expression.table, rows.expression.name)
+    keys = _group_keys(query)
+    if keys is not None and not any(
+            (node := _node(key, analyzer, relation)) is not None and classes.same(node, unit)
+            for key in keys):
+        raise _not_derived(alias, "it groups rows of several units (its GROUP BY or "
+                           "DISTINCT does not include the unit)")
+    if keys is None and any(p.find(exp.AggFunc) for p in query.expressions):
+        raise _not_derived(alias, "an aggregate without GROUP BY mixes every unit's rows")
+    for position, projection in enumerate(query.expressions):
+        inner = projection.this if isinstance(projection, exp.Alias) else projection
+        if isinstance(inner, exp.Star):
+            if len(query.expressions) == 1 and len(relation.sources) == 1:
+                return 0, unit[1]
+            break
+        if isinstance(inner, exp.Column) and \
+                (node := _node(inner, analyzer, relation)) is not None and \
+                classes.same(node, unit):
+            return position, projection.alias_or_name
+    raise _not_derived(alias, "none of its output columns is the unit")
+
+
+def _group_keys(query: exp.Select) -> list[exp.Column] | None:
+    """The columns a grouped SELECT groups on (positions read as their projections), or
+    None when it does not group."""
+    group, distinct = query.args.get("group"), query.args.get("distinct")
+    if group is None and distinct is None:
+        return None
+    items = list(group.expressions) if group is not None else \
+        list(distinct.args.get("on") or []) if distinct is not None else []
+    items = items or list(query.expressions)
+    keys = []
+    for item in items:
+        key = query.expressions[int(item.this) - 1] if isinstance(item, exp.Literal) and \
+            item.is_int and 0 < int(item.this) <= len(query.expressions) else item
+        key = key.this if isinstance(key, exp.Alias) else key
+        if isinstance(key, exp.Column):
+            keys.append(key)
+    return keys
+
+
+def _width(query: exp.Expr) -> int:
+    while isinstance(query, exp.SetOperation):
+        query = query.this
+    return len(query.expressions)
 
 
 def _refuse_padded_units(tree: exp.Select, relation: Relation) -> None:
@@ -196,6 +271,8 @@ def _refuse_padded_units(tree: exp.Select, relation: Relation) -> None:
         source = next((s for s in relation.sources if s.alias == join.this.alias_or_name),
                       None)
         side = (join.args.get("side") or "").upper()
+        if _anti_join(join):  # its kept rows are the padded ones: the left side's units
+            continue
         padded = ([source] if side in ("LEFT", "FULL") else []) + \
             (seen if side in ("RIGHT", "FULL") else [])
         if any(s is None or _reads_private(s) for s in padded):
@@ -207,13 +284,22 @@ def _refuse_padded_units(tree: exp.Select, relation: Relation) -> None:
             seen.append(source)
 
 
+def _anti_join(join: exp.Join) -> bool:
+    """NOT EXISTS as semi_joins.py writes it: LEFT JOIN a DISTINCT table, keeping only the
+    rows it pads (`WHERE key IS NULL`). A row is kept when no row of the subquery matches
+    it; with the ON making the subquery's unit the row's, that depends on the row's own
+    unit only, so the row belongs to the left side's unit."""
+    return (join.args.get("side") or "").upper() == "LEFT" and \
+        join.this.alias_or_name.startswith(SEMI_JOIN)
+
+
 def _reads_private(source: Source) -> bool:
     return source.private or (source.derived is not None and
                               source.derived.private_tables > 0)
 
 
-def _derived_body(alias: str, tree: exp.Select) -> exp.Select | None:
-    """The SELECT behind a FROM item of `tree`: a subquery, or a CTE of its WITH."""
+def _derived_body(alias: str, tree: exp.Select) -> exp.Query | None:
+    """The query behind a FROM item of `tree`: a subquery, or a CTE of a WITH around it."""
     items = [tree.args.get("from_") or tree.args.get("from")]
     items += list(tree.args.get("joins") or [])
     for item in items:
@@ -221,27 +307,16 @@ def _derived_body(alias: str, tree: exp.Select) -> exp.Select | None:
         if node is None or node.alias_or_name != alias:
             continue
         if isinstance(node, exp.Subquery):
-            return node.this if isinstance(node.this, exp.Select) else None
-        if isinstance(node, exp.Table):
-            with_ = tree.args.get("with_") or tree.args.get("with")
+            return node.this if isinstance(node.this, _QUERIES) else None
+        scope: exp.Expr | None = tree
+        while isinstance(node, exp.Table) and not node.db and scope is not None:
+            # the nearest WITH that names it, in this query or one around it
+            with_ = scope.args.get("with_") or scope.args.get("with")
             for cte in with_.expressions if with_ is not None else []:
-                if cte.alias_or_name == node.name and isinstance(cte.this, exp.Select):
-                    return cte.this
+                if cte.alias_or_name == node.name:
+                    return cte.this if isinstance(cte.this, _QUERIES) else None
+            scope = scope.parent
     return None
-
-
-def _plain(select: exp.Select) -> bool:
-    """Each output row is one input row: no grouping, aggregate, LIMIT or set operation."""
-    if any(select.args.get(key) for key in ("group", "distinct", "having", "limit",
-                                            "offset", "windows", "qualify")):
-        return False
-    return not any(p.find(exp.AggFunc, exp.Window) for p in select.expressions)
-
-
-def _alone(source: Source) -> Relation:
-    assert source.derived is not None
-    return Relation(source.derived.stability, (source,), source.derived.base_tables,
-                    source.derived.private_tables)
 
 
 def _check_unique_key(table: str, key: str, analyzer: Analyzer) -> None:
@@ -266,8 +341,9 @@ def _equalities(tree: exp.Select, analyzer: Analyzer, relation: Relation
     pairs: list[tuple[Node, Node]] = []
     seen: list[Source] = [relation.sources[0]] if relation.sources else []
     for join in tree.args.get("joins") or []:
-        # An outer join's condition does not hold on its padded rows.
-        outer = bool(join.args.get("side"))
+        # An outer join's condition does not hold on its padded rows; dpgate's own
+        # anti-join keeps only padded rows, and its ON says whose rows decide that.
+        outer = bool(join.args.get("side")) and not _anti_join(join)
         if join.args.get("on") is not None and not outer:
             conditions += conjuncts(join.args["on"])
         alias = join.this.alias_or_name

@@ -10,6 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 ColumnKey = tuple[str, str]  # ("schema.table", "column"), lower case
+# The column "" stands for a constant: its maxFreq is the table's row count, the key
+# frequency of a cross join (cross_joins.py).
+ROWS = ""
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,8 @@ class MissingMetrics(Exception):
     """
 
     def __init__(self, columns: tuple[ColumnKey, ...]):
-        names = ", ".join(f"{table}.{column}" for table, column in columns)
+        names = ", ".join(f"{table}.{column}" if column != ROWS else f"{table} (rows)"
+                          for table, column in columns)
         super().__init__(f"no max_freq known for {names}: declare it in the policy "
                          "(max_freq) or run `dpgate metrics refresh`")
         self.columns = columns
@@ -49,6 +53,8 @@ class MissingMetrics(Exception):
 def max_freq_query(table: str, column: str) -> str:
     """The SQL that measures maxFreq(table.column) (FLEX's metric; NULL keys never join)."""
     schema, name = (quote_identifier(part) for part in table.split(".", 1))
+    if column == ROWS:
+        return f"SELECT count(*) FROM {schema}.{name}"
     column = quote_identifier(column)
     return (f"SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM {schema}.{name} "
             f"WHERE {column} IS NOT NULL GROUP BY {column}) AS s")

@@ -15,9 +15,11 @@ SELECT d0."k0", count(q."a0") AS "c0" FROM (SELECT g.v AS "k0" FROM generate_ser
 -- a derived table that hides the unit is refused
 SELECT sum(s.q) FROM (SELECT quantity AS q FROM orders) AS s;
 -- expect:
--- refused: 42501 the derived table or CTE s is not a plain SELECT of one private table that passes on its unit column; unit mode cannot tell whose its rows are, so dpgate cannot protect each public.customers.customer_id here (policy setting privacy_unit; row_level_fallback = false)
+-- refused: 42501 the derived table or CTE s does not pass on one unit per row: none of its output columns is the unit; unit mode cannot tell whose its rows are, so dpgate cannot protect each public.customers.customer_id here (policy setting privacy_unit; row_level_fallback = false)
 -- ----
--- count(*) over a grouped subquery counts every group in PostgreSQL, only the released ones over the answer: refused here
+-- count(*) over a subquery grouped by the unit: each group is one unit's, bounded after it
 SELECT count(*) FROM (SELECT customer_id, count(*) AS n FROM orders GROUP BY 1) AS s;
 -- expect:
--- refused: 42501 the derived table or CTE s is not a plain SELECT of one private table that passes on its unit column; unit mode cannot tell whose its rows are, so dpgate cannot protect each public.customers.customer_id here (policy setting privacy_unit; row_level_fallback = false)
+SELECT count(q."a0") AS "c0" FROM (SELECT b."a0" FROM (SELECT b.*, row_number() OVER (PARTITION BY b."_dp_unit" ORDER BY b."_dp_draw") AS "_dp_row" FROM (SELECT 1 AS "a0", "s"."customer_id" AS "_dp_unit", RANDOM() AS "_dp_draw" FROM (SELECT customer_id, COUNT(*) AS n FROM "public"."orders" GROUP BY 1) AS s) AS b) AS b WHERE b."_dp_row" <= 10) AS q;
+-- mode: unit
+-- part: count L1=10 L2=10 scale=10 flex_scale=4
