@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -74,7 +75,7 @@ SHAPES = {
                        "ON o.customer_id = c.customer_id WHERE o.product_id = {n} "
                        f"AND c.{US} GROUP BY o.quantity"),
 }
-SINGLE_TABLE = ("count", "sum", "avg")
+SINGLE_TABLE = ("count", "histogram (10 cells)", "sum", "avg")  # SmartNoise's
 
 
 @dataclass
@@ -125,11 +126,13 @@ def _errors(answer: Answer, epsilon: float, rng: SeededRandomSource, draws: int
 
 
 def _smartnoise(python: str, dsn: str, queries: dict[str, list[str]], epsilon: float,
-                draws: int) -> dict[str, float]:
-    """Median absolute errors of SmartNoise SQL (run by its own interpreter)."""
+                draws: int, max_ids: int = 10, row_privacy: bool = False
+                ) -> dict[str, dict[str, list[float]]]:
+    """SmartNoise SQL's errors per shape, {"absolute": […], "relative": […]} over every
+    released cell (run by its own interpreter: bench/accuracy_smartnoise.py)."""
     script = Path(__file__).with_name("accuracy_smartnoise.py")
     payload = json.dumps({"dsn": dsn, "epsilon": epsilon, "queries": queries,
-                          "draws": draws})
+                          "draws": draws, "max_ids": max_ids, "row_privacy": row_privacy})
     result = subprocess.run([python, str(script)], input=payload, capture_output=True,
                             text=True, check=True, timeout=3600)
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -158,12 +161,13 @@ def run(dsn: str, count: int, draws: int, smartnoise: str | None) -> None:
             medians[(shape, 0.0, "truth")] = statistics.median(truths)
     if smartnoise:
         for epsilon in EPSILONS:
-            for shape, value in _smartnoise(smartnoise, dsn, {s: queries[s] for s in
-                                                             SINGLE_TABLE}, epsilon,
-                                                 draws).items():
-                medians[(shape, epsilon, "smartnoise")] = value
+            for shape, errors in _smartnoise(smartnoise, dsn, {s: queries[s] for s in
+                                                              SINGLE_TABLE}, epsilon,
+                                                  draws).items():
+                medians[(shape, epsilon, "smartnoise")] = statistics.median(errors["absolute"])
     print(f"median absolute error over {count} queries per shape, {draws} draws each "
-          "(per cell for histograms); unit: tau = 10, unit1: tau = 1")
+          "(per cell for histograms); unit: the demo policy (tau = 10; a count chooses its tau), "
+          "unit1: tau = 1")
     header = f"{'shape':22} {'eps':>4} {'median true':>11} {'unit':>10} {'FLEX':>10} " \
              f"{'FLEX/unit':>9} {'unit1':>8} {'FLEX/unit1':>10}"
     if smartnoise:
@@ -210,7 +214,7 @@ def _coverage(answer: Answer, epsilon: float, rng: SeededRandomSource, draws: in
     for _ in range(draws):
         released = release(answer.plan, calibration, answer.key_types, answer.rows, 0.0,
                            NO_SHIFT, rng)
-        bound = float(released.bounds[name]) if name in released.bounds else None
+        below, above = _ends(released.bounds.get(name))
         for row in released.rows:
             truth = answer.truth.get(tuple(row[:keys]))
             if truth is None:  # a key PostgreSQL does not list (an empty category)
@@ -218,12 +222,24 @@ def _coverage(answer: Answer, epsilon: float, rng: SeededRandomSource, draws: in
             if row[keys] is None:
                 nulls += 1
                 continue
-            error = abs(float(Decimal(row[keys])) - truth)
+            error = truth - float(Decimal(row[keys]))
             cells += 1
-            covered += bound is not None and error <= bound
+            covered += below is not None and -below <= error <= above
             if truth:
-                relative.append(error / abs(truth))
+                relative.append(abs(error) / abs(truth))
     return covered, cells, nulls, relative
+
+
+def _ends(bound: int | str | None) -> tuple[float | None, float]:
+    """How far below and above the released value the stated interval reaches: ±N, or
+    a count's 'N (upper end +M)'."""
+    if bound is None:
+        return None, 0.0
+    text = str(bound)
+    if "(upper end +" in text:
+        below, above = text.split(" (upper end +")
+        return float(below), float(above.rstrip(")"))
+    return float(text), float(text)
 
 
 def run_coverage(dsn: str, count: int, draws: int, shapes: list[str]) -> None:
@@ -301,8 +317,11 @@ def _person_figures(answer: Answer, rng: SeededRandomSource) -> Figures:
     return figures
 
 
-def person_level(dsn: str, count: int) -> None:
-    """Issue 29's count figures at ε = 0.1, before and after, with their targets."""
+def person_level(dsn: str, count: int, draws: int, smartnoise: str | None = None) -> None:
+    """Issue 29's count figures at ε = 0.1, before and after, with their targets, each
+    query released `draws` times (a median over 200 releases moves by ~7% of itself from
+    seed to seed, enough to swing a 1.5× ratio); with `smartnoise`, SmartNoise SQL's
+    beside them on the shapes it answers."""
     metrics = measured_metrics(dsn)
     modes = {"before": with_session_bounds(demo_policy(), FIXED), "after": demo_policy(),
              "flex": demo_policy(unit=False)}
@@ -310,17 +329,18 @@ def person_level(dsn: str, count: int) -> None:
     results: dict[tuple[str, str], Figures] = {}
     with psycopg.connect(dsn) as connection:
         for shape, texts in _person_shapes(count).items():
-            print(f"{shape}: {len(texts)} releases", file=sys.stderr, flush=True)
+            print(f"{shape}: {len(texts) * draws} releases", file=sys.stderr, flush=True)
             for mode, policy in modes.items():
                 cache: dict[str, Answer] = {}
                 figures = Figures([], [], [])
                 for text in texts:
                     if text not in cache:
                         cache[text] = _prepared(connection, text, policy, metrics)
-                    one = _person_figures(cache[text], rng)
-                    figures.absolute += one.absolute
-                    figures.relative += one.relative
-                    figures.covered += one.covered
+                    for _ in range(draws):
+                        one = _person_figures(cache[text], rng)
+                        figures.absolute += one.absolute
+                        figures.relative += one.relative
+                        figures.covered += one.covered
                 results[(shape, mode)] = figures
     print(f"\nperson-level counts at epsilon {TARGET_EPSILON:g}, errors against PostgreSQL's "
           "untruncated answer (before: tau = 10 fixed; after: tau chosen per query)")
@@ -352,12 +372,97 @@ def person_level(dsn: str, count: int) -> None:
         coverage = statistics.fmean(figures.covered)
         print(f"{shape + ': interval coverage':50} {coverage:>8.1%} {'95%':>8} "
               f"{'met' if coverage >= 0.95 else 'MISS'}")
+    if smartnoise:
+        person_smartnoise(smartnoise, dsn, count, results)
+
+
+# SmartNoise answers no join, and groups on EXTRACT, not date_trunc: the same 24 months.
+SMARTNOISE_MONTHS = ("SELECT EXTRACT(YEAR FROM order_date) AS y, EXTRACT(MONTH FROM "
+                     "order_date) AS m, count(*) FROM orders GROUP BY EXTRACT(YEAR FROM "
+                     "order_date), EXTRACT(MONTH FROM order_date)")
+# Person level: SmartNoise's max_ids is a fixed τ: the policy's τ, and the limit dpgate's
+# chosen τ may reach (contributions_limit); at row level every row is its own id.
+SMARTNOISE_MODES = {"SN max_ids=10": (10, False), "SN max_ids=100": (100, False),
+                    "SN row-level": (1, True)}
+
+
+def person_smartnoise(python: str, dsn: str, count: int,
+                      results: dict[tuple[str, str], Figures]) -> None:
+    """dpgate (τ chosen per query; FLEX at row level) beside SmartNoise SQL at ε = 0.1 on
+    issue 29's single-table shapes, the same releases per shape: median relative error
+    (median absolute for per-product counts, whose truths are small)."""
+    shapes = {shape: texts for shape, texts in _person_shapes(count).items()
+              if "join" not in shape}
+    shapes["monthly series"] = [SMARTNOISE_MONTHS] * len(shapes["monthly series"])
+    with ThreadPoolExecutor(len(SMARTNOISE_MODES)) as pool:  # three processes at once
+        running = {mode: pool.submit(_smartnoise, python, dsn, shapes, TARGET_EPSILON, 1,
+                                     max_ids, row)
+                   for mode, (max_ids, row) in SMARTNOISE_MODES.items()}
+        theirs = {mode: future.result() for mode, future in running.items()}
+    print(f"\nbeside SmartNoise SQL at epsilon {TARGET_EPSILON:g} (person level: customer "
+          "as private id; median relative error, per product median absolute)")
+    print(f"{'shape':18} {'dpgate':>8} " + " ".join(f"{m:>14}" for m in SMARTNOISE_MODES) +
+          f" {'dpgate/best SN':>14} {'FLEX':>8} {'FLEX/SN row':>11}")
+    for shape in shapes:
+        kind = "absolute" if shape == "per-product count" else "relative"
+        style = "{:>8.1f}" if kind == "absolute" else "{:>8.2%}"
+        mine = statistics.median(getattr(results[(shape, "after")], kind))
+        flex = statistics.median(getattr(results[(shape, "flex")], kind))
+        other = {mode: statistics.median(theirs[mode][shape][kind])
+                 for mode in SMARTNOISE_MODES}
+        best = min(other["SN max_ids=10"], other["SN max_ids=100"])
+        print(f"{shape:18} {style.format(mine)} " + " ".join(
+            f"{style.format(other[m]):>14}" for m in SMARTNOISE_MODES) +
+            f" {_ratio(mine, best):>14.2f} {style.format(flex)} "
+            f"{_ratio(flex, other['SN row-level']):>11.2f}")
+
+
+def monthly_floor(dsn: str, draws: int = 2000) -> None:
+    """The monthly series' error floor (docs/privacy-unit.md): per τ, its cells with each
+    customer's rows kept in proportion (m·τ/n, as dpgate keeps them) plus Laplace noise of
+    scale τ/ε, at the whole ε = 0.1 (τ chosen with hindsight, for free) and at the 0.08
+    dpgate's cells get; the median relative error per cell over `draws` noise draws, its
+    bias and noise parts. A measurement (numpy's generator), not a release."""
+    import numpy as np
+
+    with psycopg.connect(dsn) as connection:
+        rows = connection.execute(
+            "SELECT date_trunc('month', order_date), customer_id, count(*) FROM orders "
+            "GROUP BY 1, 2").fetchall()
+    totals: dict[int, int] = {}
+    for _, unit, m in rows:
+        totals[unit] = totals.get(unit, 0) + m
+    months = sorted({month for month, _, _ in rows})
+    index = {month: i for i, month in enumerate(months)}
+    truth = np.zeros(len(months))
+    for month, _, m in rows:
+        truth[index[month]] += m
+    generator = np.random.default_rng(29)
+    print(f"\nmonthly series floor: {len(months)} months, median {np.median(truth):,.0f} rows")
+    print(f"{'eps':>5} {'tau':>4} {'median rel':>10} {'bias':>7} {'noise':>7}")
+    for epsilon in (TARGET_EPSILON, 0.8 * TARGET_EPSILON):
+        best = (0, float("inf"))
+        for tau in range(12, 65, 2):
+            kept = np.zeros(len(months))
+            for month, unit, m in rows:
+                n = totals[unit]
+                kept[index[month]] += m if n <= tau else m * tau / n
+            noise = generator.laplace(0, tau / epsilon, (draws, len(months)))
+            error = float(np.median(np.abs(kept + noise - truth) / truth))
+            best = min(best, (tau, error), key=lambda pair: pair[1])
+            if tau % 8 == 0 or tau in (14, 18, 28):
+                print(f"{epsilon:>5g} {tau:>4} {error:>10.2%} "
+                      f"{float(np.median((truth - kept) / truth)):>7.2%} "
+                      f"{float(np.median(np.abs(noise) / truth)):>7.2%}")
+        print(f"{epsilon:>5g} best tau {best[0]}: {best[1]:.2%}")
 
 
 COST_SHAPES = {
     "total count": "SELECT count(*) FROM orders",
     "histogram": "SELECT quantity, count(*) FROM orders GROUP BY quantity",
     "grouped sum": "SELECT quantity, sum(order_cost) FROM orders GROUP BY quantity",
+    "sum": "SELECT sum(order_cost) FROM orders",
+    "grouped avg": "SELECT quantity, avg(order_cost) FROM orders GROUP BY quantity",
 }
 
 
@@ -436,6 +541,8 @@ def main() -> None:
                         help="with --coverage: only the shapes whose name contains this")
     parser.add_argument("--cost-rows", type=int, default=1_000_000,
                         help="orders in the cost benchmark's scaled copy (0: skip it)")
+    parser.add_argument("--floor", action="store_true",
+                        help="only the monthly series' error floor per tau")
     parser.add_argument("--only-person", action="store_true",
                         help="only the person-level counts and the cost (issue 29)")
     args = parser.parse_args()
@@ -453,12 +560,15 @@ def main() -> None:
             load_demo_dataset(server.get_uri())
             dsn = server.get_uri()
         try:
+            if args.floor:
+                monthly_floor(dsn)
+                return
             if args.coverage:
                 run_coverage(dsn, args.queries, args.draws, args.shape)
                 return
             if not args.only_person:
                 run(dsn, args.queries, args.draws, args.smartnoise)
-            person_level(dsn, args.queries)
+            person_level(dsn, args.queries, args.draws, args.smartnoise)
             chain(dsn, max(1, args.queries // 4), 4)
             if args.cost_rows:
                 cost(dsn, args.cost_rows)

@@ -37,12 +37,13 @@ measured instead (bench/accuracy.py --coverage).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 from mechanisms.laplace import laplace_scale, sample_discrete_laplace
 from mechanisms.random_source import RandomSource
+from mechanisms.reals import grid_step, to_grid
 
 # Probability that an empty bucket's noise passes the threshold, over all buckets.
 FALSE_BUCKET = 0.05
@@ -76,19 +77,23 @@ def bucket_edges(lo: float, hi: float, powers: int = 16) -> tuple[Fraction, ...]
     return (low, *sorted(e for e in inner if low < e < high), high)
 
 
-def choose_bounds(counts: list[int], edges: tuple[Fraction, ...], scale: Fraction,
-                  rng: RandomSource, noise: Callable[[Fraction, Fraction], float]
-                  ) -> ChosenBounds:
+def choose_bounds(counts: Sequence[int | Fraction], edges: tuple[Fraction, ...],
+                  scale: Fraction, rng: RandomSource,
+                  noise: Callable[[Fraction, Fraction], float],
+                  sensitivity: Fraction | None = None) -> ChosenBounds:
     """Noisy bucket counts at Laplace `scale` (counts in units of rows), then the bounds
     [L, U] with the least noise(L, U) + estimated bias, `noise` the error the sum would
-    have for them."""
+    have for them. Whole counts get discrete Laplace noise; real ones (weighted, with
+    the vector's L1 `sensitivity` given) grid noise (noisy_counts)."""
     buckets = len(counts)
     assert buckets == len(edges) - 1
     if scale == 0:
-        noisy = list(counts)
+        noisy = [Fraction(c) for c in counts]
+    elif sensitivity is not None:
+        noisy = noisy_counts(counts, sensitivity, scale, rng)
     else:
         discrete = laplace_scale(scale, 1)
-        noisy = [c + sample_discrete_laplace(discrete, rng) for c in counts]
+        noisy = [Fraction(c) + sample_discrete_laplace(discrete, rng) for c in counts]
     threshold = float(scale) * math.log(buckets / FALSE_BUCKET)
     kept = [i for i, c in enumerate(noisy) if c > threshold]
     if not kept:
@@ -97,7 +102,7 @@ def choose_bounds(counts: list[int], edges: tuple[Fraction, ...], scale: Fractio
     # The rows beyond: their noisy count plus two standard deviations of its noise
     # (k buckets' discrete Laplace noise has variance about 2k·scale²), so that a cut is
     # taken only where the counts show it is cheap.
-    def beyond(counts: list[int]) -> Fraction:
+    def beyond(counts: list[Fraction]) -> Fraction:
         slack = Fraction(2 * math.sqrt(2 * len(counts)) * float(scale))
         return max(sum(counts) + slack, Fraction(0))
 
@@ -111,7 +116,20 @@ def choose_bounds(counts: list[int], edges: tuple[Fraction, ...], scale: Fractio
     return ChosenBounds(edges[low], edges[high], bias_low[low], bias_high[high])
 
 
-def clamped_sum(counts: list[int], sums: list[Fraction], edges: tuple[Fraction, ...],
+def noisy_counts(counts: Sequence[int | Fraction], sensitivity: Fraction, scale: Fraction,
+                 rng: RandomSource) -> list[Fraction]:
+    """Real counts whose vector has L1 sensitivity Δ = `sensitivity`, with noise like
+    Lap(`scale`) each, on a grid (mechanisms/reals.py): rounding each of the B counts to
+    the grid Λ moves their L1 distance by less than B·Λ, so the integer noise is calibrated
+    for ⌊Δ/Λ⌋ + B steps, at scale (⌊Δ/Λ⌋ + B)·b/Δ steps: the same ε = Δ/b."""
+    step = grid_step(sensitivity, scale)
+    steps = math.floor(sensitivity / step) + len(counts)
+    discrete = laplace_scale(steps * scale / sensitivity, 1)
+    return [(to_grid(Fraction(c), step) + sample_discrete_laplace(discrete, rng)) * step
+            for c in counts]
+
+
+def clamped_sum(counts: Sequence[int | Fraction], sums: list[Fraction], edges: tuple[Fraction, ...],
                 chosen: ChosenBounds) -> Fraction:
     """Σ clamp(x, L, U) from the bucket counts and sums, exactly (L and U are edges)."""
     total = Fraction(0)

@@ -53,14 +53,6 @@ def bound_grid(tau_max: int) -> tuple[int, ...]:
     return tuple(grid + [tau_max])
 
 
-def histogram_hedge(cells: int) -> int:
-    """Levels above the walk's stop for a histogram of `cells` cells (public: the
-    domain's size). Its cells share one L1 = τ, so the noise of all cells together grows
-    as cells·τ/ε, and the best τ leaves about cells/ε units beyond it (Amin et al.): every
-    4× more cells, one level less (HEDGE for one cell)."""
-    return max(0, HEDGE - math.floor(math.log2(max(cells, 1)) / 2))
-
-
 @dataclass(frozen=True)
 class BoundChoice:
     """The walk's parameters at selection budget `epsilon` (split evenly: ε₁ = ε₂)."""
@@ -82,7 +74,22 @@ class BoundChoice:
     def bound(self, heavy: int) -> int:
         """τ from the number of heavy levels (post-processing of the walk's output)."""
         last = len(self.grid) - 1
-        return self.grid[0] if heavy == 0 else self.grid[min(heavy + self.hedge, last)]
+        return self.grid[0] if heavy == 0 else \
+            self.grid[min(max(heavy + self.hedge, 0), last)]
+
+
+def histogram_hedge(cells: int, choice: BoundChoice, epsilon: float) -> int:
+    """Levels above the walk's stop for a histogram of `cells` cells (public: the domain's
+    size) whose cells get `epsilon`. The cells share one L1 = τ, so the noise of all
+    cells together grows as cells·τ/ε and the best τ leaves about cells/ε units beyond it
+    (Amin et al.), where a lone count's leaves 1/ε. The walk stops near T_1 units beyond
+    τ; HEDGE levels bridge the factor T_1·ε to a lone count's target, so a histogram's
+    hedge bridges T_1·ε/cells in proportion on a log scale (none once cells ≥ T_1·ε: 32
+    at the default share)."""
+    reach = choice.threshold(1) * epsilon
+    if reach <= max(cells, 1):
+        return 0
+    return round(HEDGE * math.log(reach / max(cells, 1)) / math.log(reach))
 
 
 def privacy_map(choice: BoundChoice, units: int = 1) -> float:

@@ -13,7 +13,7 @@ Sub-packages, in the order a statement meets them:
 - `sensitivity`: FLEX elastic and smooth sensitivity, joins and set operations, the
   metrics known of the data, and the calibration of noise.
 - `aggregate`: private aggregates planned, bounded and rewritten into the SQL the
-  backend runs.
+  backend runs; `aggregate.pipeline.PASSES` lists its passes in order.
 - `release`: post-processing of released values, error bars, `dpgate explain`.
 - `checks`: the plan PostgreSQL builds, checked against the analysis.
 

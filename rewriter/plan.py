@@ -68,10 +68,13 @@ class NoisyPart:
     # whether it is an AVG's sum of x − (L + U)/2.
     edges: tuple[Fraction, ...] | None = None
     centred: bool = False
+    # Unit mode bounded by weights (rewriter/aggregate/weighted.py): a count is then a sum of
+    # weights, a real number.
+    weighted: bool = False
 
     @property
     def integer(self) -> bool:
-        return self.aggregate == "count"
+        return self.aggregate == "count" and not self.weighted
 
     @property
     def choice(self) -> bool:
@@ -122,6 +125,10 @@ class UnitBounds:
     # from it, or first chooses τ ≤ `chosen_limit` privately when that is set.
     counts_cap: int | None = None
     chosen_limit: int | None = None
+    # SUM, AVG, the variance family and counts beside them: the backend returns per group
+    # and per unit size n their aggregates (bounding.weighted_rows), n capped at
+    # `weights_cap` for the choice of τ; the proxy weighs each by min(1, τ/n).
+    weights_cap: int | None = None
 
     @property
     def groups(self) -> int:

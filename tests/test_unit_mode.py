@@ -96,8 +96,17 @@ def test_a_unit_histogram_part_is_not_doubled_and_is_pure():
     calibration = calibrate(plan, 1.0, 1e-6)
     assert calibration.pure and calibration.delta == 0
     count, total = calibration.parts
+    # τ chosen per query, at most κ·τ_g = 6; weighed per unit, no sort.
     assert count.elastic_sensitivity == 6 and count.scale == 6 / 0.5
     assert total.elastic_sensitivity == 6 * 5000 and total.scale == 6 * 5000 / 0.5
+    assert '"_dp_n"' in plan.sql and "row_number" not in plan.sql
+    # At a fixed τ = 10 above κ·τ_g the sort's L1 of 6 is the smaller: it stays.
+    assert tight.unit is not None
+    fixed = dataclasses.replace(tight, unit=dataclasses.replace(
+        tight.unit, choose_contributions=False))
+    plan = plan_of("SELECT quantity, count(*), sum(order_cost) FROM orders GROUP BY 1", fixed)
+    count, total = calibrate(plan, 1.0, 1e-6).parts
+    assert count.elastic_sensitivity == 6 and total.elastic_sensitivity == 6 * 5000
     assert "<= 3" in plan.sql and "<= 2" in plan.sql and "<= 10" in plan.sql
 
 
@@ -119,7 +128,8 @@ def test_the_shift_unit_is_public_in_unit_mode():
     plan = plan_of("SELECT sum(o.order_cost) FROM orders o JOIN recommendations r "
                    "ON o.customer_id = r.customer_id")
     calibration = calibrate(plan, 0.5, 1e-6)
-    assert calibration.parts[0].shift_scale == 10 * 5000 / 0.5
+    # At the limit of the τ it may choose (at release: the chosen τ, which is released).
+    assert calibration.parts[0].shift_scale == 100 * 5000 / 0.5
 
 
 def test_explain_reports_mode_tau_kappa_and_both_scales():

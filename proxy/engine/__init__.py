@@ -11,8 +11,9 @@
 - `plan_cache`, `plan_check`, `knowledge`, `limits`, `workers`: the plan cache,
   PostgreSQL's check of a rewritten plan before the charge, metrics and column names
   measured on the backend, the work limits of one statement, worker threads.
-- `chosen_bound`, `bounded_sums`: τ chosen per query from per-unit counts, clamping
-  bounds chosen from bucketed sums, both at release.
+- `chosen_bound`, `bounded_sums`, `weighted_sums`: τ chosen per query from per-unit
+  counts, clamping bounds chosen from bucketed sums, sums and averages weighed per unit
+  at τ, all at release.
 - `recent`: each analyst's recent answers with their error bars (SHOW dp.last_answers).
 - `fair`: each analyst's fair share of the pools all analysts use (workers, readers).
 - `reader_time`: each analyst's reader-seconds, so a slow statement is not repeated for free.

@@ -62,8 +62,9 @@ def bounded_sum_noiser(part: NoisyPart, calibrated: PartCalibration, calibration
 
     def noise(raw: bytes | None) -> Drawn:
         counts, sums = _buckets(raw, len(edges) - 1)
-        chosen = choose_bounds(counts, edges, selection_scale, rng, noise_for) if choosing \
-            else declared
+        # Weighted counts are real: noised on a grid for their L1 sensitivity (rows).
+        chosen = choose_bounds(counts, edges, selection_scale, rng, noise_for,
+                               rows if part.weighted else None) if choosing else declared
         value = clamped_sum(counts, sums, edges, chosen)
         magnitude = _magnitude(part, chosen.low, chosen.high)
         if part.centred:
@@ -91,11 +92,12 @@ def _grid(part: NoisyPart, calibrated: PartCalibration, calibration: Calibration
                                   Fraction(calibrated.scale) * ratio / (1 - Fraction(share)))
 
 
-def _buckets(raw: bytes | None, buckets: int) -> tuple[list[int], list[Fraction]]:
-    """counts and sums from the backend's numeric[] text ({c0,…,s0,…})."""
+def _buckets(raw: bytes | None, buckets: int) -> tuple[list[Fraction], list[Fraction]]:
+    """counts and sums from the numeric[] text ({c0,…,s0,…}); counts are whole numbers
+    but for weighted parts (proxy/engine/weighted_sums.py)."""
     if raw is None:  # an aggregate over no row (the filled histogram's empty key)
-        return [0] * buckets, [Fraction(0)] * buckets
+        return [Fraction(0)] * buckets, [Fraction(0)] * buckets
     values = raw.decode().strip("{}").split(",")
     assert len(values) == 2 * buckets, "one count and one sum per bucket"
-    return ([int(Decimal(v)) for v in values[:buckets]],
+    return ([Fraction(Decimal(v)) for v in values[:buckets]],
             [Fraction(Decimal(v)) for v in values[buckets:]])

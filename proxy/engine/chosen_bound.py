@@ -8,14 +8,15 @@ Otherwise ε is split (sequential composition, docs/privacy-unit.md): three quar
 (mechanisms/contribution_bound.py). For a lone count below the limit, TRUNCATION_PART of
 the rest releases the rows beyond τ, Σ_u min(c_u, cap) − min(c_u, τ) (sensitivity
 cap − τ), and the count gets what remains; at the limit nothing is beyond τ up to the cap,
-so the count gets all of it. A histogram's quarter of the share releases the number of
-units beyond τ (sensitivity 1), the rest its cells.
+so the count gets all of it. A histogram's quarter of the share releases the same rows
+beyond τ below the cap, the rest its cells. A histogram's cells are fractional: a unit of
+n > τ rows adds m·τ/n to a cell where it has m, exactly τ in all, released on a grid of
+1/Q rows (`cell_resolution`) with integer noise, then rounded to whole rows.
 
 The NOTICE's interval covers the noise at half the failure probability and the
-truncation at the other half: a lone count's upper end grows by the noisy rows beyond τ
-plus that estimate's one-sided bound, so it holds every row up to the cap; a histogram's
-grows, when the noisy number of units beyond τ shows that some exist, by that many units
-times the most rows each may have dropped (the cap minus τ).
+truncation at the other half: the upper end (of the count, or of every cell) grows by the
+noisy rows beyond τ plus that estimate's one-sided bound, so it holds every row up to the
+cap, on any data: no cell can have lost more rows than all of them together.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from fractions import Fraction
 from mechanisms.accuracy import laplace_bound, shifted_laplace_bound
 from mechanisms.contribution_bound import (
     BoundChoice,
-    beyond,
     bound_grid,
     choose_bound,
     histogram_hedge,
@@ -42,7 +42,7 @@ from rewriter.sensitivity.calibrate import Calibration
 from ..config import PrivacySettings
 from ..pgwire.backend import Row
 
-CHOICE_PART = 0.75  # of bound_choice_share; the rest estimates a histogram's units beyond τ
+CHOICE_PART = 0.75  # of bound_choice_share; the rest releases a histogram's rows beyond τ
 # Of a lone count's ε after the choice, when τ is below the cap: the rows beyond τ. Their
 # noise, times ln(1/β), is what the interval's upper end must add to be honest.
 TRUNCATION_PART = 0.1
@@ -50,19 +50,19 @@ TRUNCATION_PART = 0.1
 
 @dataclass(frozen=True)
 class CountAtBound:
-    """The count's true row at τ and its calibration there; for a chosen τ, the noisy
-    number of units beyond it (a histogram) or rows beyond it up to the cap (a lone count),
-    that estimate's epsilon and sensitivity (1 for units, cap − τ for rows)."""
+    """The count's true row at τ (a histogram's cells in steps of 1/`resolution` rows) and
+    its calibration there; for a chosen τ, the noisy rows beyond it up to the cap, that
+    estimate's epsilon and scale (sensitivity cap − τ)."""
 
     rows: list[Row]
     calibration: Calibration
     tau: int
     chosen: bool
     choice_epsilon: float = 0.0
-    beyond: int = 0
     beyond_epsilon: float = 0.0
     dropped: int | None = None
     dropped_scale: Fraction | float = 0.0
+    resolution: int = 1
 
 
 def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: list[Row],
@@ -73,43 +73,43 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
     cells = _cells(true_rows, plan.keys) if plan.keys else None
     histogram = _unit_histogram(cells, unit.counts_cap) if cells is not None else \
         {int(count): int(units) for count, units in true_rows}  # type: ignore[arg-type]
+    gaussian = calibration.mechanism == Mechanism.GAUSSIAN
+    # Under the Gaussian mechanism the cells keep ⌊m·τ/n⌋: whole rows, L2 ≤ τ exactly.
+    resolution = cell_resolution(len(cells)) if cells is not None and not gaussian else 1
     epsilon = calibration.epsilon
     share = settings.bound_choice_share
-    if unit.chosen_limit is None or share == 0 or \
-            calibration.mechanism == Mechanism.GAUSSIAN:
+    if unit.chosen_limit is None or share == 0 or gaussian:
         tau = unit.max_contributions
-        return CountAtBound(_rows(histogram, cells, tau), _at(calibration, tau, epsilon),
-                            tau, False)
+        return CountAtBound(_rows(histogram, cells, tau, resolution),
+                            _at(calibration, tau, epsilon, cells, resolution), tau, False,
+                            resolution=resolution)
     grid = bound_grid(unit.chosen_limit)
-    choice = BoundChoice(epsilon * share * CHOICE_PART, grid) if cells is None else \
-        BoundChoice(epsilon * share * CHOICE_PART, grid, histogram_hedge(len(cells)))
+    choice = BoundChoice(epsilon * share * CHOICE_PART, grid)
+    if cells is not None:
+        choice = replace(choice, hedge=histogram_hedge(len(cells), choice, epsilon * (1 - share)))
     tau = choose_bound(choice, histogram, rng)
-    if cells is None:
-        return _lone_count(histogram, calibration, choice, tau, unit.counts_cap, rng)
-    estimate = epsilon * share * (1 - CHOICE_PART)
-    noisy_beyond = beyond(histogram, tau) + sample_discrete_laplace(
-        laplace_scale(1, estimate), rng)
-    return CountAtBound(_rows(histogram, cells, tau),
-                        _at(calibration, tau, epsilon * (1 - share)), tau, True,
-                        choice.epsilon, noisy_beyond, estimate)
-
-
-def _lone_count(histogram: dict[int, int], calibration: Calibration, choice: BoundChoice,
-                tau: int, cap: int, rng: RandomSource) -> CountAtBound:
-    """The count at τ and, below the cap, the noisy rows beyond τ: Σ_u min(c_u, cap) −
-    min(c_u, τ), which one unit moves by at most cap − τ (τ is public once chosen, so the
-    split of the rest is post-processing of the choice)."""
-    rest = calibration.epsilon - choice.epsilon
-    if tau >= cap:
-        return CountAtBound(_rows(histogram, None, tau), _at(calibration, tau, rest), tau,
-                            True, choice.epsilon, dropped=0)
-    estimate = rest * TRUNCATION_PART
+    rest = epsilon - choice.epsilon
+    cap = unit.counts_cap
+    if tau >= cap:  # nothing is beyond τ up to the cap, whatever the data
+        return CountAtBound(_rows(histogram, cells, tau, resolution),
+                            _at(calibration, tau, rest, cells, resolution), tau, True,
+                            choice.epsilon, dropped=0, resolution=resolution)
+    estimate = rest * TRUNCATION_PART if cells is None else epsilon * share * (1 - CHOICE_PART)
     scale = laplace_scale(cap - tau, estimate)
     dropped = truncated_total(histogram, cap) - truncated_total(histogram, tau)
-    return CountAtBound(_rows(histogram, None, tau), _at(calibration, tau, rest - estimate),
-                        tau, True, choice.epsilon, beyond_epsilon=estimate,
-                        dropped=dropped + sample_discrete_laplace(
-                            scale, rng), dropped_scale=scale)
+    return CountAtBound(_rows(histogram, cells, tau, resolution),
+                        _at(calibration, tau, rest - estimate, cells, resolution), tau, True,
+                        choice.epsilon, beyond_epsilon=estimate,
+                        dropped=dropped + sample_discrete_laplace(scale, rng),
+                        dropped_scale=scale, resolution=resolution)
+
+
+def cell_resolution(cells: int) -> int:
+    """Q: a histogram's cells are released in steps of 1/Q rows, Q a power of two at least
+    64 times the number of cells (public: the domain's size). Rounding each cell to the
+    grid moves it by at most half a step, so a unit moves the cells by at most Q·τ +
+    cells steps: the noise's sensitivity, at most 1/64 of a row above τ."""
+    return 1 << math.ceil(math.log2(64 * max(cells, 1)))
 
 
 Cells = dict[tuple[bytes | None, ...], list[tuple[int, int, int]]]
@@ -140,56 +140,62 @@ def _unit_histogram(cells: Cells, cap: int) -> dict[int, int]:
     return histogram
 
 
-def _rows(histogram: dict[int, int], cells: Cells | None, tau: int) -> list[Row]:
-    """The true rows at τ: the count Σ_u min(c_u, τ); or per key its cell, where a unit
-    of n > τ rows keeps ⌊m·τ/n⌋ of its m there (at most τ in all, in proportion)."""
+def _rows(histogram: dict[int, int], cells: Cells | None, tau: int, resolution: int
+          ) -> list[Row]:
+    """The true rows at τ: the count Σ_u min(c_u, τ); or per key its cell in steps of
+    1/`resolution`, where a unit of n > τ rows keeps m·τ/n of its m there (exactly τ in
+    all, in proportion; ⌊m·τ/n⌋ at resolution 1)."""
     if cells is None:
         return _row(truncated_total(histogram, tau))
-    return [(*key, str(sum(units * (m if n <= tau else m * tau // n)
-                           for m, n, units in counts)).encode())
-            for key, counts in cells.items()]
+    if resolution == 1:
+        return [(*key, str(sum(units * (m if n <= tau else m * tau // n)
+                               for m, n, units in counts)).encode())
+                for key, counts in cells.items()]
+    return [(*key, str(round(resolution * sum(
+        units * (Fraction(m) if n <= tau else Fraction(m * tau, n))
+        for m, n, units in counts))).encode()) for key, counts in cells.items()]
 
 
 def _row(total: int) -> list[Row]:
     return [(str(total).encode(),)]
 
 
-def _at(calibration: Calibration, tau: int, epsilon: float) -> Calibration:
-    """The count's part at sensitivity τ and budget `epsilon` (pure: no δ)."""
+def _at(calibration: Calibration, tau: int, epsilon: float, cells: Cells | None,
+        resolution: int) -> Calibration:
+    """The count's part at sensitivity τ (a histogram's: τ plus the grid's rounding,
+    cells/Q) and budget `epsilon` (pure: no δ)."""
     part = calibration.parts[0]
     if calibration.mechanism == Mechanism.GAUSSIAN:
         return calibration  # calibrated at the fixed τ already
-    scale = tau / epsilon
+    rounding = len(cells) / resolution if cells is not None and resolution > 1 else 0
+    scale = (tau + rounding) / epsilon
     return replace(calibration, parts=(replace(
         part, epsilon=epsilon, elastic_sensitivity=float(tau), smooth_sensitivity=float(tau),
         scale=scale, shift_scale=scale),))
 
 
-def count_bound(count: CountAtBound, limit: int, widest_shift: float, beta: float
-                ) -> int | str:
-    """The NOTICE's (1 − β) interval half-width; with a chosen τ, the noise at β/2 and,
-    when the units beyond τ show at β/2, the upper end's allowance for their rows."""
+def count_bound(count: CountAtBound, widest_shift: float, beta: float) -> int | str:
+    """The NOTICE's (1 − β) interval half-width (a fractional cell's: plus its rounding to
+    whole rows); with a chosen τ below the cap, the noise at β/2 and the upper end's
+    allowance for the rows beyond τ at β/2."""
     part = count.calibration.parts[0]
+    rounding = 1 if count.resolution > 1 else 0
     if not count.chosen:
-        return math.ceil(shifted_laplace_bound(part.scale, widest_shift, beta))
-    noise = math.ceil(shifted_laplace_bound(part.scale, widest_shift, beta / 2))
-    allowance = truncation_allowance(count, limit, beta / 2)
+        return math.ceil(shifted_laplace_bound(part.scale, widest_shift, beta)) + rounding
+    noise = math.ceil(shifted_laplace_bound(part.scale, widest_shift, beta / 2)) + rounding
+    allowance = truncation_allowance(count, beta / 2)
     return noise if allowance == 0 else f"{noise} (upper end +{noise + allowance})"
 
 
-def truncation_allowance(count: CountAtBound, limit: int, beta: float) -> int:
-    """Rows beyond τ the interval allows for at confidence 1 − β. A lone count: the noisy
-    rows beyond τ plus their one-sided bound (every row up to the cap, whatever the data).
-    A histogram: the units beyond τ that surely exist (noisy count minus its one-sided
-    bound), each with up to `limit` − τ rows dropped."""
-    if not count.chosen:
+def truncation_allowance(count: CountAtBound, beta: float) -> int:
+    """Rows beyond τ the interval allows for at confidence 1 − β: the noisy rows beyond τ
+    up to the cap plus their one-sided bound. It holds every row up to the cap whatever
+    the data, for a lone count and for every cell of a histogram (a cell cannot have lost
+    more rows than all cells together)."""
+    if not count.chosen or not count.dropped_scale:
         return 0
-    if count.dropped is not None:
-        if count.dropped_scale == 0:
-            return 0
-        return max(0, math.ceil(count.dropped + laplace_bound(count.dropped_scale, 2 * beta)))
-    sure = count.beyond - laplace_bound(1 / count.beyond_epsilon, 2 * beta)
-    return max(0, math.floor(sure)) * (limit - count.tau)
+    assert count.dropped is not None
+    return max(0, math.ceil(count.dropped + laplace_bound(count.dropped_scale, 2 * beta)))
 
 
 def count_note(plan: PrivateAggregate, count: CountAtBound) -> str | None:
@@ -203,16 +209,11 @@ def count_note(plan: PrivateAggregate, count: CountAtBound) -> str | None:
     chosen = (f"each {unit.unit} counted with at most {rows}, a bound chosen privately for "
               f"this query (at most {unit.chosen_limit}; epsilon {count.choice_epsilon:g} of "
               "the charge)")
-    if count.dropped is not None:
-        if count.dropped_scale == 0:
-            return (f"{chosen}; rows beyond {count.tau} per unit are never counted, nor "
-                    "allowed for in the interval")
-        margin = math.ceil(laplace_bound(count.dropped_scale, 0.05))
-        return (f"{chosen}; about {max(count.dropped, 0)} rows (±{margin}) were beyond it "
-                f"and not counted (epsilon {count.beyond_epsilon:g}): the interval's upper "
-                f"end allows for them, up to {unit.chosen_limit} rows per unit")
-    margin = math.ceil(laplace_bound(1 / count.beyond_epsilon, 0.05))
-    return (f"{chosen}; about {max(count.beyond, 0)} of them (±{margin}) had more rows, "
-            f"not counted beyond {count.tau} (epsilon {count.beyond_epsilon:g}): the "
-            "interval allows for those rows only when that estimate shows them, so with "
-            "many heavy units the truth can lie above it")
+    if not count.dropped_scale:
+        return (f"{chosen}; rows beyond {count.tau} per unit are never counted, nor "
+                "allowed for in the interval")
+    margin = math.ceil(laplace_bound(count.dropped_scale, 0.05))
+    where = "upper end" if len(plan.visible) == 1 else "upper end of every cell"
+    return (f"{chosen}; about {max(count.dropped or 0, 0)} rows (±{margin}) were beyond it "
+            f"and not counted (epsilon {count.beyond_epsilon:g}): the interval's {where} "
+            f"allows for them, up to {unit.counts_cap} rows per unit")

@@ -29,7 +29,14 @@ from ..pgwire import wire
 from ..pgwire.backend import Row
 from .bounded_sums import Drawn, Noiser, bounded_sum_noiser
 from .choices import choice_bound, choice_type, choose
-from .chosen_bound import CountAtBound, count_at_bound, count_bound, count_note
+from .chosen_bound import (
+    CountAtBound,
+    count_at_bound,
+    count_bound,
+    count_note,
+    truncation_allowance,
+)
+from .weighted_sums import sums_at_bound, weights_note
 
 
 @dataclass(frozen=True)
@@ -72,9 +79,13 @@ def release(plan: PrivateAggregate, calibration: Calibration,
     count = None
     if plan.unit is not None and plan.unit.counts_cap is not None:
         count = count_at_bound(plan, calibration, true_rows, settings, rng)
+    elif plan.unit is not None and plan.unit.weights_cap is not None:
+        count = sums_at_bound(plan, calibration, true_rows, settings, rng)
+    if count is not None:
         true_rows, calibration = count.rows, count.calibration
-    noisers = _noisers(plan, calibration, shift_draw, settings, rng)
-    errors = _RowErrors.of(plan, calibration, settings)
+    noisers = _noisers(plan, calibration, shift_draw, settings, rng,
+                       count.resolution if count is not None else 1)
+    errors = _RowErrors.of(plan, calibration, settings, count)
     rows = []
     for true_row in true_rows:
         keys = [None if v is None else v.decode() for v in true_row[:plan.keys]]
@@ -85,18 +96,22 @@ def release(plan: PrivateAggregate, calibration: Calibration,
             # the shift is a data-independent constant added afterwards.
             if drawn[plan.grouping.selection_part].plain <= calibration.threshold:
                 continue
-        row = [_output_value(o, keys, drawn) for o in plan.outputs]
+        row = [_output_value(o, keys, drawn, calibration) for o in plan.outputs]
         errors.widen(row, drawn)
         rows.append(row)
     if plan.occupied_by is not None:  # decided on released counts only (docs/queries.md)
         rows = [row for row in rows if row[plan.occupied_by] > 0]
     bounds = _bounds(plan, calibration, settings, count) | errors.bounds()
     if plan.post_sql is not None:  # every output, for the statement's own expressions
-        return Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
-                                  in zip(row, columns, strict=True)] for row in rows],
-                       bounds)
-    answer = _released(plan, columns, _post_process(plan, key_types, rows), bounds)
-    return answer if count is None else replace(answer, unit_note=count_note(plan, count))
+        answer = Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
+                                    in zip(row, columns, strict=True)] for row in rows],
+                         bounds)
+    else:
+        answer = _released(plan, columns, _post_process(plan, key_types, rows), bounds)
+    if count is None:
+        return answer
+    return replace(answer, unit_note=weights_note(plan, count) if plan.unit is not None and
+                   plan.unit.weights_cap is not None else count_note(plan, count))
 
 
 def _released(plan: PrivateAggregate, columns: list[tuple[str, int]], rows: list[list],
@@ -121,9 +136,12 @@ def _number(raw: bytes | None, integer: bool) -> int | Fraction:
 
 
 def _noisers(plan: PrivateAggregate, calibration: Calibration, shift_draw: float,
-             settings: PrivacySettings, rng: RandomSource) -> list[Noiser]:
+             settings: PrivacySettings, rng: RandomSource, resolution: int = 1
+             ) -> list[Noiser]:
     """One function per part, (true text value) -> Drawn; the noise parameters are derived
-    once per answer, not once per row (a sum with bounds chosen at release: per row)."""
+    once per answer, not once per row (a sum with bounds chosen at release: per row).
+    Counts given in steps of 1/`resolution` (a chosen histogram's cells) are noised in
+    those steps and released rounded to whole rows."""
     shifted = calibration.mechanism == Mechanism.SHIFTED_LAPLACE
     noisers = []
     for part, calibrated in zip(plan.parts, calibration.parts, strict=True):
@@ -133,17 +151,20 @@ def _noisers(plan: PrivateAggregate, calibration: Calibration, shift_draw: float
                                               settings.bounds_share,
                                               1 - settings.confidence, rng))
         elif part.integer:
-            noisers.append(_count_noiser(calibrated, calibration.mechanism, round(shift), rng))
+            noisers.append(_count_noiser(calibrated, calibration.mechanism, round(shift),
+                                          rng, resolution))
         else:
             noisers.append(_real_noiser(calibrated, calibration, shift, rng))
     return noisers
 
 
-def _count_noiser(part: PartCalibration, mechanism: str, shift: int, rng: RandomSource
-                  ) -> Noiser:
-    """Exact discrete Laplace or Gaussian noise; key selection looks at the unshifted value."""
-    laplace = laplace_scale(part.scale, 1.0) if part.scale and mechanism != Mechanism.GAUSSIAN \
-        else None
+def _count_noiser(part: PartCalibration, mechanism: str, shift: int, rng: RandomSource,
+                  resolution: int = 1) -> Noiser:
+    """Exact discrete Laplace or Gaussian noise; key selection looks at the unshifted value.
+    At a resolution Q > 1 the value and the noise are in steps of 1/Q (the noise's scale
+    Q·b), and their sum is rounded to whole rows: post-processing."""
+    laplace = laplace_scale(part.scale * resolution, 1.0) \
+        if part.scale and mechanism != Mechanism.GAUSSIAN else None
 
     def noise(raw: bytes | None) -> Drawn:
         value = _number(raw, integer=True)
@@ -154,6 +175,8 @@ def _count_noiser(part: PartCalibration, mechanism: str, shift: int, rng: Random
             plain = gaussian_count(int(value), part.variance, 0.0, rng)
         else:
             plain = int(value) + sample_discrete_laplace(laplace, rng)
+            if resolution > 1:
+                plain = round(Fraction(plain, resolution))
         return Drawn(plain, plain + shift)
     return noise
 
@@ -169,8 +192,8 @@ def _real_noiser(part: PartCalibration, calibration: Calibration, shift: float,
     return noise
 
 
-def _output_value(output: OutputColumn, keys: list[str | None], drawn: list[Drawn]
-                  ) -> str | int | float | None:
+def _output_value(output: OutputColumn, keys: list[str | None], drawn: list[Drawn],
+                  calibration: Calibration) -> str | int | float | None:
     if output.kind == OutputKind.KEY:
         return keys[output.parts[0]]
     if output.kind == OutputKind.COMPUTED:
@@ -181,10 +204,13 @@ def _output_value(output: OutputColumn, keys: list[str | None], drawn: list[Draw
         lo, hi = output.bounds
         # Post-processing of two noisy values: the sum is of x − m, m the midpoint of the
         # bounds (declared, or chosen at release), so a noisy sum far off moves the answer
-        # from m, not from 0; a tiny or negative count says little.
+        # from m, not from 0; a tiny or negative count says little. Dividing by at least
+        # the count's noise scale keeps a noisy count near 0 from throwing the mean to a
+        # bound: the answer shrinks towards m instead (a larger count is unaffected).
         if count.released < 1:
             return None
-        mean = _centre(output, total) + total.released / count.released
+        floor = calibration.parts[output.parts[1]].scale
+        mean = _centre(output, total) + total.released / max(count.released, floor)
         return min(max(mean, lo), hi)
     if output.aggregate in ("count", "count_distinct"):
         # No count is negative: 0 is closer to the truth than any noisy value below it.
@@ -327,9 +353,16 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
         if output.kind != OutputKind.NOISY or _per_row(plan, output):
             continue  # _RowErrors
         widest = widest_shift(calibration, output.parts[0], settings)
+        if count is not None and plan.unit is not None and plan.unit.weights_cap is not None:
+            # β/2 for the noise, β/2 for the rows beyond τ (none at a fixed τ: not released)
+            rows = truncation_allowance(count, beta / 2)
+            noise = noise_bound(plan, calibration, output.parts[0], widest,
+                                beta / 2 if count.chosen else beta)
+            bounds[output.name] = math.ceil(noise + rows * _magnitude(output))
+            continue
         if count is not None and calibration.mechanism != Mechanism.GAUSSIAN:
             assert plan.unit is not None and plan.unit.counts_cap is not None
-            bounds[output.name] = count_bound(count, plan.unit.counts_cap, widest, beta)
+            bounds[output.name] = count_bound(count, widest, beta)
             continue
         bounds[output.name] = math.ceil(
             noise_bound(plan, calibration, output.parts[0], widest, beta))
@@ -356,14 +389,23 @@ class _RowErrors:
     settings: PrivacySettings
     outputs: list[tuple[int, OutputColumn]]  # visible AVGs and bucketed sums
     widths: dict[str, float]
+    # Weighted unit mode at a chosen τ: the rows beyond τ the interval allows for (at
+    # β/2, the rest of β going to the noise as before); 0 otherwise.
+    beyond: float = 0.0
+    share: float = 1.0
 
     @classmethod
     def of(cls, plan: PrivateAggregate, calibration: Calibration,
-           settings: PrivacySettings) -> _RowErrors:
+           settings: PrivacySettings, count: CountAtBound | None = None) -> _RowErrors:
         outputs = [(index, output) for index, output in enumerate(plan.outputs)
                    if calibration.pure and not output.hidden and
                    output.kind == OutputKind.NOISY and _per_row(plan, output)]
-        return cls(plan, calibration, settings, outputs, {})
+        if count is None or plan.unit is None or plan.unit.weights_cap is None or \
+                not count.chosen:
+            return cls(plan, calibration, settings, outputs, {})
+        beta = 1 - settings.confidence
+        return cls(plan, calibration, settings, outputs, {},
+                   truncation_allowance(count, beta / 2), 1 / 2)
 
     def widen(self, row: list, drawn: list[Drawn]) -> None:
         """Take in one released row (plan.outputs' values) and its drawn parts."""
@@ -372,21 +414,23 @@ class _RowErrors:
             if released is None:
                 continue
             width = self._average(output, released, drawn) if output.aggregate == "avg" \
-                else self._sum(output.parts[0], drawn[output.parts[0]], 1 / 2)
+                else self._sum(output.parts[0], drawn[output.parts[0]], self.share / 2) + \
+                self.beyond * _magnitude(output)
             self.widths[output.name] = max(self.widths.get(output.name, 0.0), width)
 
     def _average(self, output: OutputColumn, released: float, drawn: list[Drawn]) -> float:
         total, count = output.parts
         # β/2 each for the sum and the count; with chosen bounds, half of that is the
         # sum's noise and the other half the count's, β/2 being the bounds' bias.
-        share = 1 / 4 if drawn[total].chosen is not None else 1 / 2
+        share = (1 / 4 if drawn[total].chosen is not None else 1 / 2) * self.share
         count_bound = noise_bound(self.plan, self.calibration, count,
                                   widest_shift(self.calibration, count, self.settings),
                                   (1 - self.settings.confidence) * share)
         assert output.bounds is not None
         low, high = average_interval(drawn[total].released, drawn[count].released,
                                      self._sum(total, drawn[total], share), count_bound,
-                                     output.bounds, _centre(output, drawn[total]))
+                                     output.bounds, _centre(output, drawn[total]),
+                                     self.beyond)
         return max(released - low, high - released, 0.0)
 
     def _sum(self, index: int, drawn: Drawn, share: float) -> float:
@@ -400,6 +444,14 @@ class _RowErrors:
 
     def bounds(self) -> dict[str, int | str]:
         return {name: _rounded_up(width) for name, width in self.widths.items()}
+
+
+def _magnitude(output: OutputColumn) -> float:
+    """The most one row moves the output's truth: 1 for a count, max(|lo|, |hi|) for a
+    sum (the declared bounds: a row beyond τ may hold any value within them)."""
+    if output.bounds is None:
+        return 1.0
+    return max(abs(output.bounds[0]), abs(output.bounds[1]))
 
 
 def _per_row(plan: PrivateAggregate, output: OutputColumn) -> bool:

@@ -1,7 +1,8 @@
 """Private aggregates: validated, bounded and rewritten into the SQL the backend runs.
 
-`private` is the entry point; it runs the steps below in order, each a module with one
-job, reading the `scope` (the statement and its relations) and returning its part:
+`private` is the entry point; `pipeline` lists the passes (PASSES) that run the modules
+below in order, each with one job, reading the `scope` (the statement and its
+relations) and returning its part:
 
 - `unit_mode`: whose rows are bounded (a unit's, or one row's), and each noisy part's
   sensitivity under those bounds.
@@ -13,6 +14,7 @@ job, reading the `scope` (the statement and its relations) and returning its par
 - `groups`: which groups are released (declared domains, or key selection).
 - `chosen`: plans of the exponential mechanism; `choice`: which aggregates ask for one.
 - `bounding`: contribution bounding (τ, κ, τ_g) in the rewritten SQL.
+- `weighted`: SUM, AVG and the variance family bounded by weights per unit, no sort.
 - `rewrite`: the SQL the backend runs.
 - `record`: the PrivateAggregate every plan ends in.
 """

@@ -127,3 +127,24 @@ def cell_contributions(inner: exp.Select, bounding: Bounding, keys: list[str]) -
             f'SELECT {cells}, g."_dp_rows" AS "c0", '
             f'u."_dp_rows" AS "c1", count(*) AS "c2" FROM g JOIN u ON u.{UNIT} = g.{UNIT} '
             f'GROUP BY {cells}, g."_dp_rows", u."_dp_rows"')
+
+
+def weighted_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
+                  columns: list[tuple[str, bool]]) -> str:
+    """SQL of `inner`'s rows aggregated per key (`keys`, quoted columns of `inner`) and per
+    n = the rows of their unit in all: `_dp_n`, `_dp_rows` (rows of such units in the
+    group), then `columns` (over `q.`), those marked True grouped on too (a bucket's
+    index). The proxy weighs each (group, n) by min(1, τ/n) after choosing τ
+    (proxy/engine/weighted_sums.py): a unit's rows then weigh at most τ in all, with no
+    sort. Hash aggregates and one hash join on the unit; the rows' CTE is read twice, so
+    PostgreSQL materialises it once. Rows whose unit is NULL belong to no unit and are
+    left out, as in cell_contributions."""
+    rows = _with_unit(inner, bounding).sql(dialect="postgres")
+    outputs = [f"q.{key}" for key in keys] + ['u."_dp_n"', 'count(*) AS "_dp_rows"'] + \
+        [column for column, _ in columns]
+    group = [str(i + 1) for i in range(len(keys) + 1)] + \
+        [str(len(keys) + 3 + i) for i, (_, grouped) in enumerate(columns) if grouped]
+    return (f'WITH "_dp_r" AS ({rows}), "_dp_u" AS (SELECT r.{UNIT}, count(*) AS "_dp_n" '
+            f'FROM "_dp_r" AS r GROUP BY r.{UNIT}) '
+            f'SELECT {", ".join(outputs)} FROM "_dp_r" AS q '
+            f'JOIN "_dp_u" AS u ON u.{UNIT} = q.{UNIT} GROUP BY {", ".join(group)}')

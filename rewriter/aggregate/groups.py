@@ -59,6 +59,30 @@ def grouping(released: Released, unit_mode: bool
                     selection_part=released.selection_part()), [None] * len(keys), None
 
 
+def occupied_by(released: Released, groups: Grouping | None, always: bool) -> int | None:
+    """Over a whole declared domain, the output holding COUNT(*) when the statement
+    orders or limits its groups (or `always`): PostgreSQL ranks the groups that exist,
+    so a group whose released count is ≤ 0 is dropped first (post-processing of
+    released values only). Under LIMIT or OFFSET (which keys come back depends on it)
+    a statement that selects no COUNT(*) gets a hidden one, which takes its share of
+    ε. Without ORDER BY or LIMIT the whole domain is listed, as documented."""
+    if groups is None or groups.key_selection:
+        return None
+    tree = released.scope.tree
+    limited = any(tree.args.get(c) is not None for c in ("limit", "offset"))
+    counted = next((index for index, output in enumerate(released.outputs)
+                    if output.aggregate == "count" and
+                    _is_count_star(released.parts[output.parts[0]].node)), None)
+    if counted is not None and (always or limited or tree.args.get("order")):
+        return counted
+    return released.hidden_aggregate(exp.Count(this=exp.Star())) \
+        if always or limited else None
+
+
+def _is_count_star(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Count) and isinstance(node.this, exp.Star)
+
+
 def cells_sql(scope: Scope, domains: list[Domain], node: exp.Expression) -> str | None:
     """Refuse a histogram of more than max_cells; when a public table supplies a domain,
     its size is known only to the database: the SQL returned has the proxy count it

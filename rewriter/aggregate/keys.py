@@ -48,8 +48,6 @@ class GroupKeys:
     keys: tuple[tuple[Resolved, exp.Column], ...]
     # Per key: the GROUP BY expression of its column (a bucket), or None for the column.
     expressions: tuple[exp.Expression | None, ...]
-    # The values computed before the query (constants.py): a restriction reads them.
-    constants: tuple[Constant, ...]
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -138,7 +136,7 @@ class GroupKeys:
         expression; None when one of them holds a subquery."""
         if conjunct.find(exp.Placeholder) is None:
             return conjunct
-        expressions = {c.token: c.sql for c in self.constants}
+        expressions = {c.token: c.sql for c in self.scope.constants}
         copy = conjunct.copy()
         for node in list(copy.find_all(exp.Placeholder)):
             sql = expressions.get(placeholder_token(str(node.this)))
@@ -159,10 +157,9 @@ class GroupKeys:
             return False
 
 
-def group_keys(scope: Scope, constants: tuple[Constant, ...]) -> GroupKeys:
+def group_keys(scope: Scope) -> GroupKeys:
     """The statement's GROUP BY keys, each resolved; refused when a computed key is not a
-    function of one column with a declared domain. `constants`: the values computed
-    before the query, which a condition on a key may read."""
+    function of one column with a declared domain."""
     group = scope.tree.args.get("group")
     keys: list[tuple[Resolved, exp.Column]] = []
     expressions: list[exp.Expression | None] = []
@@ -185,7 +182,7 @@ def group_keys(scope: Scope, constants: tuple[Constant, ...]) -> GroupKeys:
                 f"{column.sql(dialect='postgres')}: its groups are the image of the domain",
                 hint=domain_hint(resolved), position=scope.position(item),
                 reason=domain_reason(resolved))
-    return GroupKeys(scope, tuple(keys), tuple(expressions), constants)
+    return GroupKeys(scope, tuple(keys), tuple(expressions))
 
 
 def mark_buckets(tree: exp.Expression, expressions: Sequence[exp.Expression | None]) -> None:

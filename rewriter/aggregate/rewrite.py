@@ -22,7 +22,13 @@ from ..policy.model import ColumnDomain, Domain, DomainValue, Policy, RangeDomai
 from ..sensitivity.metrics import quote_identifier
 from ..sql.scopes import cte_reference_ids
 from .aggregate_args import clamped
-from .bounding import Bounding, bounded_rows, cell_contributions, contribution_histogram
+from .bounding import (
+    Bounding,
+    bounded_rows,
+    cell_contributions,
+    contribution_histogram,
+    weighted_rows,
+)
 
 
 @dataclass(frozen=True)
@@ -204,6 +210,43 @@ def rewrite_chosen_count(tree: exp.Select, policy: Policy, keys: list[KeySpec],
     return (f"SELECT {outer_keys}, t.c0, t.c1, t.c2 FROM {domain} LEFT JOIN "
             f"({cell_contributions(inner, bounding, names)}) AS t ON {join} "
             f"ORDER BY {outer_keys}, t.c0, t.c1")
+
+
+def rewrite_weighted(tree: exp.Select, policy: Policy, keys: list[KeySpec],
+                     parts: list[PartSpec], bounding: Bounding) -> str:
+    """The backend's SQL for aggregates weighted per unit at a τ known only after it runs:
+    per key and per unit size n (bounding.weighted_rows), the rows and every part's
+    aggregate; a sum whose clamping bounds are chosen at release as its bucket's index
+    (grouped on), count and sum, from which the proxy builds its buckets' arrays (two
+    aggregates instead of one per bucket and edge). In the order of n; under GROUP BY
+    every key of the domain, a key without rows once with NULLs."""
+    keyed, values = keyed_rows(_base(tree, policy), keys)
+    inner = keyed.select(*(_alias(v, f"k{i}") for i, v in enumerate(values)),
+                         *(_alias(_argument(p), f"a{i}") for i, p in enumerate(parts)),
+                         append=False)
+    names = [quote_identifier(f"k{i}") for i in range(len(keys))]
+    columns: list[tuple[str, bool]] = []
+    for i, part in enumerate(parts):
+        value = f"q.{quote_identifier(f'a{i}')}"
+        if part.edges is None:
+            columns.append((f"{_outer_aggregate(part, i)} AS {quote_identifier(f'c{i}')}",
+                            False))
+            continue
+        inner_edges = ", ".join(_edge(e) for e in part.edges[1:-1])
+        columns += [(f"width_bucket({value}, ARRAY[{inner_edges}]::numeric[]) AS "
+                     f"{quote_identifier(f'b{i}')}", True),
+                    (f"count({value}) AS {quote_identifier(f'n{i}')}", False),
+                    (f"sum({value}) AS {quote_identifier(f'c{i}')}", False)]
+    rows = weighted_rows(inner, bounding, names, columns)
+    if not keys:
+        return f'{rows} ORDER BY u."_dp_n"'
+    domain = " CROSS JOIN ".join(f"({k.domain_sql(name)}) AS d{i}"
+                                 for i, (k, name) in enumerate(zip(keys, names, strict=True)))
+    outer_keys = ", ".join(f"d{i}.{name}" for i, name in enumerate(names))
+    join = " AND ".join(f"t.{name} = d{i}.{name}" for i, name in enumerate(names))
+    outputs = ", ".join(f"t.{column.rsplit(' AS ', 1)[1]}" for column, _ in columns)
+    return (f'SELECT {outer_keys}, t."_dp_n", t."_dp_rows", {outputs} FROM {domain} '
+            f'LEFT JOIN ({rows}) AS t ON {join} ORDER BY {outer_keys}, t."_dp_n"')
 
 
 def _base(tree: exp.Select, policy: Policy) -> exp.Select:

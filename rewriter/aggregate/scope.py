@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from ..analysis.constants import Constant
 from ..analysis.findings import Findings
 from ..analysis.relations import Analyzer
 from ..analysis.sources import Relation, Resolved
@@ -21,6 +22,8 @@ class Scope:
     tree: exp.Select
     offset: int
     relation: Relation
+    constants: tuple[Constant, ...] = ()  # the values computed before the query
+    occupied: bool = False  # a histogram releases only the keys counted above 0
 
     @property
     def policy(self) -> Policy:

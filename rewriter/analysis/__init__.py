@@ -3,9 +3,9 @@
 - `classify`: split a query string, decide what each statement is (the entry point).
 - `relations`: FLEX stability and max frequencies of what FROM, joins and WHERE read
   (the Analyzer: FROM items, derived tables, CTEs, set operations); `sources` (the
-  relations as data), `joins` (equijoins, and cross joins with a public table),
-  `resolver` (column references), `row_checks` (expressions on private rows), `findings`
-  (missing metrics, and what PostgreSQL's plan may show).
+  relations as data), `joins` (equijoins, and public tables cross-joined), `resolver`
+  (column references), `row_checks` (expressions on private rows), `findings` (missing
+  metrics, and what PostgreSQL's plan may show).
 - `unit`: which privacy unit a row belongs to (derived tables included).
 - `semi_joins`: IN and EXISTS over private tables, written as joins with a DISTINCT
   table before the analysis.

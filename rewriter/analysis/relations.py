@@ -49,11 +49,11 @@ class Analyzer:
     # bodies counted already.
     _counting: bool = True
     _counted_ctes: set[int] = field(default_factory=set)
-    # The FROM relation of each derived SELECT, by node: unit mode reads whose its rows are.
-    derived_relations: dict[int, Relation] = field(default_factory=dict)
     resolver: Resolver = field(init=False)
     rows: RowChecker = field(init=False)
     joiner: Joiner = field(init=False)
+    # The FROM relation of each derived SELECT, by node: unit mode reads whose its rows are.
+    derived_relations: dict[int, Relation] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.resolver = Resolver(self.policy, self.metrics, self.offset)

@@ -2,7 +2,7 @@
 
 PostgreSQL evaluates an expression only when a row reaches it, so an expression that can
 raise an error on some values turns the error itself into an exact, unnoised answer (a
-one-bit oracle, whatever ε). The analysis in relations.py checks the clauses it reads; this
+one-bit oracle, whatever ε). The analysis in row_checks.py checks the clauses it reads; this
 pass walks *every* node PostgreSQL will evaluate — CTE bodies, derived tables, DISTINCT ON,
 subqueries, aggregate arguments and filters, GROUP BY — against the same allow list, so a
 clause the analysis does not look at cannot slip through. What the proxy computes itself

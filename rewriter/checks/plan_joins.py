@@ -1,7 +1,7 @@
 """Check the join and group-key columns of PostgreSQL's plan against dpgate's analysis.
 
 FLEX takes the sensitivity of a join from the max frequencies of its join columns
-(relations.py). If dpgate resolved a join column to the wrong base column (an alias list,
+(joins.py). If dpgate resolved a join column to the wrong base column (an alias list,
 a CTE or a scope PostgreSQL reads otherwise), the frequency it used belongs to another
 column and the noise can be far too small. PostgreSQL's plan names the columns it really
 joins on, so this module reads every join condition of `EXPLAIN (VERBOSE, FORMAT JSON)`,

@@ -21,6 +21,12 @@ CHOSEN = ("τ is chosen per query from how many units have more than τ rows "
           "noise scale is τ/ε of the rest (noise_scale shows the limit at the whole ε); a "
           "noisy number of units beyond τ is released with it, in the NOTICE")
 
+WEIGHED = ("τ is chosen per query from how many units have more than τ rows "
+           "(AboveThreshold, a share of epsilon: privacy.bound_choice_share); a unit of n > τ "
+           "rows has each weigh τ/n, so it adds at most τ rows' weight; the noise scale is "
+           "τ/ε of the rest (noise_scale shows the limit at the whole ε); a noisy number of "
+           "rows beyond τ is released with it, and the intervals allow for them")
+
 
 def mode_report(plan: PrivateAggregate) -> dict[str, Any]:
     """The `explain` fields of the privacy model: mode, unit, τ, κ, τ_g."""
@@ -34,7 +40,8 @@ def mode_report(plan: PrivateAggregate) -> dict[str, Any]:
               "max_contributions": unit.max_contributions, "truncation": TRUNCATION}
     if unit.chosen_limit is not None:
         report.update(max_contributions="chosen per query",
-                      contributions_limit=unit.chosen_limit, truncation=CHOSEN)
+                      contributions_limit=unit.chosen_limit,
+                      truncation=WEIGHED if unit.weights_cap is not None else CHOSEN)
     if plan.keys:
         report.update(max_groups=unit.max_groups,
                       max_group_contributions=unit.max_group_contributions)
@@ -43,6 +50,11 @@ def mode_report(plan: PrivateAggregate) -> dict[str, Any]:
 
 def mode_notice(plan: PrivateAggregate) -> str | None:
     """The NOTICE clause of the privacy model, or None for a plain row-level answer."""
+    if plan.unit is not None and plan.unit.weights_cap is not None:
+        tau = plan.unit.max_contributions
+        return (f"each {plan.unit.unit} weighs at most {_plural(tau, 'row')} in all: a unit "
+                f"of n > {tau} rows has each weigh {tau}/n; the weight beyond is not counted "
+                "(how much is not released)")
     if plan.unit is not None:
         unit = plan.unit
         groups = (f", in at most {_plural(unit.max_groups, 'group')}"

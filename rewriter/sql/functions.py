@@ -144,7 +144,7 @@ def row_failure(node: exp.Expression) -> str | None:
     if isinstance(node, (exp.Array, exp.DPipe)) and node.find(exp.Column) is not None:
         # ARRAY[…] of arrays and || of arrays fail when dimensions or lengths differ, and
         # a CASE chooses the shape row by row. Array columns are caught with their types
-        # (relations.py); constants of fixed shape are folded when planned.
+        # (row_checks.py); constants of fixed shape are folded when planned.
         operands = node.expressions if isinstance(node, exp.Array) else \
             [node.this, node.expression]
         if any(may_be_array(operand) for operand in operands):
