@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import bisect
 import math
+from array import array
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, MutableSequence, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TypeVar
@@ -180,13 +181,14 @@ def _sample_gap(groups: dict[int, int], base: ExponentialBase, rng: RandomSource
             return gap
 
 
-def _sample_levels(levels: list[int], counts: list[int], base: ExponentialBase,
+def _sample_levels(levels: Sequence[int], counts: Sequence[int], base: ExponentialBase,
                    rng: RandomSource) -> int:
     """Index j with probability ∝ counts[j]·ρ^(max level − levels[j]), gaps clamped."""
     best = max(level for level, m in zip(levels, counts, strict=True) if m > 0)
     outputs = sum(counts)
     cap = math.ceil((_TAIL_BITS * math.log(2) + math.log(outputs)) / base.log_inverse)
-    gaps = [min(best - level, cap) for level in levels]
+    # Gaps stay below 2^54 (_upper_powers): an array the collector does not walk.
+    gaps = array("q", (min(best - level, cap) for level in levels))
     groups: Counter[int] = Counter()
     for gap, m in zip(gaps, counts, strict=True):
         if m:
@@ -308,23 +310,37 @@ def quantile_from_counts(index_counts: Mapping[int, int], p: Real, grid: Quantil
         # −dist(p·n, [below, upto]) in units of 1/R: an integer.
         return -max(level.denominator * below - target, 0, target - level.denominator * upto)
 
-    starts, lengths, levels = [], [], []
+    # Kept in int64 arrays, which the garbage collector does not walk: its passes hold
+    # every thread (the event loop's too) and walked lists of 2·points entries, ~9 ms for
+    # 182,000 points, at every pass while a quantile was drawn (bench/event_loop.py).
+    # Lists of Python ints only where a value could outgrow 64 bits.
+    small = grid.points < 2**62 and level.denominator * n < 2**61
+    starts, lengths, levels = (_ints(small) for _ in range(3))
     position, below = 0, 0
-    for i in sorted(index_counts):
+    for i in _ints(small, sorted(index_counts)):
         count = index_counts[i]
         if not 0 <= i < grid.points:
             raise ValueError(f"grid index {i} outside 0 … {grid.points - 1}")
         if not isinstance(count, int) or count < 0:
             raise ValueError(f"count {count!r} at grid index {i} is not a count")
-        starts += [position, i]
-        lengths += [i - position, 1]  # the gap before the point, then the point itself
-        levels += [level_of(below, below), level_of(below, below + count)]
+        starts.append(position)
+        starts.append(i)
+        lengths.append(i - position)  # the gap before the point, then the point itself
+        lengths.append(1)
+        levels.append(level_of(below, below))
+        levels.append(level_of(below, below + count))
         position, below = i + 1, below + count
     starts.append(position)
     lengths.append(grid.points - position)
     levels.append(level_of(below, below))
     chosen = _sample_levels(levels, lengths, base, rng)
     return float(grid.value(starts[chosen] + rng.randbelow(lengths[chosen])))
+
+
+def _ints(small: bool, values: Iterable[int] = ()) -> MutableSequence[int]:
+    """A sequence of ints the garbage collector does not walk (an int64 array) when
+    `small` says every value fits in one, else a list."""
+    return array("q", values) if small else list(values)
 
 
 def private_quantile(values: Iterable[Real], p: Real, lo: Real, hi: Real, epsilon: Real,

@@ -248,4 +248,14 @@ class EmptyStatement:
     pass
 
 
-Plan = Relay | SetDpSetting | ShowDpSetting | PrivateAggregate | EmptyStatement
+@dataclass(frozen=True)
+class ColumnProbe:
+    """A statement dpgate refuses, asked with LIMIT 0 or 1 as BI tools ask for a query's
+    columns: answered with PostgreSQL's Describe of it and no row, `refused` (the
+    refusal's message) in the NOTICE (probes.py)."""
+
+    limit: int
+    refused: str
+
+
+Plan = Relay | SetDpSetting | ShowDpSetting | PrivateAggregate | EmptyStatement | ColumnProbe

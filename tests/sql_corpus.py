@@ -2,8 +2,9 @@
 demo schema (orders, customers and recommendations private; products public).
 
 Written for dpgate from the shapes of public examples: DP SQL test workloads (counts,
-sums and averages under filters, histograms, joins), the SQL Superset, Metabase and
-Grafana generate (quoted schema-qualified names, time buckets, LIMIT 10000), TPC-H's
+sums and averages under filters, histograms, joins), the SQL Superset, Metabase, Grafana
+and Tableau generate (quoted schema-qualified names, time buckets, LIMIT 10000, column
+probes with LIMIT 0 or 1, Tableau's `SUM(1)` and quoted `"cnt:…:ok"` aliases), TPC-H's
 pricing-summary and revenue queries, and the mistakes people make at a psql prompt.
 Each entry is (group, SQL); tests/test_differential.py runs every one through dpgate and
 directly on PostgreSQL.
@@ -245,6 +246,25 @@ _HANDWRITTEN = [
                  "WHERE quantity IN (1, 2) LIMIT 50000"),
     ("superset", "SELECT DATE_TRUNC('week', order_date) AS __timestamp, count(*) AS count "
                  "FROM public.orders GROUP BY DATE_TRUNC('week', order_date) LIMIT 10000"),
+    # Explore's Samples tab counts the rows first (charged: a number about the data).
+    ("superset", "SELECT COUNT(*) AS \"COUNT(*)\" FROM public.orders LIMIT 50000"),
+    # Saving a virtual dataset from SQL Lab runs its SQL (sqlglot-formatted) with LIMIT 1
+    # to learn its columns; a dataset of rows is a column probe
+    # (rewriter/analysis/probes.py).
+    ("superset", "SELECT\n  o.order_date,\n  o.quantity,\n  p.category\nFROM orders AS o\n"
+                 "JOIN products AS p\n  ON o.product_id = p.product_id\nLIMIT 1"),
+    ("superset", "SELECT\n  customer_id,\n  SUM(order_id)\nFROM orders\nGROUP BY\n"
+                 "  customer_id\nLIMIT 1"),
+    # A chart over that virtual dataset: Superset wraps its SQL as virtual_table.
+    ("superset", "SELECT category AS category, COUNT(*) AS count FROM (SELECT o.order_date, "
+                 "o.quantity, p.category FROM orders o JOIN products p "
+                 "ON o.product_id = p.product_id) AS virtual_table GROUP BY category "
+                 "ORDER BY count DESC LIMIT 10000"),
+    ("superset", "SELECT DATE_TRUNC('month', order_date) AS order_date, SUM(quantity) AS "
+                 "\"SUM(quantity)\" FROM (SELECT o.order_date, o.quantity, p.category "
+                 "FROM orders o JOIN products p ON o.product_id = p.product_id) AS "
+                 "virtual_table WHERE category IN ('Books', 'Toys') GROUP BY "
+                 "DATE_TRUNC('month', order_date) ORDER BY order_date ASC LIMIT 10000"),
     # -- BI tools: Metabase ---------------------------------------------------------------
     ("metabase", "SELECT count(*) AS \"count\" FROM \"public\".\"orders\""),
     ("metabase", "SELECT \"public\".\"orders\".\"quantity\" AS \"quantity\", count(*) AS "
@@ -275,6 +295,20 @@ _HANDWRITTEN = [
                  "\"order_date\", count(*) AS \"count\" FROM \"public\".\"orders\" GROUP BY "
                  "extract(year from \"public\".\"orders\".\"order_date\") ORDER BY "
                  "extract(year from \"public\".\"orders\".\"order_date\") ASC"),
+    # binning a number column, a relative date filter, a question over a saved question
+    ("metabase", "SELECT ((floor(((\"public\".\"orders\".\"quantity\" - 1.0) / 1.0)) * 1.0) "
+                 "+ 1.0) AS \"quantity\", count(*) AS \"count\" FROM \"public\".\"orders\" "
+                 "GROUP BY ((floor(((\"public\".\"orders\".\"quantity\" - 1.0) / 1.0)) * 1.0) "
+                 "+ 1.0) ORDER BY ((floor(((\"public\".\"orders\".\"quantity\" - 1.0) / 1.0)) "
+                 "* 1.0) + 1.0) ASC"),
+    ("metabase", "SELECT count(*) AS \"count\" FROM \"public\".\"orders\" WHERE "
+                 "(\"public\".\"orders\".\"order_date\" >= CAST((NOW() + INTERVAL '-30 day') "
+                 "AS date)) AND (\"public\".\"orders\".\"order_date\" < CAST(NOW() AS date))"),
+    ("metabase", "SELECT \"source\".\"quantity\" AS \"quantity\", \"source\".\"count\" AS "
+                 "\"count\" FROM (SELECT \"public\".\"orders\".\"quantity\" AS \"quantity\", "
+                 "count(*) AS \"count\" FROM \"public\".\"orders\" GROUP BY "
+                 "\"public\".\"orders\".\"quantity\" ORDER BY \"public\".\"orders\".\"quantity\" "
+                 "ASC) AS \"source\" LIMIT 2000"),
     # -- BI tools: Grafana (macros expanded) ----------------------------------------------
     ("grafana", "SELECT order_date AS \"time\", count(*) AS \"orders\" FROM orders "
                 "WHERE order_date BETWEEN '2024-01-01' AND '2024-12-31' GROUP BY 1 ORDER BY 1"),
@@ -290,6 +324,45 @@ _HANDWRITTEN = [
                 "FROM orders GROUP BY 1, 2 ORDER BY 1, 2"),
     ("grafana", "SELECT order_date AS \"time\", avg(quantity) AS \"avg\" FROM orders "
                 "WHERE order_date BETWEEN '2025-01-01' AND '2025-01-31' GROUP BY 1 ORDER BY 1"),
+    # $__timeGroupAlias(order_date, '1d') and $__timeFilter(order_date), expanded
+    ("grafana", "SELECT floor(extract(epoch from order_date)/86400)*86400 AS \"time\", "
+                "count(*) AS \"orders\" FROM orders WHERE order_date BETWEEN "
+                "'2024-01-01T00:00:00Z' AND '2024-03-31T23:59:59Z' GROUP BY 1 ORDER BY 1"),
+    ("grafana", "SELECT floor(extract(epoch from order_date)/604800)*604800 AS \"time\", "
+                "sum(order_cost) AS \"revenue\" FROM orders WHERE order_date BETWEEN "
+                "'2024-01-01T00:00:00Z' AND '2024-12-31T23:59:59Z' GROUP BY 1 ORDER BY 1"),
+    ("grafana", "SELECT floor(extract(epoch from order_date)/60)*60 AS \"time\", count(*) "
+                "FROM orders WHERE order_date >= to_timestamp(1735689600) AND "
+                "order_date <= to_timestamp(1738367999) GROUP BY 1 ORDER BY 1"),
+    # -- BI tools: Tableau (its PostgreSQL dialect) ---------------------------------------
+    ("tableau", "SELECT \"orders\".\"quantity\" AS \"quantity\", SUM(1) AS "
+                "\"cnt:orders_6A8F3C:ok\" FROM \"public\".\"orders\" \"orders\" GROUP BY 1 "
+                "ORDER BY 1"),
+    ("tableau", "SELECT DATE_TRUNC('MONTH', CAST(\"orders\".\"order_date\" AS TIMESTAMP)) AS "
+                "\"tmn:order_date:ok\", COUNT(1) AS \"cnt:orders:ok\" FROM \"public\".\"orders\" "
+                "\"orders\" GROUP BY 1 ORDER BY 1"),
+    ("tableau", "SELECT DATE_TRUNC('MONTH', CAST(\"orders\".\"order_date\" AS TIMESTAMP)) AS "
+                "\"tmn:order_date:ok\", COUNT(1) AS \"cnt:orders:ok\" FROM \"public\".\"orders\" "
+                "\"orders\" WHERE (CAST(\"orders\".\"order_date\" AS TIMESTAMP) >= "
+                "TIMESTAMP '2024-01-01 00:00:00') GROUP BY 1 ORDER BY 1"),
+    ("tableau", "SELECT CAST(EXTRACT(YEAR FROM \"orders\".\"order_date\") AS BIGINT) AS "
+                "\"yr:order_date:ok\", SUM(\"orders\".\"order_cost\") AS \"sum:order_cost:ok\" "
+                "FROM \"public\".\"orders\" \"orders\" GROUP BY 1 ORDER BY 1"),
+    ("tableau", "SELECT SUM(CAST(\"orders\".\"quantity\" AS BIGINT)) AS \"sum:quantity:ok\" "
+                "FROM \"public\".\"orders\" \"orders\" HAVING (COUNT(1) > 0)"),
+    ("tableau", "SELECT \"orders\".\"product_id\" AS \"product_id\" FROM \"public\".\"orders\" "
+                "\"orders\" GROUP BY 1 ORDER BY 1"),
+    ("tableau", "SELECT AVG(CAST(\"orders\".\"quantity\" AS DOUBLE PRECISION)) AS "
+                "\"avg:quantity:ok\" FROM \"public\".\"orders\" \"orders\""),
+    ("tableau", "SELECT COUNT(DISTINCT \"orders\".\"customer_id\") AS \"ctd:customer_id:ok\" "
+                "FROM \"public\".\"orders\" \"orders\""),
+    ("tableau", "SELECT \"products\".\"category\" AS \"category\", SUM(\"orders\".\"order_cost\") "
+                "AS \"sum:order_cost:ok\" FROM \"public\".\"orders\" \"orders\" INNER JOIN "
+                "\"public\".\"products\" \"products\" ON (\"orders\".\"product_id\" = "
+                "\"products\".\"product_id\") GROUP BY 1 ORDER BY 1"),
+    # custom SQL: its columns first, with LIMIT 0
+    ("tableau", "SELECT * FROM (SELECT o.order_date, o.quantity FROM orders o) "
+                "\"Custom SQL Query\" LIMIT 0"),
     # -- TPC-H style ------------------------------------------------------------------------
     ("tpch", "SELECT quantity, sum(order_cost) AS sum_cost, avg(order_cost) AS avg_cost, "
              "count(*) AS count_order FROM orders WHERE order_date <= DATE '2025-09-02' "

@@ -133,7 +133,7 @@ def contained(part: list[tuple], whole: list[tuple], ordered: bool) -> bool:
 
 def compare(sql: str, direct: Outcome, proxied: Outcome) -> tuple[str, str]:
     """(status, detail): status is "supported", "postgres error", "refused for privacy",
-    "not yet" or "MISMATCH"."""
+    "not yet", "columns only" (a column probe) or "MISMATCH"."""
     if proxied.sqlstate is not None:
         if direct.sqlstate is not None:
             if direct.sqlstate != proxied.sqlstate:
@@ -150,6 +150,10 @@ def compare(sql: str, direct: Outcome, proxied: Outcome) -> tuple[str, str]:
         return "MISMATCH", f"columns {proxied.columns} instead of {direct.columns}"
     notice = " ".join(proxied.notices)
     ordered = " ORDER BY " in sql.upper()
+    if "only the statement's columns, no row" in notice:  # a column probe
+        return ("columns only", "refused as a question; asked with LIMIT 0 or 1, its "
+                "columns are answered, no row") if not proxied.rows else \
+            ("MISMATCH", "a column probe returned rows")
     if "exponential mechanism" in notice:
         return "supported", "chosen by the exponential mechanism: columns compared"
     if "every key of the declared domain" in notice:
@@ -228,7 +232,9 @@ def coverage_table(results: list[tuple[str, str, str, str]]) -> str:
         "*supported*: answered with PostgreSQL's columns, types and rows (a histogram over a",
         "declared domain also lists its empty keys); *postgres error*: PostgreSQL fails too,",
         "and dpgate answers with its SQLSTATE; *refused for privacy* (42501) and *not yet*",
-        "(dpgate does not answer this shape yet) name the reason dpgate gives.",
+        "(dpgate does not answer this shape yet) name the reason dpgate gives; *columns only*:",
+        "a statement refused as a question, asked with LIMIT 0 or 1 as BI tools ask for a",
+        "query's columns, gets PostgreSQL's columns and no row (docs/bi-tools.md).",
         "",
         "| status | queries |",
         "|---|---|",

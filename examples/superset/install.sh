@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Apache Superset in a virtualenv of its own (it pins SQLAlchemy 1.4 and many packages:
 # never install it into dpgate's). Usage: examples/superset/install.sh [VENV]
-# (default /tmp/superset-venv). Took about 1.5 minutes here; more without a nearby mirror.
+# (default /tmp/superset-venv). About 1.5 minutes with a nearby mirror; 9 on a busy 2-core machine.
 set -euo pipefail
 venv="${1:-/tmp/superset-venv}"
 python3 -m venv "$venv"

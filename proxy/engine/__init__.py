@@ -6,6 +6,7 @@
 - `dp_settings`: SET/SHOW of dp.* settings, SHOW dp.budget and dp.policy
 - `errors`: the one conversion of refusals and PostgreSQL errors into a client's error
 - `outcome`: what the engine returns (rows, or one message)
+- `binary`: answers in binary result format encoded without asking PostgreSQL
 - `release`, `choices`: noise, key selection, HAVING/ORDER BY/LIMIT on noisy rows; the
   exponential mechanism's answers
 - `plan_cache`, `plan_check`, `knowledge`, `limits`, `workers`: the plan cache,
@@ -14,7 +15,10 @@
 - `chosen_bound`, `bounded_sums`, `weighted_sums`: τ chosen per query from per-unit
   counts, clamping bounds chosen from bucketed sums, sums and averages weighed per unit
   at τ, all at release.
-- `recent`: each analyst's recent answers with their error bars (SHOW dp.last_answers).
+- `column_probes`: a statement dpgate refuses, asked with LIMIT 0 or 1 as BI tools ask
+  for a query's columns: its columns (PostgreSQL's Describe), no row.
+- `recent`: each analyst's recent answers with their error bars (SHOW dp.last_answers);
+  `first_rows`: the same question with a smaller LIMIT, answered free from a stored answer.
 - `fair`: each analyst's fair share of the pools all analysts use (workers, readers).
 - `reader_time`: each analyst's reader-seconds, so a slow statement is not repeated for free.
 - `literals`, `shapes`, `generic_plan`: literals lifted out as parameters so that

@@ -5,6 +5,7 @@ type and their accuracy. Nothing is added to a number, so there is no shift."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from mechanisms.accuracy import mode_bound, quantile_rank_bound
 from mechanisms.exponential import private_mode, quantile_from_counts
@@ -20,7 +21,7 @@ _VALUE_AGGREGATES = ("min", "max", "percentile_disc")
 
 
 def choose(plan: PrivateAggregate, calibration: Calibration, key_types: list[int],
-           true_rows: list[Row], rng: RandomSource
+           true_rows: Sequence[Row], rng: RandomSource
            ) -> list[str | int | float | None]:
     """One chosen value per part, each with its own share of ε, from the secure source."""
     aggregates = {output.parts[0]: output.aggregate for output in plan.outputs}

@@ -22,6 +22,7 @@ cap, on any data: no cell can have lost more rows than all of them together.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -54,7 +55,7 @@ class CountAtBound:
     its calibration there; for a chosen τ, the noisy rows beyond it up to the cap, that
     estimate's epsilon and scale (sensitivity cap − τ)."""
 
-    rows: list[Row]
+    rows: Sequence[Row]
     calibration: Calibration
     tau: int
     chosen: bool
@@ -65,7 +66,7 @@ class CountAtBound:
     resolution: int = 1
 
 
-def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: list[Row],
+def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: Sequence[Row],
                    settings: PrivacySettings, rng: RandomSource) -> CountAtBound:
     """Choose τ (or take the fixed one) and compute the count, or each cell, at it."""
     unit = plan.unit
@@ -115,7 +116,7 @@ def cell_resolution(cells: int) -> int:
 Cells = dict[tuple[bytes | None, ...], list[tuple[int, int, int]]]
 
 
-def _cells(true_rows: list[Row], keys: int) -> Cells:
+def _cells(true_rows: Sequence[Row], keys: int) -> Cells:
     """Per key (in the backend's order), its (m, n, units): that many units have m rows
     in the cell and n in all (bounding.cell_contributions); none for an empty key."""
     cells: Cells = {}

@@ -12,6 +12,7 @@ from mechanisms.random_source import RandomSource
 from rewriter.analysis.classify import Statement
 from rewriter.errors import Refusal
 from rewriter.plan import (
+    ColumnProbe,
     EmptyStatement,
     Plan,
     PrivateAggregate,
@@ -26,7 +27,9 @@ from ..pgwire import wire
 from ..pgwire.backend import BackendError, BackendPool, Parameters
 from ..pgwire.codes import ErrorField
 from ..pgwire.running import Running
+from .binary import binary_rows
 from .charge_batches import ChargeBatches
+from .column_probes import describe_probe, probe_answer
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error
 from .fair import FairShares
@@ -34,7 +37,7 @@ from .literals import LiftedStatement, LiftFailed
 from .outcome import Answer, Outcome, Reply
 from .plan_check import PlanChecker
 from .planning import Planner
-from .private import ChargeReport, PrivateAnswers
+from .private import INLINE_RELEASE_ROWS, ChargeReport, PrivateAnswers
 from .reader_time import ReaderTime
 from .recent import RecentAnswers
 from .workers import Workers
@@ -122,6 +125,9 @@ class Engine:
                 return await self.settings.show(plan)
             case EmptyStatement():
                 return Reply(wire.empty_query_response())
+            case ColumnProbe():
+                return await probe_answer(self.private.released, text, plan,
+                                          parameters.types if parameters else (), offset)
             case Relay() | Refusal():  # the protocol layer's: relayed, or refused
                 raise TypeError(f"the engine does not answer {type(plan).__name__} plans")
             case _:
@@ -135,6 +141,9 @@ class Engine:
                 return Description(tuple(shape.parameters), tuple(shape.columns))
             case ShowDpSetting():
                 return Description(columns=tuple(self.settings.show_columns(plan)))
+            case ColumnProbe():
+                described = await describe_probe(self.private.released, text, types)
+                return Description(tuple(described.parameters), tuple(described.columns))
             case SetDpSetting() | EmptyStatement() | Relay():
                 return Description()
             case _:
@@ -177,10 +186,17 @@ class Engine:
         """DataRow messages of an answer in the client's result formats."""
         if not any(formats):
             return answer.text_rows()
+        types = [oid for _, oid in answer.columns]
+        # Encoded here when every value's type is one binary.py knows: no round trip. A
+        # long answer on a worker thread, as its text rows are.
+        local = binary_rows(answer.rows, types, formats) \
+            if len(answer.rows) <= INLINE_RELEASE_ROWS else await self.private.workers.cpu(
+                binary_rows, answer.rows, types, formats, analyst=self.analyst)
+        if local is not None:
+            return local
         async with self.pool.connection() as backend:
             try:
-                return await backend.encode(answer.rows, [oid for _, oid in answer.columns],
-                                            list(formats))
+                return await backend.encode(answer.rows, types, list(formats))
             except BackendError as error:
                 # A type whose text form PostgreSQL cannot read back: a limit of dpgate's,
                 # not an internal error. The answer is stored, so asking again is free.

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import math
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -66,6 +66,7 @@ from .connection_loss import connection_loss
 from .dp_settings import DpSettings
 from .errors import StatementError, client_error, ledger_call
 from .fair import FairShares
+from .first_rows import split_limit
 from .generic_plan import type_names
 from .literals import LiftedParameters, LiftFailed
 from .outcome import Answer, text_data_rows
@@ -272,6 +273,14 @@ class PrivateAnswers:
             self.workers.ledger_read, look_up, self.ledger, self.analyst.name,
             request.fingerprint, self.shift)
         outcome: Charged | Repeated | None = prior if isinstance(prior, Repeated) else None
+        limited = split_limit(plan.fingerprint_text)
+        question = None if limited is None else fingerprint(
+            limited[0] + asked, epsilon, calibration.delta, mechanism)
+        if isinstance(prior, Standing) and question is not None and limited is not None:
+            first = await self._first_rows(question, limited[1], prior, shape,
+                                           request.statement)
+            if first is not None:
+                return first
         if isinstance(prior, Standing):
             if prior.budget is not None and \
                     not prior.budget.fits(request.epsilon, request.delta):
@@ -289,10 +298,35 @@ class PrivateAnswers:
             notice = (f"dpgate: repeated question, the stored answer is returned and "
                       f"nothing is charged (epsilon left {outcome.budget.epsilon_left:g} "
                       f"of {outcome.budget.epsilon_total:g})")
+        if question is not None and limited is not None:
+            self.settings.recent.first_rows.remember(
+                self.analyst.name, question, limited[1], request.fingerprint, len(rows),
+                fresh=not isinstance(outcome, Repeated))
         # A long answer (fresh or stored) is encoded on a worker thread, as it was noised.
         encoded = await self.workers.cpu(text_data_rows, rows, analyst=self.analyst.name) \
             if len(rows) > INLINE_RELEASE_ROWS else None
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice, encoded)
+
+    async def _first_rows(self, question: str, limit: int, prior: Standing, shape: Shape,
+                          statement: str) -> Answer | None:
+        """The first `limit` rows of the stored answer to the same question with a larger
+        LIMIT (first_rows.py), free; None when there is none."""
+        earlier = self.settings.recent.first_rows.first(self.analyst.name, question, limit)
+        if earlier is None:
+            return None
+        stored = self._look_up_at_once(earlier.fingerprint) or await ledger_call(
+            self.workers.ledger_read, look_up, self.ledger, self.analyst.name,
+            earlier.fingerprint, prior.shift)
+        if not isinstance(stored, Repeated):
+            return None  # forgotten by the ledger since
+        rows = cast(list[list[str | None]], stored.rows)[:limit]
+        self.report_charge(earlier.fingerprint, 0.0, 0.0, True)
+        self._remember(repeated_answer(statement, [n for n, _ in shape.columns],
+                                       self.config.privacy.confidence))
+        notice = (f"dpgate: the first {len(rows)} rows of your answer to the same question "
+                  f"with LIMIT {earlier.limit}; nothing is charged (epsilon left "
+                  f"{stored.budget.epsilon_left:g} of {stored.budget.epsilon_total:g})")
+        return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice)
 
     def _look_up_at_once(self, fingerprint: str) -> Repeated | Standing | None:
         """The ledger's look-up here on the loop when the store answers without waiting
@@ -378,7 +412,7 @@ class PrivateAnswers:
         self.settings.recent.add(self.analyst.name, answer)
 
     async def _run(self, sql: str, parameters: Parameters | None, calibration: Calibration,
-                   request: ChargeRequest) -> list[Row]:
+                   request: ChargeRequest) -> Sequence[Row]:
         """The rewritten query's true rows, on a connection borrowed for it alone.
 
         Once the connection is lent, a failure may depend on the rows: it is charged,
@@ -420,7 +454,7 @@ class PrivateAnswers:
         ) from None
 
     async def _released(self, plan: PrivateAggregate, calibration: Calibration, shape: Shape,
-                        shift: float, true_rows: list[Row],
+                        shift: float, true_rows: Sequence[Row],
                         parameters: Parameters | None, request: ChargeRequest
                         ) -> tuple[list[list[str | None]], Release]:
         """The noisy answer as the client will see it (post-processing included)."""
@@ -475,7 +509,7 @@ class PrivateAnswers:
         return [[None if v is None else v.decode() for v in row] for row in result.rows]
 
 
-def heavy_release(plan: PrivateAggregate, calibration: Calibration, true_rows: list[Row]
+def heavy_release(plan: PrivateAggregate, calibration: Calibration, true_rows: Sequence[Row]
                   ) -> bool:
     """Whether releasing these rows may take more than a millisecond, and so runs on a
     worker thread: noise for many rows, the exponential mechanism's sampling (it weighs

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from rewriter.plan import OutputKind, PrivateAggregate
 
 from ..pgwire import wire
+from .first_rows import FirstRows
 
 # Per analyst, and how many analysts are remembered (the least recently answered go).
 ANSWERS_PER_ANALYST = 20
@@ -50,6 +51,8 @@ class RecentAnswers:
     def __init__(self) -> None:
         self._answers: OrderedDict[str, deque[RecentAnswer]] = OrderedDict()
         self._lock = threading.Lock()  # release may run on a worker thread
+        # Which stored answers answer a question with a smaller LIMIT (first_rows.py).
+        self.first_rows = FirstRows()
 
     def add(self, analyst: str, answer: RecentAnswer) -> None:
         with self._lock:

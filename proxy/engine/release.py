@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
@@ -60,7 +61,7 @@ def shift_for(draw: float, scale: float, settings: PrivacySettings) -> float:
 
 
 def release(plan: PrivateAggregate, calibration: Calibration,
-            key_types: list[int], true_rows: list[Row], shift_draw: float,
+            key_types: list[int], true_rows: Sequence[Row], shift_draw: float,
             settings: PrivacySettings, rng: RandomSource,
             columns: list[tuple[str, int]] | None = None) -> Release:
     """Noise every part of every row, select groups, then apply HAVING/ORDER BY/LIMIT.

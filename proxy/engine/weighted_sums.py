@@ -13,6 +13,7 @@ those rows (release.py): each one's value lies within the declared bounds.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -54,7 +55,7 @@ Groups = dict[tuple[bytes | None, ...], list[tuple[int, int, tuple[bytes | None,
 Layout = tuple[int | None, ...]
 
 
-def sums_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: list[Row],
+def sums_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: Sequence[Row],
                   settings: PrivacySettings, rng: RandomSource) -> CountAtBound:
     """Choose τ (or take the fixed one) and weigh every part of every group at it."""
     unit = plan.unit
@@ -99,12 +100,12 @@ def layout(plan: PrivateAggregate) -> Layout:
     return tuple(None if part.edges is None else len(part.edges) - 1 for part in plan.parts)
 
 
-def rows_at(true_rows: list[Row], keys: int, tau: int, parts: Layout) -> list[Row]:
+def rows_at(true_rows: Sequence[Row], keys: int, tau: int, parts: Layout) -> list[Row]:
     """The backend's rows (bounding.weighted_rows) weighed at τ: per key its parts."""
     return _rows(_groups(true_rows, keys), tau, parts)
 
 
-def _groups(true_rows: list[Row], keys: int) -> Groups:
+def _groups(true_rows: Sequence[Row], keys: int) -> Groups:
     """Per key (in the backend's order), its (n, rows, aggregates); none for an empty key."""
     groups: Groups = {}
     for row in true_rows:

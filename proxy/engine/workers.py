@@ -27,10 +27,11 @@ import asyncio
 import ctypes
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
+from ..pgwire.backend import ROWS_PER_CHUNK, Row, RowList
 from .fair import FairShares
 
 T = TypeVar("T")
@@ -82,10 +83,10 @@ class Workers:
                 await _finished(running)
                 raise
 
-    def free(self, rows: list) -> None:
-        """Empty a long list on a worker thread, a piece at a time, without waiting: the
+    def free(self, rows: Sequence[Row]) -> None:
+        """Empty a long result on a worker thread, a chunk at a time, without waiting: the
         last reference to 182,000 rows dropped on the event loop would hold it ~8 ms."""
-        if len(rows) > _FREED_PER_PIECE:
+        if isinstance(rows, RowList) and len(rows) > ROWS_PER_CHUNK:
             try:
                 self.cpu_pool.submit(_free_in_pieces, rows)
             except RuntimeError:  # the pool is shut down: the caller frees them
@@ -116,14 +117,11 @@ class Workers:
             pool.shutdown(wait=False, cancel_futures=True)
 
 
-# Rows freed at once (about 0.2 ms with the GIL held, between two of which the event loop
-# may take it back).
-_FREED_PER_PIECE = 4096
-
-
-def _free_in_pieces(rows: list) -> None:
-    while rows:
-        del rows[-_FREED_PER_PIECE:]
+def _free_in_pieces(rows: RowList) -> None:
+    # A chunk at a time (~0.05 ms with the GIL held, between two of which the event
+    # loop may take it back).
+    while rows.drop_chunk():
+        pass
 
 
 class _StoppableJob(Generic[T]):

@@ -10,6 +10,7 @@ from typing import assert_never
 
 from rewriter.errors import Refusal
 from rewriter.plan import (
+    ColumnProbe,
     EmptyStatement,
     Plan,
     PrivateAggregate,
@@ -43,6 +44,8 @@ def plan_kind(plan: Plan | Refusal | None) -> str:
             return "setting"
         case EmptyStatement():
             return "empty"
+        case ColumnProbe():
+            return "probe"
         case Refusal() | None:
             return "refused"
         case _:

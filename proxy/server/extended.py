@@ -18,6 +18,7 @@ from typing import assert_never
 
 from rewriter.errors import Refusal
 from rewriter.plan import (
+    ColumnProbe,
     EmptyStatement,
     Plan,
     PrivateAggregate,
@@ -214,7 +215,8 @@ class ExtendedProtocol:
                 self.session.lane.forward(
                     wire.parse_message(parse.statement, plan.text, parse.parameter_types),
                     undo=lambda: _drop(self.statements, parse.statement, prepared))
-            case PrivateAggregate() | SetDpSetting() | ShowDpSetting() | EmptyStatement():
+            case (PrivateAggregate() | SetDpSetting() | ShowDpSetting() | EmptyStatement()
+                  | ColumnProbe()):
                 await self._own_turn()
                 self.statements[parse.statement] = await self._prepare(
                     parse.query, plan, parse.parameter_types)

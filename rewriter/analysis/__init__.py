@@ -1,6 +1,8 @@
 """What a statement is and what it reads.
 
 - `classify`: split a query string, decide what each statement is (the entry point).
+- `probes`: a refused statement asked with LIMIT 0 or 1, as BI tools ask for a query's
+  columns (a column probe).
 - `relations`: FLEX stability and max frequencies of what FROM, joins and WHERE read
   (the Analyzer: FROM items, derived tables, CTEs, set operations); `sources` (the
   relations as data), `joins` (equijoins, and public tables cross-joined), `resolver`

@@ -20,7 +20,7 @@ from sqlglot.tokens import Token, TokenType
 from ..aggregate.private import plan_private_aggregate
 from ..aggregate.released import ONLY_AGGREGATES
 from ..errors import SYNTAX_ERROR, Refusal, policy_refusal, unsupported
-from ..plan import EmptyStatement, Plan, Relay, SetDpSetting, ShowDpSetting
+from ..plan import ColumnProbe, EmptyStatement, Plan, Relay, SetDpSetting, ShowDpSetting
 from ..policy.model import Policy
 from ..relay.catalog import check_catalog_query, refuse_catalogs_with_private
 from ..relay.comments import annotate_columns
@@ -30,6 +30,7 @@ from ..sql.lexer import tokenize
 from ..sql.lexical import check_setting, guarded
 from ..sql.positions import position_of
 from ..sql.scopes import cte_reference_ids
+from .probes import probe_limit
 
 _DIALECT = Postgres()
 _BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
@@ -186,7 +187,13 @@ def _classify_query(text: str, policy: Policy, metrics: Metrics, offset: int) ->
     if private:
         _refuse_writes_and_side_effects(tree, offset, volatile=metrics.volatile_functions)
         refuse_catalogs_with_private(tables, policy, offset)
-        return plan_private_aggregate(tree, policy, offset, metrics)
+        limit = probe_limit(tree)  # before the analysis changes the tree
+        try:
+            return plan_private_aggregate(tree, policy, offset, metrics)
+        except Refusal as refusal:
+            if limit is None or refusal.sqlstate == SYNTAX_ERROR:
+                raise
+            return ColumnProbe(limit, refusal.message)
     return _relay(text, tree, tables, offset, policy)
 
 

@@ -8,6 +8,7 @@ from ..aggregate.private import plan_private_aggregate
 from ..analysis.classify import classify, parse_query
 from ..errors import Refusal
 from ..plan import (
+    ColumnProbe,
     EmptyStatement,
     NoisyPart,
     OutputColumn,
@@ -47,6 +48,9 @@ def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: f
                 plan = public
             case SetDpSetting() | ShowDpSetting() | EmptyStatement():
                 return {"supported": True, "kind": "session"}
+            case ColumnProbe():
+                return {"supported": True, "kind": "column probe", "rows": 0,
+                        "charged": False}
             case PrivateAggregate():
                 pass
             case _:
