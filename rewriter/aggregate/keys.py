@@ -35,7 +35,7 @@ _CASTABLE_TYPES = frozenset({
 class KeyPlan:
     """A key as the rewrite takes it; a computed key's mapping is the constant `check`
     evaluates before the query. `unnarrowed`: a condition on the key alone left the
-    domain whole (a computed constant in it)."""
+    domain whole (a public subquery's values in it)."""
     spec: KeySpec
     check: Constant | None
     unnarrowed: bool
@@ -95,7 +95,7 @@ class GroupKeys:
         """The WHERE conjuncts that read the key's column and nothing else (PostgreSQL would
         never list a key they reject, so neither does the filled histogram), the column's
         type, which the domain's value is cast to when they are applied to it, and whether
-        a condition on the key alone was left out for a computed constant in it.
+        a condition on the key alone was left out for a subquery in it.
 
         Read as the column's own type, the domain's value compares with a literal as the
         column does, and PostgreSQL deduces the same type for a parameter ($1: bound by the

@@ -69,7 +69,7 @@ class Joiner:
         return relation, filters + pool
 
     def _cross(self, relation: Relation, source: Source) -> Relation:
-        """relation × a public table (cross_joins.py)."""
+        """relation × a public table (sensitivity/cross_joins.py)."""
         assert source.table is not None
         rows = self.resolver.base_frequency(source.table, ROWS, False)
         self.findings.missing |= rows.unmeasured_columns()

@@ -23,8 +23,10 @@ from sqlglot import exp
 
 from ..errors import unsupported
 from ..policy.model import Policy
+from ..sql.nodes import unalias, unparen
 from ..sql.positions import position_of
 from .constants import from_items
+from .joins import conjuncts
 
 PREFIX = "_dp_semi"  # the derived tables and columns dpgate writes (reserved names)
 _CORRELATION_HINT = ("Correlate with equalities of columns only: EXISTS (SELECT 1 FROM t "
@@ -63,9 +65,9 @@ def _rewrite(select: exp.Select, policy: Policy, ctes: frozenset[str], offset: i
         return
     items = list(from_items(select))
     kept = []
-    for conjunct in _conjuncts(where.this):
+    for conjunct in conjuncts(where.this):
         negated = isinstance(conjunct, exp.Not)
-        inner = _unparen(conjunct.this) if negated else conjunct
+        inner = unparen(conjunct.this) if negated else conjunct
         subquery = _private_subquery(inner, policy, ctes)
         if subquery is None:
             kept.append(conjunct)
@@ -134,7 +136,7 @@ def _in_join(node: exp.In, query: exp.Select, offset: int
     if _plain(query):
         body = query.copy()
         body.set("where", exp.Where(this=exp.and_(*rest)) if rest else None)
-        return [(node.this.copy(), _unalias(query.expressions[0]).copy()), *pairs], body
+        return [(node.this.copy(), unalias(query.expressions[0]).copy()), *pairs], body
     if pairs:
         raise unsupported("a correlated IN (SELECT …) with GROUP BY, LIMIT or an aggregate "
                           "over private tables is not supported", hint=_CORRELATION_HINT,
@@ -173,7 +175,7 @@ def _correlations(query: exp.Select, offset: int
     own = {item.alias_or_name for item in from_items(query)}
     where = query.args.get("where")
     pairs, rest = [], []
-    for conjunct in _conjuncts(where.this) if where is not None else []:
+    for conjunct in conjuncts(where.this) if where is not None else []:
         pair = _correlation(conjunct, own)
         if pair is not None:
             pairs.append(pair)
@@ -237,20 +239,3 @@ def _plain(query: exp.Select, limit_allowed: bool = False) -> bool:
 
 def _positive_literal(node: exp.Expression | None) -> bool:
     return isinstance(node, exp.Literal) and node.is_int and int(node.this) >= 1
-
-
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
-    node = _unparen(node)
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
-
-
-def _unparen(node: exp.Expression) -> exp.Expression:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return node
-
-
-def _unalias(node: exp.Expression) -> exp.Expression:
-    return node.this if isinstance(node, exp.Alias) else node

@@ -341,7 +341,6 @@ def _equalities(tree: exp.Select, analyzer: Analyzer, relation: Relation
     pairs: list[tuple[Node, Node]] = []
     seen: list[Source] = [relation.sources[0]] if relation.sources else []
     for join in tree.args.get("joins") or []:
-        # An outer join's condition does not hold on its padded rows.
         # An outer join's condition does not hold on its padded rows; dpgate's own
         # anti-join keeps only padded rows, and its ON says whose rows decide that.
         outer = bool(join.args.get("side")) and not _anti_join(join)
