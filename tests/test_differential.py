@@ -80,19 +80,27 @@ def exact_dsn(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFact
         process.wait(timeout=30)
 
 
-def run(dsn: str, sql: str) -> Outcome:
+def run(dsn: str, sql: str, connection: psycopg.Connection | None = None) -> Outcome:
+    """The statement's outcome on a new connection to `dsn`, or on `connection` (kept open
+    across statements: the corpus changes no session state)."""
+    if connection is None:
+        with psycopg.connect(dsn, autocommit=True) as new:
+            return run(dsn, sql, new)
     outcome = Outcome()
-    with psycopg.connect(dsn, autocommit=True) as connection:
-        connection.add_notice_handler(lambda d: outcome.notices.append(d.message_primary))
-        try:
-            cursor = connection.execute(sql)
-        except psycopg.Error as error:
-            outcome.sqlstate = error.sqlstate or "?"
-            outcome.message = error.diag.message_primary or str(error)
-            return outcome
+
+    def notice(diagnostic: psycopg.errors.Diagnostic) -> None:
+        outcome.notices.append(diagnostic.message_primary or "")
+    connection.add_notice_handler(notice)
+    try:
+        cursor = connection.execute(sql)
         if cursor.description is not None:
             outcome.columns = [(d.name, d.type_code) for d in cursor.description]
             outcome.rows = [tuple(_normal(v) for v in row) for row in cursor.fetchall()]
+    except psycopg.Error as error:
+        outcome.sqlstate = error.sqlstate or "?"
+        outcome.message = error.diag.message_primary or str(error)
+    finally:
+        connection.remove_notice_handler(notice)
     return outcome
 
 
@@ -179,9 +187,11 @@ def test_the_corpus_answers_as_postgresql_does(exact_dsn: str, demo_database: De
     results = []
     disagreements = []
     policy = _proxy_policy(tmp_path, demo_database)
-    for group, sql in queries:
-        direct = run(demo_database.admin_dsn, sql)
-        proxied = run(exact_dsn, sql)
+    with psycopg.connect(demo_database.admin_dsn, autocommit=True) as to_postgres, \
+            psycopg.connect(exact_dsn, autocommit=True) as to_dpgate:
+        outcomes = [(group, sql, run("", sql, to_postgres), run("", sql, to_dpgate))
+                    for group, sql in queries]
+    for group, sql, direct, proxied in outcomes:
         results.append((group, sql, *compare(sql, direct, proxied)))
         disagreement = explain_disagrees(sql, proxied, policy, demo_database)
         if disagreement is not None:
