@@ -16,7 +16,8 @@ nothing else runs.
 
 The event loop's blocks come from dpgate itself: started with DPGATE_LOOP_WATCH (see
 proxy/server/loop_watch.py) it notes each time a 1 ms timer fires late, by how much, and
-how much CPU time the loop's thread spent meanwhile. The delay is what every session
+how much CPU time the loop's thread spent meanwhile, and each of the garbage collector's
+full (and slow) passes, on which thread, and its CPU time. The delay is what every session
 waited (a callback running long, the GIL held by a worker thread, or the shared machine
 giving dpgate no CPU); the CPU time is the CPU work on the event loop, the issue's limit.
 (py-spy cannot see this: it samples at most every millisecond and merges short turns into
@@ -37,7 +38,13 @@ from psycopg import sql
 
 from proxy.demo.demo import DEMO_POLICY_FILE
 from proxy.demo.roles import READER, RELAY
-from proxy.server.loop_watch import ENVIRONMENT, LateTick, read_late_ticks
+from proxy.server.loop_watch import (
+    ENVIRONMENT,
+    CollectorPass,
+    LateTick,
+    collector_file,
+    read_late_ticks,
+)
 
 TABLE = "stall_values"
 VALUES = 182_000  # distinct values of the private column: the quantile's candidates
@@ -124,6 +131,8 @@ class StallResult:
     # None when the dpgate measured has no watch (an older checkout).
     ticks_alone: list[LateTick] | None
     ticks_during: list[LateTick] | None
+    # The collector's full and slow passes beside heavy answers (the watch's `.gc` file).
+    passes_during: list[CollectorPass] = field(default_factory=list)
 
     def heavy_by_question(self) -> dict[str, list[float]]:
         """Seconds to each answer, per heavy question."""
@@ -225,7 +234,9 @@ def measure(through: Callable[[str], str], direct: str, heavy: str, pinger: str,
     ticks = read_late_ticks(watched)
     return StallResult(quiet, during, timings,
                        [tick for tick in ticks if began <= tick.at <= started],
-                       [tick for tick in ticks if started <= tick.at <= ended])
+                       [tick for tick in ticks if started <= tick.at <= ended],
+                       [done for done in CollectorPass.read(collector_file(watched))
+                        if started <= done.at <= ended])
 
 
 def p99(values: list[float]) -> float:

@@ -3,7 +3,7 @@ SQLite commit and PgBouncer, each printed with its ratio and whether it is met.
 
     .venv/bin/python -m bench.private_latency [--runs 300] [--seconds 5] [--sessions 16]
         [--parts latency,concurrency,fsync,passthrough,stall] [--dpgate-root PATH]
-        [--profile FILE]
+        [--against PATH] [--rounds N] [--profile FILE]
 
 Run from the repository root (`-m`, so that this checkout's code is measured; or the one
 `--dpgate-root` names). It starts an embedded PostgreSQL (pgserver) with the demo dataset,
@@ -23,7 +23,9 @@ directory, and measures:
 - passthrough: pgbench select-only on a public table, 4 clients, `-M simple` against
   PgBouncer in transaction pooling, `-M prepared` against PgBouncer in session pooling
   (PgBouncer 1.18 cannot keep prepared statements in transaction pooling), and the CPU
-  each proxy process spent per transaction;
+  each proxy process spent per transaction (and the part of it in user mode); with
+  `--against PATH` (repeatable) that checkout's dpgate runs beside this one and they all
+  take turns, `--rounds` times, each round printed with the load average;
 - stall: another analyst's latency (a relayed SELECT 1, a stored private answer) alone,
   then while one session asks heavy private questions (quantiles over 182,000 distinct
   values, a 10,000-key histogram, Gaussian answers with a fresh ε), and the event loop's
@@ -250,6 +252,8 @@ class Run:
     dpgate: subprocess.Popen
     analysts: list[str]
     stack: ExitStack
+    # --against's dpgates: name (the checkout's folder), port, process
+    against: list[tuple[str, int, subprocess.Popen]] = field(default_factory=list)
     rows: list[tuple[str, str, str]] = field(default_factory=list)  # what, unit, value
     # (target, measured, limit, "<=" or ">=")
     targets: list[tuple[str, float, float, str]] = field(default_factory=list)
@@ -336,41 +340,71 @@ def report(run: Run, what: str, fsyncs: tuple[int, int], answers: int) -> None:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (all its threads) so far."""
+    return sum(cpu_times(pid))
+
+
+def cpu_times(pid: int) -> tuple[float, float]:
+    """User and system CPU time of a process (all its threads) so far: the process's own
+    work (Python, uvloop), and the kernel's on its behalf (system calls, loopback TCP)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / os.sysconf("SC_CLK_TCK"), int(fields[12]) / os.sysconf(
+        "SC_CLK_TCK")
 
 
 def measure_passthrough(run: Run) -> None:
-    """pgbench select-only on a public table: direct, PgBouncer, dpgate. Besides tps, the
-    CPU time the proxy process spent per transaction, which other work on a shared
-    machine disturbs far less than throughput."""
+    """pgbench select-only on a public table: direct, PgBouncer, dpgate (and the dpgate of
+    `--against`). Besides tps, the CPU time each proxy process spent per transaction,
+    which other work on a shared machine disturbs far less than throughput. With
+    `--rounds N` the proxies take turns N times (the two dpgates in alternating order),
+    each round printed with the load average; the rows are the medians over rounds."""
     bouncer, bouncer_process = start_pgbouncer(run.directory, run.admin,
                                                run.server.system_user, run.stack,
                                                SESSION_DATABASE)
     script = run.directory / "select.sql"
     script.write_text(SCRIPT)
     host, user, seconds = run.admin["host"], run.admin["user"], run.args.seconds
+    dpgates = [("dpgate", run.port, run.dpgate.pid)] + [
+        (name, port, process.pid) for name, port, process in run.against]
     for mode, pooled in (("simple", DATABASE), ("prepared", SESSION_DATABASE)):
-        print(f"pgbench -M {mode}, {seconds} s each…", flush=True)
-        tps = {"direct": pgbench_tps(host, None, user, "", DATABASE, mode, seconds, script)}
-        cpu = {}
-        for name, port, who, password, database, pid in (
-                ("pgbouncer", bouncer, user, "", pooled, bouncer_process.pid),
-                ("dpgate", run.port, run.analysts[0], PASSWORD, DATABASE, run.dpgate.pid)):
+        print(f"pgbench -M {mode}, {seconds} s each, {run.args.rounds} round(s)…", flush=True)
+        direct = pgbench_tps(host, None, user, "", DATABASE, mode, seconds, script)
+        proxies = [("pgbouncer", bouncer, user, "", pooled, bouncer_process.pid)] + [
+            (name, port, run.analysts[0], PASSWORD, DATABASE, pid)
+            for name, port, pid in dpgates]
+        for _, port, who, password, database, _ in proxies:
             # One second first, so that each proxy has met the 1,000 statements: the
             # steady state is measured, not dpgate's first analysis of each text.
             pgbench_tps("127.0.0.1", str(port), who, password, database, mode, 1, script)
-            before = cpu_seconds(pid)
-            tps[name] = pgbench_tps("127.0.0.1", str(port), who, password, database, mode,
+        tps: dict[str, list[float]] = {name: [] for name, *_ in proxies}
+        cpu: dict[str, list[float]] = {name: [] for name, *_ in proxies}
+        own: dict[str, list[float]] = {name: [] for name, *_ in proxies}
+        for round_ in range(run.args.rounds):
+            turn = round_ % (len(proxies) - 1)  # who goes first after PgBouncer rotates
+            order = proxies[:1] + proxies[1 + turn:] + proxies[1:1 + turn]
+            for name, port, who, password, database, pid in order:
+                before = cpu_times(pid)
+                value = pgbench_tps("127.0.0.1", str(port), who, password, database, mode,
                                     seconds, script)
-            cpu[name] = (cpu_seconds(pid) - before) / (tps[name] * seconds) * 1e6
-        for name, value in tps.items():
-            run.rows.append((f"pgbench -M {mode}, {name}", "tps", f"{value:,.0f}"))
-        for name, value in cpu.items():
-            run.rows.append((f"pgbench -M {mode}, {name} CPU", "µs per txn", f"{value:,.1f}"))
-        share = 0.8 if mode == "simple" else 0.6
+                after = cpu_times(pid)
+                tps[name].append(value)
+                cpu[name].append((sum(after) - sum(before)) / (value * seconds) * 1e6)
+                own[name].append((after[0] - before[0]) / (value * seconds) * 1e6)
+            print(f"  round {round_ + 1}, load average {os.getloadavg()[0]:.1f}: " + ", ".join(
+                f"{name} {tps[name][-1]:,.0f} tps {cpu[name][-1]:.1f} µs/txn "
+                f"(user {own[name][-1]:.1f})" for name, *_ in proxies), flush=True)
+        run.rows.append((f"pgbench -M {mode}, direct", "tps", f"{direct:,.0f}"))
+        for name, values in tps.items():
+            run.rows.append((f"pgbench -M {mode}, {name}", "tps", f"{p50(values):,.0f}"))
+        for name, values in cpu.items():
+            run.rows.append((f"pgbench -M {mode}, {name} CPU", "µs per txn",
+                             f"{p50(values):,.1f} (user {p50(own[name]):,.1f})"))
+        for name in [name for name in tps if name != "pgbouncer"]:
+            run.rows.append((f"pgbench -M {mode}, {name} / pgbouncer", "tps, CPU", (
+                f"{p50([d / b for d, b in zip(tps[name], tps['pgbouncer'], strict=True)]):.2f}×, "
+                f"{p50([d / b for d, b in zip(cpu[name], cpu['pgbouncer'], strict=True)]):.2f}×")))
+        share = 0.9 if mode == "simple" else 0.7
         run.targets.append((f"passthrough -M {mode} ≥ {share} × PgBouncer (tps)",
-                            tps["dpgate"], share * tps["pgbouncer"], ">="))
+                            p50(tps["dpgate"]), share * p50(tps["pgbouncer"]), ">="))
 
 
 def measure_stall(run: Run) -> None:
@@ -411,6 +445,14 @@ def measure_stall(run: Run) -> None:
                           sorted((t.other for t in result.ticks_during), reverse=True))):
         run.rows.append((what, "ms, longest",
                          ", ".join(f"{v * 1e3:.1f}" for v in values[:5]) or "none"))
+    passes = result.passes_during
+    for what, chosen in (("full", [p for p in passes if p.generation == 2]),
+                         ("young, ≥ 0.5 ms", [p for p in passes if p.generation < 2])):
+        on_loop = [p.cpu for p in chosen if p.on_loop]
+        run.rows.append((f"collector's {what} passes beside heavy", "n / longest ms",
+                         f"{len(chosen)} / {max((p.cpu for p in chosen), default=0) * 1e3:.1f}"
+                         f" (on the loop: {len(on_loop)} / "
+                         f"{max(on_loop, default=0) * 1e3:.1f})"))
     run.targets.append(("CPU work on the event loop ≤ 5 ms (ms, longest)",
                         cpu[0] * 1e3 if cpu else 0.0, 5.0, "<="))
 
@@ -430,6 +472,11 @@ def main() -> None:
     parser.add_argument("--dpgate-root", type=Path, default=ROOT,
                         help="the checkout whose dpgate is measured (default: this one), "
                         "to compare before and after a change in one machine's conditions")
+    parser.add_argument("--against", type=Path, action="append", default=[],
+                        help="another checkout whose dpgate is started beside it and "
+                        "measured in turn with it (passthrough only; may be repeated)")
+    parser.add_argument("--rounds", type=int, default=1, help="passthrough: times the "
+                        "proxies take turns")
     parser.add_argument("--profile", type=Path, help="py-spy record dpgate during the "
                         "measurements into this file (collapsed stacks)")
     args = parser.parse_args()
@@ -469,6 +516,11 @@ def main() -> None:
                                     if measure_stall in parts else None)
         run = Run(args, directory, admin_dsn, conninfo_to_dict(admin_uri), server, port,
                   dpgate, analysts, stack)
+        for number, root in enumerate(args.against if measure_passthrough in parts else []):
+            (directory / f"against{number}").mkdir()
+            run.against.append((root.resolve().name, *start_dpgate(
+                directory / f"against{number}", dsns, stack, {analysts[0]: PASSWORD},
+                root=root, policy=policy)))
         profiler = None if args.profile is None else subprocess.Popen(
             [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw",
              "--rate", "500", "--nonblocking", "-o", str(args.profile), "-p",
@@ -485,7 +537,7 @@ def print_tables(run: Run) -> None:
     print("\nmeasured")
     for what, unit, value in run.rows:
         print(f"  {what:<44}{unit:>14}  {value}")
-    print("\ntargets (issue 16)")
+    print("\ntargets (issues 16 and 27)")
     print(f"  {'target':<52}{'measured':>10}{'limit':>10}{'ratio':>8}  verdict")
     for what, value, limit, sense in run.targets:
         met = value <= limit if sense == "<=" else value >= limit

@@ -8,12 +8,18 @@ time waiting in the kernel's run queue the last (/proc/thread-self/schedstat); t
 is mostly the GIL. Turned on by DPGATE_LOOP_WATCH=<file> (bench/event_loop.py does so);
 each tick later than LATE is appended to the file as "<unix time> <seconds late> <CPU
 seconds> <run-queue seconds>", the last two of the loop's thread during the tick.
+
+The garbage collector's passes hold every thread, so the watch notes them too, in
+"<file>.gc": each full pass, and each other one that took SLOW_PASS or more, as "<unix
+time> <generation> <CPU seconds> <1 if on the loop's thread, else 0>".
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,12 +28,15 @@ from pathlib import Path
 INTERVAL = 0.001
 # Below this a tick is on time: uvloop's timers have a resolution of one millisecond.
 LATE = 0.002
+SLOW_PASS = 0.0005
 ENVIRONMENT = "DPGATE_LOOP_WATCH"
 
 
 async def watch(path: Path) -> None:
-    """Tick every INTERVAL until cancelled, noting each late tick in `path`."""
-    with path.open("a", buffering=1) as out, _Schedstat() as queued:
+    """Tick every INTERVAL until cancelled, noting each late tick in `path` (and the
+    collector's passes in `<path>.gc`)."""
+    with path.open("a", buffering=1) as out, _Schedstat() as queued, \
+            _CollectorWatch(collector_file(path)):
         while True:
             due, cpu, waited = time.monotonic() + INTERVAL, time.thread_time(), queued()
             await asyncio.sleep(INTERVAL)
@@ -56,6 +65,55 @@ class _Schedstat:
     def __exit__(self, *exc: object) -> None:
         if self.fd is not None:
             os.close(self.fd)
+
+
+class _CollectorWatch:
+    """A gc callback noting the collector's full and slow passes, with the CPU time of
+    the thread that ran them (gc runs on whichever thread allocated past a threshold)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.loop_thread = threading.get_ident()
+        self.started = 0.0
+
+    def __enter__(self) -> None:
+        self.out = self.path.open("a", buffering=1)
+        gc.callbacks.append(self.note)
+
+    def note(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self.started = time.thread_time()
+            return
+        cpu = time.thread_time() - self.started
+        if info["generation"] == 2 or cpu >= SLOW_PASS:
+            on_loop = int(threading.get_ident() == self.loop_thread)
+            self.out.write(f"{time.time():.6f} {info['generation']} {cpu:.6f} {on_loop}\n")
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self.note)
+        self.out.close()
+
+
+def collector_file(path: Path) -> Path:
+    """Where the watch writing late ticks to `path` notes the collector's passes."""
+    return path.with_name(path.name + ".gc")
+
+
+@dataclass(frozen=True)
+class CollectorPass:
+    at: float  # unix time
+    generation: int
+    cpu: float  # CPU seconds of the thread that ran it
+    on_loop: bool
+
+    @classmethod
+    def read(cls, path: Path) -> list[CollectorPass]:
+        """Each pass a watch noted (none if the file is missing: an older dpgate)."""
+        if not path.exists():
+            return []
+        return [cls(float(at), int(generation), float(cpu), on_loop == "1")
+                for at, generation, cpu, on_loop in map(str.split,
+                                                        path.read_text().splitlines())]
 
 
 def watched_file() -> Path | None:
