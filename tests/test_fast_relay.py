@@ -101,6 +101,33 @@ def test_prepared_batches_bind_fail_and_recover_as_on_postgresql(proxy: RunningP
         client.close()
 
 
+def test_a_refused_bind_behind_another_batch_is_undone_as_on_postgresql(proxy: RunningProxy):
+    """Two batches sent at once are both relayed before PostgreSQL answers the first; the
+    second's Bind, refused, leaves no portal behind in dpgate either (its ReadyForQuery
+    comes after the first's), so binding the name again fails as PostgreSQL's does."""
+    (third,) = names(proxy, 3)
+    client = RawClient(proxy)
+
+    def batch(value: bytes, portal: str) -> bytes:
+        return (wire.bind_message(portal, "s", (), (value,), ()) + wire.execute_message(portal)
+                + wire.SYNC)
+
+    try:
+        client.raw(wire.parse_message("s", PREPARED, ()) + wire.SYNC)
+        assert kinds(client.until_ready()) == b"1Z"
+        client.raw(query("BEGIN"))
+        assert status(client.until_ready()) == b"T"
+        client.raw(batch(b"3", "p") + batch(b"not a number", "q"))
+        bound, refused = client.until_ready(), client.until_ready()
+        assert values(bound) == [[third.encode()]] and status(bound) == b"T"
+        assert sqlstate(refused) == "22P02" and status(refused) == b"E"
+        client.raw(batch(b"3", "q"))
+        again = client.until_ready()
+        assert sqlstate(again) == "25P02" and status(again) == b"E"  # not 42P03
+    finally:
+        client.close()
+
+
 def test_a_relayed_statement_taken_the_fast_way_can_be_cancelled(proxy: RunningProxy):
     long = "SELECT count(*) FROM generate_series(1, 2000000000)"
     # ClientCursor speaks the simple protocol: one Query message per statement.

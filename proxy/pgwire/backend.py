@@ -167,6 +167,9 @@ class BackendConnection:
         self.status: bytes = TransactionStatus.IDLE
         self.endpoint: Endpoint | None = None
         self.pinned: dict[str, str] = {}  # lower-case names, see connect
+        # Pinned settings PostgreSQL now reports with another value (kept as settings are
+        # reported: `alive` is asked before every relayed statement).
+        self._drifted: set[str] = set()
         self._outgoing: list[bytes] = []
         protocol = writer.transport.get_protocol()
         # Where the relay routine hooks in (connections opened by _open have one).
@@ -256,7 +259,7 @@ class BackendConnection:
     def push(self) -> None:
         """Hand the queue to the transport, without waiting (a transport callback cannot)."""
         if self._outgoing:
-            self.writer.write(b"".join(self._outgoing))
+            self.writer.transport.write(b"".join(self._outgoing))
             self._outgoing.clear()
 
     async def flush(self) -> None:
@@ -289,9 +292,23 @@ class BackendConnection:
         if kind == Backend.READY_FOR_QUERY:
             self.status = raw[5:6]
         elif kind == Backend.PARAMETER_STATUS:
-            name, offset = wire.cstring(raw, 5)
-            self.parameters[name] = wire.cstring(raw, offset)[0]
+            self.reported(raw, 0)
         return raw
+
+    def reported(self, data: bytes, at: int) -> None:
+        """Keep the setting of the ParameterStatus message at `at` (its header)."""
+        name, offset = wire.cstring(data, at + 5)
+        value = self.parameters[name] = wire.cstring(data, offset)[0]
+        pinned = self.pinned.get(name.lower(), value)
+        if pinned != value:
+            self._drifted.add(name)
+        elif self._drifted:
+            self._drifted.discard(name)
+
+    @property
+    def drifted(self) -> bool:
+        """Whether PostgreSQL reports a pinned setting with another value than at connect."""
+        return bool(self._drifted)
 
     @property
     def alive(self) -> bool:
@@ -299,15 +316,9 @@ class BackendConnection:
         of a terminated backend): an idle connection has nothing to read. False too once
         it reports a pinned setting changed, by whatever route: the next statement goes
         to a fresh connection, which reads text as dpgate does."""
-        return not (self.writer.is_closing() or self.reader.at_eof()
+        return not (self.writer.transport.is_closing() or self.reader.at_eof()
                     or len(self.reader._buffer)  # type: ignore[attr-defined]  # no peek
                     or self.drifted)
-
-    @property
-    def drifted(self) -> bool:
-        """Whether PostgreSQL reported a pinned setting with another value since connect."""
-        return any(self.pinned.get(name.lower(), value) != value
-                   for name, value in self.parameters.items())
 
     async def fetch(self, sql: str, parameters: Parameters | None = None) -> Rows:
         """Run one statement and return its rows in text format; raise BackendError.

@@ -34,7 +34,7 @@ from ..pgwire import wire
 from ..pgwire.backend import Parameters
 from ..pgwire.codes import Frontend, Target
 from .prepared import Portal, Prepared
-from .relay import Exchange
+from .relay import Exchange, Undo
 from .session import Session
 
 # Forwarded messages whose answers may wait unread; past this, they are read at once.
@@ -51,8 +51,6 @@ class ExtendedProtocol:
         # The session's registry: it forgets them when DEALLOCATE or DISCARD ran.
         self.statements = session.prepared.statements
         self.portals = session.prepared.portals
-        # Forwarded messages whose completion is unread (relay.py).
-        self.pending = session.lane.pending
         self.forwarded = False  # something went to the backend since the last Sync
         self.skipping = False  # an error happened: skip until Sync
         self.own_error = False  # the proxy (not the backend) raised it
@@ -71,7 +69,7 @@ class ExtendedProtocol:
             return
         try:
             await self._handlers[kind](payload)
-            if len(self.pending) >= MAX_PENDING:  # a client that never syncs: read as we go
+            if self.pending >= MAX_PENDING:  # a client that never syncs: read as we go
                 await self.settle()
         except _Skipped:
             pass
@@ -80,6 +78,11 @@ class ExtendedProtocol:
             if not self.skipping:
                 self.session.send(error.to_response())
                 self.skipping = self.own_error = True
+
+    @property
+    def pending(self) -> int:
+        """Forwarded messages whose answers are unread (relay.py)."""
+        return len(self.session.lane.pending)
 
     @property
     def batch_open(self) -> bool:
@@ -119,15 +122,14 @@ class ExtendedProtocol:
             await self.session.ensure_relay()
         self.forwarded = True
 
-    def relay_batch(self, messages: list[bytes]) -> bool:
-        """Bind, Describe and Execute messages, then Sync, relayed from the client's
-        transport (fast_relay.py) as the task would relay them, if each names a relayed
-        statement or portal and Executes only portals bound here; else False, and nothing
-        was done: the task handles them."""
+    def relay_batch(self, messages: list[tuple[int, bytes]], sent: bytes) -> bool:
+        """Bind, Describe and Execute messages (kind, payload), then Sync, that the client
+        `sent` in one piece, relayed from its transport (fast_relay.py) as the task would
+        relay them, if each names a relayed statement or portal and Executes only portals
+        bound here; else False, and nothing was done: the task handles them."""
         bound: dict[str, Prepared] = {}
-        executed: list[str] = []
-        for message in messages:
-            kind, payload = message[0], message[5:]
+        steps: list[tuple[int, str]] = []
+        for kind, payload in messages:
             if kind == _BIND:
                 name, statement = wire.bind_names(payload)
                 prepared = self.statements.get(statement)
@@ -137,37 +139,45 @@ class ExtendedProtocol:
                 bound[name] = prepared
             elif kind == _DESCRIBE:
                 target, name = wire.read_target(payload)
-                if target != Target.STATEMENT and name in bound:
-                    continue  # bound above, so relayed
                 found = self.statements.get(name) if target == Target.STATEMENT else \
-                    self.portals.get(name)
+                    bound.get(name) or self.portals.get(name)  # bound here: relayed
                 if found is None or not found.relayed:
                     return False
-            elif kind == _EXECUTE and (name := wire.read_execute(payload)[0]) in bound:
-                executed.append(name)
+            elif kind == _EXECUTE:
+                name = wire.read_execute(payload)[0]
+                if name not in bound:
+                    return False
             else:
                 return False
-        names, portals = iter(bound.items()), iter(executed)
-        for message in messages:
-            kind = message[0]
+            steps.append((kind, name))
+        undo: list[Undo] = []
+        for kind, name in steps:
             if kind == _BIND:
-                self._relay_bind(*next(names), message)
-            elif kind == _EXECUTE:
-                self._relay_execute(self.portals[next(portals)], message)
+                undo.append(self._bound(name, bound[name]))
             else:
-                self.session.lane.forward(message)
-        self.session.relay_from_transport(wire.SYNC, Exchange(None, "", client_ready=True))
+                if kind == _EXECUTE:
+                    self._report(self.portals[name])
+                undo.append(None)
+        self.session.relay_from_transport(
+            sent, Exchange(None, "", client_ready=True, forwarded=undo))
         return True
 
     def _relay_bind(self, name: str, prepared: Prepared, message: bytes) -> None:
+        self.session.lane.forward(message, undo=self._bound(name, prepared))
+
+    def _bound(self, name: str, prepared: Prepared) -> Undo:
+        """A relayed Bind's portal, kept: what drops it again if PostgreSQL refuses it."""
         portal = self.portals[name] = Portal(prepared)
-        self.session.lane.forward(message, undo=lambda: _drop(self.portals, name, portal))
+        return lambda: _drop(self.portals, name, portal)
 
     def _relay_execute(self, portal: Portal, message: bytes) -> None:
-        """Reported as a statement decision at its forwarding (PostgreSQL's answer is
-        read later, at Sync or Flush)."""
-        self.session.ops.relayed(portal.prepared.plan, portal.prepared.text, None, 0.0)
+        self._report(portal)
         self.session.lane.forward(message)
+
+    def _report(self, portal: Portal) -> None:
+        """A relayed Execute is reported as a statement decision at its forwarding
+        (PostgreSQL's answer is read later, at Sync or Flush)."""
+        self.session.ops.relayed(portal.prepared.plan, portal.prepared.text, None, 0.0)
 
     async def _parse_reported(self, payload: bytes) -> None:
         """Parse, its refusal reported as a statement decision (metrics, audit log)."""

@@ -77,7 +77,7 @@ class FastRelay:
         end = self._end(data, at)
         if end is None:
             return None
-        sql, _ = wire.cstring(data[at + 5:end])
+        sql, _ = wire.cstring(data, at + 5)
         statements = self.session.engine.cached(sql)
         if statements is None or len(statements) != 1:
             return None
@@ -94,10 +94,10 @@ class FastRelay:
     def _batch(self, data: bytes, at: int) -> int | None:
         """Extended-protocol messages up to a Sync, all arrived, if relay_batch takes
         them."""
-        messages: list[bytes] = []
+        start, messages = at, list[tuple[int, bytes]]()
         while (end := self._end(data, at)) is not None:
             if data[at] == _SYNC:
-                return end if self.extended.relay_batch(messages) else None
-            messages.append(data[at:end])
+                return end if self.extended.relay_batch(messages, data[start:end]) else None
+            messages.append((data[at], data[at + 5:end]))
             at = end
         return None

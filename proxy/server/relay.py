@@ -7,9 +7,10 @@ extended-protocol batch's Flush or Sync, the statement that fails an open transa
 or the client's transport callback (fast_relay.py, a whole Query or batch relayed as the
 client sent it). The answers are handled here in one way for all of them: passed on as
 they came, ParameterStatus and the transaction status of ReadyForQuery kept, forwarded
-extended messages completed or undone on an error, the exchange reported to proxy/ops
-and its waiter woken. A connection lost under an exchange fails it as PostgreSQL's own
-error would (08006, then ReadyForQuery outside a transaction).
+extended messages undone on an error when PostgreSQL refused or skipped them, the
+exchange reported to proxy/ops and its waiter woken. A connection lost under an
+exchange fails it as PostgreSQL's own error would (08006, then ReadyForQuery outside a
+transaction).
 
 While a client is slow to read, PostgreSQL's answers are not read either.
 """
@@ -20,7 +21,7 @@ import asyncio
 import struct
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,41 +30,44 @@ from rewriter.plan import Relay
 from ..ops import SessionOps
 from ..pgwire import wire
 from ..pgwire.backend import MAX_BACKEND_MESSAGE, BackendConnection
-from ..pgwire.codes import Backend, ErrorField, Frontend, TransactionStatus
+from ..pgwire.codes import Backend, ErrorField, TransactionStatus
 from ..pgwire.errors import relay_lost
 from ..pgwire.hooked import HookedStreamProtocol
 from ..pgwire.outbox import Outbox
 from ..pgwire.running import Running
 
-# The backend message that completes each forwarded extended-protocol message.
-COMPLETES: dict[int, frozenset[int]] = {
-    ord(sent): frozenset(ord(kind) for kind in kinds) for sent, kinds in {
-        Frontend.PARSE: {Backend.PARSE_COMPLETE},
-        Frontend.BIND: {Backend.BIND_COMPLETE},
-        Frontend.CLOSE: {Backend.CLOSE_COMPLETE},
-        Frontend.DESCRIBE: {Backend.ROW_DESCRIPTION, Backend.NO_DATA},
-        Frontend.EXECUTE: {Backend.COMMAND_COMPLETE, Backend.EMPTY_QUERY_RESPONSE,
-                           Backend.PORTAL_SUSPENDED},
-    }.items()}
+# What completes a forwarded extended-protocol message: each of these answers exactly
+# one, in the order they were sent (Parse, Bind, Close; Describe: RowDescription or
+# NoData; Execute: CommandComplete, EmptyQueryResponse or PortalSuspended), and PostgreSQL
+# skips every message after an error up to Sync. So counting them tells which forwarded
+# messages an error undoes, without matching each answer to its message.
+COMPLETIONS = frozenset(ord(kind) for kind in (
+    Backend.PARSE_COMPLETE, Backend.BIND_COMPLETE, Backend.CLOSE_COMPLETE,
+    Backend.ROW_DESCRIPTION, Backend.NO_DATA, Backend.COMMAND_COMPLETE,
+    Backend.EMPTY_QUERY_RESPONSE, Backend.PORTAL_SUSPENDED))
 _READY, _ERROR, _SETTING = (ord(kind) for kind in (
     Backend.READY_FOR_QUERY, Backend.ERROR_RESPONSE, Backend.PARAMETER_STATUS))
 _LENGTH = struct.Struct("!i")
 
-
-def _nothing() -> None:
-    """What undoes a forwarded message that created nothing."""
+# What undoes a forwarded message's entry in the session (a prepared statement, a
+# portal) if PostgreSQL refuses or skips it; None for a message that created nothing.
+Undo = Callable[[], None] | None
 
 
 @dataclass(slots=True, eq=False)
 class Exchange:
     """Messages sent to PostgreSQL whose answers are awaited. It ends at ReadyForQuery
-    (`until_ready`), or once no forwarded message awaits its completion (a Flush)."""
+    (`until_ready`), or once every forwarded message it carries is completed (a Flush)."""
 
     plan: Relay | None  # a relayed statement of a Query, reported at its end
     text: str
     until_ready: bool = True
-    client_ready: bool = False  # the client's ReadyForQuery is sent at its end
+    client_ready: bool = False  # PostgreSQL's ReadyForQuery goes to the client
     quiet: bool = False  # nothing is passed on (the session's own statement)
+    # The extended-protocol messages whose answers it reads, each with its undo, and how
+    # many of them PostgreSQL completed so far.
+    forwarded: Sequence[Undo] = ()
+    completed: int = 0
     started: float = 0.0
     sqlstate: str | None = None  # of PostgreSQL's first ErrorResponse
     done: asyncio.Future[str | None] | None = None  # the session's task waits on it
@@ -75,7 +79,7 @@ class Owner(Protocol):
     running: Running
     ops: SessionOps
 
-    def ready_for_query(self) -> bytes: ...
+    def client_ready(self) -> None: ...
 
     def relayed_all(self) -> None: ...
 
@@ -86,12 +90,12 @@ class RelayLane:
     def __init__(self, session: Owner, client: HookedStreamProtocol,
                  writer: asyncio.StreamWriter, outbox: Outbox):
         self.session = session
-        self.writer = writer
+        # The client's, written to directly (asyncio's StreamWriter only passes it on).
+        self.transport = writer.transport
         self.outbox = outbox
-        # Forwarded extended-protocol messages whose completion is unread, each with what
-        # undoes its entry in the session if PostgreSQL refuses it (or skips it after
-        # refusing an earlier one).
-        self.pending: list[tuple[int, Callable[[], None]]] = []
+        # Forwarded extended-protocol messages whose answers no exchange reads yet (the
+        # next one takes them), each with its undo.
+        self.pending: list[Undo] = []
         self.in_flight: deque[Exchange] = deque()
         self.unfinished = bytearray()  # the start of PostgreSQL's next message
         self.relay: BackendConnection | None = None
@@ -119,24 +123,29 @@ class RelayLane:
         self.detach()
         self.client.on_pause_writing = self.client.on_resume_writing = None
 
-    def forward(self, message: bytes, undo: Callable[[], None] = _nothing) -> None:
+    def forward(self, message: bytes, undo: Undo = None) -> None:
         """Queue an extended-protocol message for PostgreSQL; its answer is read by the
         next exchange (a Flush or a Sync)."""
         assert self.relay is not None
         self.relay.send(message)
-        self.pending.append((message[0], undo))
+        self.pending.append(undo)
 
     def open(self, message: bytes, exchange: Exchange) -> None:
-        """Send what was queued and `message`, and await their answers in `exchange`."""
+        """Send what was queued and `message`, and await their answers in `exchange`
+        (which carries the forwarded messages queued before it)."""
         relay = self.relay
         assert relay is not None
-        exchange.started = time.perf_counter()
+        if exchange.plan is not None:
+            exchange.started = time.perf_counter()
+        if self.pending:
+            exchange.forwarded, self.pending = self.pending, []
         if not self.in_flight:
             self.session.running.set(relay)
         self.in_flight.append(exchange)
-        self.outbox.write()  # the session's earlier messages first
+        if self.outbox.parts:
+            self.outbox.write()  # the session's earlier messages first
         relay.send(message)
-        if self.closed or relay.writer.is_closing():
+        if self.closed or relay.writer.transport.is_closing():
             self._lost()
             return
         relay.push()
@@ -162,62 +171,58 @@ class RelayLane:
         if self.unfinished:
             self.unfinished += data
             data, self.unfinished = bytes(self.unfinished), bytearray()
-        session = self.session
         relay = self.relay
         assert relay is not None
-        pending = self.pending
-        at = start = 0
-        out: list[bytes] = []
+        at = start = 0  # `start`: the first byte neither passed on nor dropped
+        out: list[bytes] = []  # what is passed on, when something between is dropped
         while self.in_flight:
-            end = self._end(data, at)
-            if end is None:
+            if len(data) - at < 5:
+                break
+            end = at + 1 + _LENGTH.unpack_from(data, at + 1)[0]
+            if end > len(data):  # the rest of the message has not arrived
                 break
             head = self.in_flight[0]
             kind = data[at]
             if head.quiet:
                 start = end
-            if kind == _READY:
-                out.append(data[start:at])
-                start = end
+            if kind in COMPLETIONS:
+                head.completed += 1
+            elif kind == _READY:
                 relay.status = data[at + 5:at + 6]
-                pending.clear()  # a Sync answers every message before it
                 if head.client_ready:
-                    out.append(session.ready_for_query())
+                    self.session.client_ready()  # PostgreSQL's ReadyForQuery is passed on
+                else:
+                    out.append(data[start:at])
+                    start = end
+                at = end
                 self._finish(self.in_flight.popleft())
+                continue
             elif kind == _ERROR:
                 if head.sqlstate is None:
                     head.sqlstate = wire.parse_error_fields(
                         data[at + 5:end]).get(ErrorField.SQLSTATE, "")
-                for _, undo in pending:
-                    undo()
-                pending.clear()
+                for undo in head.forwarded[head.completed:]:  # refused or skipped
+                    if undo is not None:
+                        undo()
+                head.completed = len(head.forwarded)
             elif kind == _SETTING:
-                name, offset = wire.cstring(data, at + 5)
-                relay.parameters[name] = wire.cstring(data, offset)[0]
-            elif pending and kind in COMPLETES[pending[0][0]]:
-                pending.pop(0)
+                relay.reported(data, at)
             at = end
-            if not head.until_ready and not pending and self.in_flight and \
-                    self.in_flight[0] is head:
+            if not head.until_ready and head.completed == len(head.forwarded):
                 self._finish(self.in_flight.popleft())
-        out.append(data[start:at])
-        self._write(b"".join(out))
+        if out:
+            out.append(data[start:at])
+            self._write(b"".join(out))
+        else:
+            self._write(data[start:at])
         if self.in_flight:
             self.unfinished += data[at:]
             return b""
         return data[at:]
 
-    @staticmethod
-    def _end(data: bytes, at: int) -> int | None:
-        """Where the whole message at `at` ends, None if it has not all arrived."""
-        if len(data) - at < 5:
-            return None
-        end = at + 1 + _LENGTH.unpack_from(data, at + 1)[0]
-        return end if end <= len(data) else None
-
     def _write(self, data: bytes) -> None:
-        if data and not self.writer.is_closing():
-            self.writer.write(data)
+        if data and not self.transport.is_closing():
+            self.transport.write(data)
 
     def _finish(self, done: Exchange) -> None:
         if done.plan is not None:

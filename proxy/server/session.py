@@ -50,6 +50,10 @@ class Phase(Enum):
     BATCH = "batch"  # waits for its client inside an extended-protocol batch (till Sync)
     CLOSED = "closed"
 
+    # Looked up in _NEXT at each transition, two per relayed statement: by identity (an
+    # Enum's own hash is a Python call).
+    __hash__ = object.__hash__
+
 
 _NEXT = {
     Phase.IDLE: {Phase.RELAYING, Phase.BUSY, Phase.CLOSED},
@@ -132,18 +136,24 @@ class Session:
             return
         self._enter(Phase.IDLE)
         reader = self.reader
-        reader.touch(self.relay.status != TransactionStatus.IDLE)
+        if reader.idle_timeout:
+            reader.touch(self.relay.status != TransactionStatus.IDLE)
         if self._relayed is not None and not self._relayed.done():
             self._relayed.set_result(None)
         if reader.stopping and reader.waiting and self.task is not None:
             self.task.cancel()  # the proxy is stopping: end the session now it is idle
 
     def ready_for_query(self) -> bytes:
-        """Every ReadyForQuery the client gets: outside a transaction, no portal
-        outlives it (a transaction ended, COMMIT…)."""
-        if self.relay.status == TransactionStatus.IDLE:
-            self.prepared.portals.clear()
+        """Every ReadyForQuery the client gets (but those relayed as PostgreSQL sent
+        them, after `client_ready`)."""
+        self.client_ready()
         return wire.ready_for_query(self.relay.status)
+
+    def client_ready(self) -> None:
+        """The client gets ReadyForQuery: outside a transaction, no portal outlives it (a
+        transaction ended, COMMIT…)."""
+        if self.relay.status == TransactionStatus.IDLE and self.prepared.portals:
+            self.prepared.portals.clear()
 
     # The simple query protocol.
 
