@@ -131,8 +131,9 @@ class StallResult:
     # None when the dpgate measured has no watch (an older checkout).
     ticks_alone: list[LateTick] | None
     ticks_during: list[LateTick] | None
-    # The collector's full and slow passes beside heavy answers (the watch's `.gc` file).
-    passes_during: list[CollectorPass] = field(default_factory=list)
+    # The collector's full and slow passes beside heavy answers (the watch's `.gc` file);
+    # None when the dpgate measured does not note them.
+    passes_during: list[CollectorPass] | None = None
 
     def heavy_by_question(self) -> dict[str, list[float]]:
         """Seconds to each answer, per heavy question."""
@@ -232,11 +233,12 @@ def measure(through: Callable[[str], str], direct: str, heavy: str, pinger: str,
     if not watched.exists():
         return StallResult(quiet, during, timings, None, None)
     ticks = read_late_ticks(watched)
+    passes = collector_file(watched)
     return StallResult(quiet, during, timings,
                        [tick for tick in ticks if began <= tick.at <= started],
                        [tick for tick in ticks if started <= tick.at <= ended],
-                       [done for done in CollectorPass.read(collector_file(watched))
-                        if started <= done.at <= ended])
+                       [done for done in CollectorPass.read(passes)
+                        if started <= done.at <= ended] if passes.exists() else None)
 
 
 def p99(values: list[float]) -> float:

@@ -445,16 +445,24 @@ def measure_stall(run: Run) -> None:
                           sorted((t.other for t in result.ticks_during), reverse=True))):
         run.rows.append((what, "ms, longest",
                          ", ".join(f"{v * 1e3:.1f}" for v in values[:5]) or "none"))
-    passes = result.passes_during
+    if result.passes_during is None:
+        run.rows.append(("gc's passes", "", "not noted: this dpgate's loop watch is older"))
+    else:
+        report_passes(run, result.passes_during)
+    run.targets.append(("CPU work on the event loop ≤ 5 ms (ms, longest)",
+                        cpu[0] * 1e3 if cpu else 0.0, 5.0, "<="))
+
+
+def report_passes(run: Run, passes: list[event_loop.CollectorPass]) -> None:
+    """The collector's full passes, and its young ones of 0.5 ms or more, beside heavy
+    answers: how many, the longest, and those on the event loop's thread."""
     for what, chosen in (("full", [p for p in passes if p.generation == 2]),
-                         ("young, ≥ 0.5 ms", [p for p in passes if p.generation < 2])):
+                         ("young ≥ 0.5 ms", [p for p in passes if p.generation < 2])):
         on_loop = [p.cpu for p in chosen if p.on_loop]
-        run.rows.append((f"collector's {what} passes beside heavy", "n / longest ms",
+        run.rows.append((f"gc's {what} passes beside heavy", "n / longest ms",
                          f"{len(chosen)} / {max((p.cpu for p in chosen), default=0) * 1e3:.1f}"
                          f" (on the loop: {len(on_loop)} / "
                          f"{max(on_loop, default=0) * 1e3:.1f})"))
-    run.targets.append(("CPU work on the event loop ≤ 5 ms (ms, longest)",
-                        cpu[0] * 1e3 if cpu else 0.0, 5.0, "<="))
 
 
 PARTS = {"latency": measure_latencies, "concurrency": measure_concurrency,

@@ -32,6 +32,7 @@ DEMO_METRICS_PORT = 9632
 async def _serve(config: Config, banner: str = "") -> None:
     # The server (with sqlglot and aiohttp) is imported only by the commands that serve:
     # `dpgate user add` and the tests that run it start in a fraction of the time.
+    from ..server.event_loop import settled
     from ..server.health import start_health
     from ..server.server import Proxy
 
@@ -42,6 +43,7 @@ async def _serve(config: Config, banner: str = "") -> None:
     if config.server.health_port:
         health = await start_health(proxy, config.server.health_host,
                                     config.server.health_port)
+    settled()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

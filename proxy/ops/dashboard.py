@@ -81,7 +81,7 @@ class Snapshot:
     @classmethod
     def read(cls, ops: Operations, budgets: list[AnalystBudget],
              charges: list[ChargeRecord]) -> Snapshot:
-        return cls(now(), budgets, charges, list(ops.recent), ops.admins,
+        return cls(now(), budgets, charges, ops.recent(), ops.admins,
                    dict(Counter(info.analyst for info in ops.sessions)))
 
 

@@ -74,6 +74,9 @@ def _fingerprint(text: str) -> str:
 _remembered_fingerprint = functools.lru_cache(maxsize=4096)(_fingerprint)
 
 
+DecisionRow = tuple[datetime, str, str, str, str, str, float, float, str, float, str]
+
+
 @dataclass(slots=True)  # not frozen: one is made per statement, and frozen ones are slow
 class Decision:
     """One statement's fate. `fingerprint` is the ledger's for charged statements (so the
@@ -92,6 +95,14 @@ class Decision:
     # A refusal's reason in the operator's words (Refusal.reason: the policy setting that
     # decided); "" when dpgate has none beyond the SQLSTATE.
     reason: str = ""
+
+    def row(self) -> DecisionRow:
+        """Its fields as a plain tuple (`Decision(*row)` makes it again). Thousands are kept
+        (Operations.recent): a tuple of strings, numbers and times is left out of the
+        garbage collector's passes, which hold every thread; a Decision is walked by each
+        full pass (bench/event_loop.py)."""
+        return (self.at, self.analyst, self.client, self.kind, self.outcome, self.sqlstate,
+                self.epsilon, self.delta, self.fingerprint, self.seconds, self.reason)
 
     def as_json(self) -> dict[str, object]:
         """The audit log's record: every field, times in UTC ISO 8601."""

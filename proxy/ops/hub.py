@@ -29,6 +29,7 @@ from .decision import (
     RELAYED,
     REPEATED,
     Decision,
+    DecisionRow,
     now,
     plan_kind,
     statement_fingerprint,
@@ -82,7 +83,7 @@ class Operations:
         self.admins = frozenset(name.strip() for name in admin_users.split(",")
                                 if name.strip())
         self.sessions: list[SessionInfo] = []
-        self.recent: deque[Decision] = deque(maxlen=RECENT_DECISIONS)
+        self._recent: deque[DecisionRow] = deque(maxlen=RECENT_DECISIONS)
         # Since this process started, per analyst: outcome -> statements, and charges.
         self.counts: dict[str, Counter[str]] = {}
         self.charged: dict[str, list[float]] = {}
@@ -114,7 +115,7 @@ class Operations:
         self.metrics.observe(decision)
         if self.audit is not None:
             self.audit.write(decision)
-        self.recent.append(decision)
+        self._recent.append(decision.row())
         analyst = decision.analyst
         counts = self.counts.get(analyst)
         if counts is None:
@@ -126,6 +127,10 @@ class Operations:
             totals[0] += decision.epsilon
             totals[1] += decision.delta
         self.seconds[analyst] = self.seconds.get(analyst, 0.0) + decision.seconds
+
+    def recent(self) -> list[Decision]:
+        """The last RECENT_DECISIONS decisions, oldest first."""
+        return [Decision(*row) for row in self._recent]
 
     def close(self) -> None:
         if self.audit is not None:

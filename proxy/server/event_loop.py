@@ -39,12 +39,20 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
     """asyncio.run on the chosen loop."""
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
-    # What is imported and configured by now lives as long as the process: left out of
-    # the collector's full passes, each of which stops every thread (the loop's too)
-    # for ~0.4 µs per object it walks.
-    gc.freeze()
+    gc.freeze()  # what is imported and configured by now: see `settled`
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(_watched(coroutine))
+
+
+def settled() -> None:
+    """The server has started: what it imported (sqlglot, aiohttp…, ~57,000 objects the
+    collector tracks) and built by now lives as long as the process, so it is left out of
+    the collector's full passes, each of which stops every thread, the loop's too, for
+    ~0.4 µs per object it walks (9-25 ms a pass on a loaded machine before; the loop
+    watch notes them, bench/event_loop.py). Collected once first, so that no garbage of
+    the start is kept for good."""
+    gc.collect()
+    gc.freeze()
 
 
 async def _watched(coroutine: Coroutine[Any, Any, T]) -> T:
