@@ -175,13 +175,14 @@ class RelayLane:
         assert relay is not None
         at = start = 0  # `start`: the first byte neither passed on nor dropped
         out: list[bytes] = []  # what is passed on, when something between is dropped
-        while self.in_flight:
-            if len(data) - at < 5:
+        size, in_flight = len(data), self.in_flight
+        while in_flight:
+            if size - at < 5:
                 break
             end = at + 1 + _LENGTH.unpack_from(data, at + 1)[0]
-            if end > len(data):  # the rest of the message has not arrived
+            if end > size:  # the rest of the message has not arrived
                 break
-            head = self.in_flight[0]
+            head = in_flight[0]
             kind = data[at]
             if head.quiet:
                 start = end
@@ -195,7 +196,7 @@ class RelayLane:
                     out.append(data[start:at])
                     start = end
                 at = end
-                self._finish(self.in_flight.popleft())
+                self._finish(in_flight.popleft())
                 continue
             elif kind == _ERROR:
                 if head.sqlstate is None:
@@ -209,7 +210,7 @@ class RelayLane:
                 relay.reported(data, at)
             at = end
             if not head.until_ready and head.completed == len(head.forwarded):
-                self._finish(self.in_flight.popleft())
+                self._finish(in_flight.popleft())
         if out:
             out.append(data[start:at])
             self._write(b"".join(out))
