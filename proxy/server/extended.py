@@ -31,9 +31,8 @@ from rewriter.sqlstate import SqlState
 from ..engine.errors import StatementError
 from ..engine.outcome import Reply
 from ..pgwire import wire
-from ..pgwire.backend import Parameters
 from ..pgwire.codes import Frontend, Target
-from .prepared import Portal, Prepared
+from .prepared import Portal, Prepared, own_portal
 from .relay import Exchange
 from .session import Session
 
@@ -230,7 +229,7 @@ class ExtendedProtocol:
 
     async def _bind(self, payload: bytes) -> None:
         name, statement = wire.bind_names(payload)
-        prepared = self._statement(statement)
+        prepared = self.session.prepared.statement(statement)
         if name and name in self.portals:
             raise StatementError(SqlState.DUPLICATE_CURSOR, f'portal "{name}" already exists')
         if prepared.relayed:
@@ -239,25 +238,16 @@ class ExtendedProtocol:
             return
         bind = wire.read_bind(payload)
         await self._own_turn()
-        expected = len(prepared.parameter_types)
-        if len(bind.values) != expected:
-            raise StatementError(SqlState.PROTOCOL_VIOLATION,
-                                 f"bind message supplies {len(bind.values)} parameters, but "
-                                 f'prepared statement "{bind.statement}" requires {expected}')
-        parameters = Parameters(prepared.parameter_types,
-                                _formats(bind.parameter_formats, expected, "parameter"),
-                                bind.values)
-        formats = _formats(bind.result_formats, len(prepared.columns), "result")
-        self.portals[bind.portal] = Portal(prepared, parameters, formats)
+        self.portals[bind.portal] = own_portal(prepared, bind)
         self.session.send(wire.BIND_COMPLETE)
 
     async def _describe(self, payload: bytes) -> None:
         kind, name = wire.read_target(payload)
         formats: tuple[int, ...] = ()
         if kind == Target.STATEMENT:
-            prepared = self._statement(name)
+            prepared = self.session.prepared.statement(name)
         else:
-            portal = self._portal(name)
+            portal = self.session.prepared.portal(name)
             prepared, formats = portal.prepared, portal.formats
         if prepared.relayed:
             await self._forwarding()
@@ -270,7 +260,7 @@ class ExtendedProtocol:
                           if prepared.columns else wire.NO_DATA)
 
     async def _execute(self, payload: bytes, name: str, limit: int) -> None:
-        portal = self._portal(name)
+        portal = self.session.prepared.portal(name)
         if portal.relayed:
             await self._forwarding()
             self._relay_execute(portal, wire.message(Frontend.EXECUTE, payload))
@@ -279,7 +269,7 @@ class ExtendedProtocol:
         session = self.session
         if portal.rows is not None:  # resumed after a row limit
             session.refuse_if_aborted(portal.prepared.plan)
-            self._send_rows(portal, limit)
+            self._send_rows(portal.next_rows(limit))
             return
         session.refuse_if_aborted(portal.prepared.plan)
         session.engine.refuse_unencodable(portal.prepared.columns, portal.formats)
@@ -289,21 +279,9 @@ class ExtendedProtocol:
             session.send(answer.message)
             return
         portal.rows = await session.engine.encode(answer, portal.formats)
-        self._send_rows(portal, limit)
+        self._send_rows(portal.next_rows(limit))
         if answer.notice:
             session.send(wire.notice_response(answer.notice))
-
-    def _send_rows(self, portal: Portal, limit: int) -> None:
-        rows = portal.rows or []
-        end = len(rows) if not limit else min(len(rows), portal.sent + limit)
-        for row in rows[portal.sent:end]:
-            self.session.send(row)
-        count, portal.sent = end - portal.sent, end
-        if limit and end < len(rows):
-            self.session.send(wire.PORTAL_SUSPENDED)
-        else:
-            show = isinstance(portal.prepared.plan, ShowDpSetting)
-            self.session.send(wire.command_complete("SHOW" if show else f"SELECT {count}"))
 
     async def _close(self, payload: bytes) -> None:
         kind, name = wire.read_target(payload)
@@ -319,18 +297,9 @@ class ExtendedProtocol:
     async def _flush(self, _: bytes) -> None:
         await self.settle()
 
-    def _statement(self, name: str) -> Prepared:
-        prepared = self.statements.get(name)
-        if prepared is None:
-            raise StatementError(SqlState.INVALID_SQL_STATEMENT_NAME,
-                                 f'prepared statement "{name}" does not exist')
-        return prepared
-
-    def _portal(self, name: str) -> Portal:
-        portal = self.portals.get(name)
-        if portal is None:
-            raise StatementError(SqlState.INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
-        return portal
+    def _send_rows(self, messages: list[bytes]) -> None:
+        for message in messages:
+            self.session.send(message)
 
 
 class _Skipped(Exception):
@@ -340,20 +309,4 @@ class _Skipped(Exception):
 def _drop(table: dict, name: str, entry: object) -> None:
     if table.get(name) is entry:
         del table[name]
-
-
-def _formats(codes: tuple[int, ...], count: int, what: str) -> tuple[int, ...]:
-    """Bind's format codes expanded to one per value: none is text, one applies to all."""
-    if any(code not in (0, 1) for code in codes):
-        raise StatementError(SqlState.PROTOCOL_VIOLATION,
-                             f"unsupported format code in {what} formats")
-    if not codes:
-        return (0,) * count
-    if len(codes) == 1:
-        return codes * count
-    if len(codes) != count:
-        raise StatementError(SqlState.PROTOCOL_VIOLATION,
-                             f"bind message has {len(codes)} {what} formats but {count} "
-                             f"{what}s")
-    return codes
 
