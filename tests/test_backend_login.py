@@ -48,11 +48,13 @@ def test_cleartext_and_md5_answers_are_postgresqls():
     assert exchange.answer(request(AuthRequest.OK)) is None
 
 
-def test_scram_sha_256_completes_against_a_server_that_knows_the_password():
+def scram_until_final(password: str) -> tuple[PasswordExchange, scramp.ScramServer, str]:
+    """A SCRAM-SHA-256 login with `password` to a server that knows "s3cret", up to the
+    client's final message (its proof)."""
     mechanism = scramp.ScramMechanism("SCRAM-SHA-256")
     stored = mechanism.make_auth_info("s3cret", iteration_count=4096)
     server = mechanism.make_server(lambda user: stored)
-    exchange = PasswordExchange("ann", "s3cret")
+    exchange = PasswordExchange("ann", password)
     first = body(exchange.answer(request(AuthRequest.SASL, b"SCRAM-SHA-256\0\0")))
     name, rest = first.split(b"\0", 1)
     assert name == b"SCRAM-SHA-256"
@@ -60,22 +62,20 @@ def test_scram_sha_256_completes_against_a_server_that_knows_the_password():
     server.set_client_first(rest[4:4 + size].decode())
     final = exchange.answer(request(AuthRequest.SASL_CONTINUE,
                                     server.get_server_first().encode()))
-    server.set_client_final(body(final).decode())  # raises if the proof is wrong
+    return exchange, server, body(final).decode()
+
+
+def test_scram_sha_256_completes_against_a_server_that_knows_the_password():
+    exchange, server, final = scram_until_final("s3cret")
+    server.set_client_final(final)  # raises if the proof is wrong
     assert exchange.answer(request(AuthRequest.SASL_FINAL,
                                    server.get_server_final().encode())) is None
 
 
 def test_a_wrong_password_fails_the_servers_check():
-    mechanism = scramp.ScramMechanism("SCRAM-SHA-256")
-    stored = mechanism.make_auth_info("s3cret", iteration_count=4096)
-    server = mechanism.make_server(lambda user: stored)
-    exchange = PasswordExchange("ann", "wrong")
-    first = body(exchange.answer(request(AuthRequest.SASL, b"SCRAM-SHA-256\0\0")))
-    server.set_client_first(first.split(b"\0", 1)[1][4:].decode())
-    final = exchange.answer(request(AuthRequest.SASL_CONTINUE,
-                                    server.get_server_first().encode()))
+    _, server, final = scram_until_final("wrong")
     with pytest.raises(scramp.ScramException):
-        server.set_client_final(body(final).decode())
+        server.set_client_final(final)
 
 
 @pytest.mark.parametrize("code", [7, AuthRequest.SASL_CONTINUE, AuthRequest.SASL_FINAL])
