@@ -146,29 +146,20 @@ class PrivateAnswers:
         analyst wrote: an error before the charge then raises LiftFailed, so that the
         text as written is answered instead (with its own error positions and wording).
         """
-        settings = self.settings
-        epsilon, mechanism = settings.epsilon, settings.mechanism
-        bound = _parameters_text(parameters)
-        lifted = parameters if isinstance(parameters, LiftedParameters) else None
         try:
             calibration, sql, shape = await self.before_charge.checked(text, plan, parameters,
                                                                        offset)
         except StatementError:
-            if lifted is not None:
+            if isinstance(parameters, LiftedParameters):
                 raise LiftFailed() from None
             raise
         # The connection is back in the pool: the ledger's read below and its commit after
         # the query never hold one.
         # Computed constants (current_date…) are part of the question asked.
-        asked = bound + (f" -- computed: {sql}" if plan.constants else "")
-        request = ChargeRequest(
-            analyst=self.analyst.name,
-            statement=text + bound if lifted is None else lifted.original,
-            fingerprint=fingerprint(plan.fingerprint_text + asked, epsilon,
-                                    calibration.delta, mechanism),
-            epsilon=calibration.epsilon, delta=calibration.delta, mechanism=mechanism,
-            sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
-        )
+        asked = _parameters_text(parameters) + (f" -- computed: {sql}" if plan.constants
+                                                else "")
+        request = self._request(text, plan, parameters, calibration, asked)
+        epsilon, mechanism = self.settings.epsilon, self.settings.mechanism
         # The stored answer, or the budget and shift: a read, no fsync. The one commit
         # comes after the query ran (_answer): check, charge and answer together.
         prior = self._look_up_at_once(request.fingerprint) or await ledger_call(
@@ -187,7 +178,7 @@ class PrivateAnswers:
             if prior.budget is not None and \
                     not prior.budget.fits(request.epsilon, request.delta):
                 raise budget_exhausted(BudgetExceeded(request.epsilon, prior.budget,
-                                                request.delta))
+                                                      request.delta))
             rows, notice, outcome = await self._answer(sql, plan, calibration, shape,
                                                        prior.shift, parameters, request)
         self.report_charge(request.fingerprint, request.epsilon, request.delta,
@@ -208,6 +199,22 @@ class PrivateAnswers:
         encoded = await self.workers.cpu(text_data_rows, rows, analyst=self.analyst.name) \
             if len(rows) > INLINE_RELEASE_ROWS else None
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice, encoded)
+
+    def _request(self, text: str, plan: PrivateAggregate, parameters: Parameters | None,
+                 calibration: Calibration, asked: str) -> ChargeRequest:
+        """What the ledger is asked to charge: the statement as the analyst wrote it (with
+        its bound values), and the question's fingerprint (`asked`: what makes it this
+        question beyond its text)."""
+        settings = self.settings
+        statement = parameters.original if isinstance(parameters, LiftedParameters) \
+            else text + _parameters_text(parameters)
+        return ChargeRequest(
+            analyst=self.analyst.name, statement=statement,
+            fingerprint=fingerprint(plan.fingerprint_text + asked, settings.epsilon,
+                                    calibration.delta, settings.mechanism),
+            epsilon=calibration.epsilon, delta=calibration.delta, mechanism=settings.mechanism,
+            sensitivity=max((p.elastic_sensitivity for p in calibration.parts), default=0),
+        )
 
     async def _first_rows(self, question: str, limit: int, prior: Standing, shape: Shape,
                           statement: str) -> Answer | None:
