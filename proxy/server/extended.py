@@ -20,7 +20,6 @@ from rewriter.errors import Refusal
 from rewriter.plan import (
     ColumnProbe,
     EmptyStatement,
-    Plan,
     PrivateAggregate,
     Relay,
     SetDpSetting,
@@ -217,15 +216,13 @@ class ExtendedProtocol:
             case (PrivateAggregate() | SetDpSetting() | ShowDpSetting() | EmptyStatement()
                   | ColumnProbe()):
                 await self._own_turn()
-                self.statements[parse.statement] = await self._prepare(
-                    parse.query, plan, parse.parameter_types)
+                described = await self.session.engine.describe(parse.query, plan,
+                                                               parse.parameter_types)
+                self.statements[parse.statement] = Prepared(
+                    parse.query, plan, described.parameter_types, described.columns)
                 self.session.send(wire.PARSE_COMPLETE)
             case _:
                 assert_never(plan)
-
-    async def _prepare(self, text: str, plan: Plan, types: tuple[int, ...]) -> Prepared:
-        described = await self.session.engine.describe(text, plan, types)
-        return Prepared(text, plan, described.parameter_types, described.columns)
 
     async def _bind(self, payload: bytes) -> None:
         name, statement = wire.bind_names(payload)
@@ -267,21 +264,21 @@ class ExtendedProtocol:
             return
         await self._own_turn()
         session = self.session
-        if portal.rows is not None:  # resumed after a row limit
-            session.refuse_if_aborted(portal.prepared.plan)
-            self._send_rows(portal.next_rows(limit))
-            return
         session.refuse_if_aborted(portal.prepared.plan)
-        session.engine.refuse_unencodable(portal.prepared.columns, portal.formats)
-        answer = await session.execute(portal.prepared.text, portal.prepared.plan,
-                                       portal.parameters)
-        if isinstance(answer, Reply):  # nothing kept: a second Execute runs it again
-            session.send(answer.message)
-            return
-        portal.rows = await session.engine.encode(answer, portal.formats)
-        self._send_rows(portal.next_rows(limit))
-        if answer.notice:
-            session.send(wire.notice_response(answer.notice))
+        notice = None
+        if portal.rows is None:  # else resumed after a row limit
+            session.engine.refuse_unencodable(portal.prepared.columns, portal.formats)
+            answer = await session.execute(portal.prepared.text, portal.prepared.plan,
+                                           portal.parameters)
+            if isinstance(answer, Reply):  # nothing kept: a second Execute runs it again
+                session.send(answer.message)
+                return
+            portal.rows = await session.engine.encode(answer, portal.formats)
+            notice = answer.notice
+        for message in portal.next_rows(limit):
+            session.send(message)
+        if notice:
+            session.send(wire.notice_response(notice))
 
     async def _close(self, payload: bytes) -> None:
         kind, name = wire.read_target(payload)
@@ -296,10 +293,6 @@ class ExtendedProtocol:
 
     async def _flush(self, _: bytes) -> None:
         await self.settle()
-
-    def _send_rows(self, messages: list[bytes]) -> None:
-        for message in messages:
-            self.session.send(message)
 
 
 class _Skipped(Exception):
