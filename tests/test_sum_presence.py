@@ -1,8 +1,8 @@
 """A SUM over no value is NULL in PostgreSQL: dpgate releases NULL when a noisy count of
-the SUM's values, released beside it, is below 0.5 (SPEC §9: decided from released values
-only). The count is the statement's own COUNT or AVG of the same values where there is
-one (no extra spend), else a hidden count that takes privacy.sum_count_share of the SUM's
-ε."""
+the SUM's values, released beside it, is below 0.5 (decided from released values only,
+never from the data). The count is the statement's own COUNT or AVG of the same values
+where there is one (no extra spend), else a hidden count that takes
+privacy.sum_count_share of the SUM's ε."""
 
 from __future__ import annotations
 

@@ -196,7 +196,7 @@ class Released:
 
     def presence(self) -> None:
         """Give each SUM the noisy count of its non-NULL values that decides whether it is
-        released as NULL (SPEC §9: from a released value, never from the data): the
+        released as NULL (from a released value, never from the data): the
         statement's own COUNT or AVG of the same values where there is one, else a hidden
         count that takes a share of the SUM's ε (calibrate.part_epsilons)."""
         for index, output in enumerate(self.outputs):
