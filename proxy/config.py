@@ -145,6 +145,10 @@ class PrivacySettings:
     # (three quarters) and estimating how many units exceed it (one quarter); the rest
     # answers. 0 answers at the policy's max_contributions, as SET dp.max_contributions.
     bound_choice_share: float = 0.2
+    # Share of a SUM's ε spent on a hidden noisy count of its values when the statement
+    # has no COUNT or AVG of them: the SUM is NULL, as PostgreSQL's over no value, when
+    # that count's released value is below 0.5.
+    sum_count_share: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -201,6 +205,8 @@ class Config:
             raise ValueError("privacy.bounds_share must be at least 0 and below 1")
         if not 0 <= privacy.bound_choice_share < 1:
             raise ValueError("privacy.bound_choice_share must be at least 0 and below 1")
+        if not 0 < privacy.sum_count_share < 1:
+            raise ValueError("privacy.sum_count_share must be above 0 and below 1")
         return self
 
 

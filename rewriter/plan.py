@@ -71,6 +71,11 @@ class NoisyPart:
     # Unit mode bounded by weights (rewriter/aggregate/weighted.py): a count is then a sum of
     # weights, a real number.
     weighted: bool = False
+    # A SUM's own hidden count of its non-NULL values (no COUNT of them in the statement
+    # could serve): the index of that sum's part, whose ε it takes a share of
+    # (calibrate.py's sum_count_share). The SUM is released as NULL when this count's
+    # released value is below 0.5, as PostgreSQL's SUM over no value is NULL.
+    presence_of: int | None = None
 
     @property
     def integer(self) -> bool:
@@ -106,6 +111,9 @@ class OutputColumn:
     parts: tuple[int, ...]
     hidden: bool = False
     bounds: tuple[float, float] | None = None
+    # A SUM: the noisy count of its non-NULL values (its own, or a COUNT or AVG of the same
+    # values in the statement) whose released value below 0.5 releases the SUM as NULL.
+    present: int | None = None
 
 
 @dataclass(frozen=True)

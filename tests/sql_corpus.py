@@ -501,6 +501,37 @@ _HANDWRITTEN = [
                  "AS \"source\""),
     ("derived", "SELECT count(*), avg(quantity), percentile_cont(0.5) WITHIN GROUP "
                 "(ORDER BY quantity) FROM orders"),
+    # -- issue 28, last round: a SUM over no value is NULL (from a noisy count of values)
+    ("shapes", "SELECT sum(quantity) FROM orders WHERE quantity > 100"),
+    ("shapes", "SELECT sum(order_cost) FROM orders WHERE quantity > 100"),
+    ("shapes", "SELECT sum(order_cost), count(order_cost) FROM orders WHERE quantity > 100"),
+    ("shapes", "SELECT sum(quantity), avg(quantity) FROM orders WHERE order_cost < 0"),
+    ("shapes", "SELECT count(*), sum(quantity) FROM orders WHERE quantity > 100"),
+    ("shapes", "SELECT sum(quantity) / 10 FROM orders WHERE quantity > 100"),
+    ("shapes", "SELECT sum(order_cost) FILTER (WHERE quantity > 100), sum(quantity) FROM orders"),
+    ("shapes", "SELECT sum(quantity * order_cost) FROM orders WHERE quantity > 100"),
+    ("shapes", "SELECT quantity, sum(order_cost) FROM orders WHERE quantity < 3 "
+               "GROUP BY quantity ORDER BY quantity"),
+    ("shapes", "SELECT sum(o.order_cost) FROM orders o JOIN customers c "
+               "ON o.customer_id = c.customer_id WHERE o.quantity > 100"),
+    ("shapes", "SELECT sum(order_cost) FROM orders WHERE quantity > 100 HAVING count(*) >= 0"),
+    # Tableau's casts: a date to TIMESTAMP in WHERE (total, and the key's domain narrowed),
+    # a widening cast to DOUBLE PRECISION inside SUM/AVG
+    ("tableau", "SELECT COUNT(1) AS \"cnt:orders:ok\" FROM \"public\".\"orders\" \"orders\" "
+                "WHERE ((CAST(\"orders\".\"order_date\" AS TIMESTAMP) >= TIMESTAMP "
+                "'2025-06-01 00:00:00') AND (CAST(\"orders\".\"order_date\" AS TIMESTAMP) < "
+                "TIMESTAMP '2025-07-01 00:00:00'))"),
+    ("tableau", "SELECT SUM(CAST(\"orders\".\"quantity\" AS DOUBLE PRECISION)) AS "
+                "\"sum:quantity:ok\" FROM \"public\".\"orders\" \"orders\" "
+                "WHERE (\"orders\".\"product_id\" = 7)"),
+    ("tableau", "SELECT CAST(\"orders\".\"quantity\" AS TEXT) AS \"quantity\", "
+                "AVG(CAST(\"orders\".\"quantity\" AS DOUBLE PRECISION)) AS \"avg:quantity:ok\" "
+                "FROM \"public\".\"orders\" \"orders\" GROUP BY 1 ORDER BY 1"),
+    # a CROSS JOIN with the public table written first
+    ("joins", "SELECT count(*) FROM products p CROSS JOIN orders o "
+              "WHERE p.product_id <= 3 AND o.quantity = 10"),
+    ("joins", "SELECT count(*), sum(o.quantity) FROM products p, orders o "
+              "WHERE p.category = 'Books' AND o.product_id = 7"),
     # -- session and settings ---------------------------------------------------------------
     ("session", "SHOW dp.epsilon"),
     ("session", "SELECT 1"),

@@ -97,12 +97,24 @@ def _evaluate(node: exp.Expression, row: dict[str, float]) -> float:
     "a / 2",  # integer division in PostgreSQL: refused rather than answered differently
     "a / 0.0", "a / b", "a % 3", "a::numeric(4, 1)", "a::text", "power(a, 2)",
     "CAST(a * 1e30 AS int)", "CAST(a * 1e40 AS real)", "length(x)", "a * 1e300 * 1e300",
-    # a tiny NUMERIC fails to become a float, and float products of tiny values underflow
-    "CAST(b AS double precision)", "a::real * b::real",
+    # PostgreSQL sums reals in single precision, far from the exact sum
+    "a::real * b::real", "CAST(b AS real)",
 ])
 def test_what_has_no_derivable_bounds_is_refused(sql):
     with pytest.raises((NoBounds, KeyError)):
         derived(sql)
+
+
+def test_a_cast_to_double_precision_widens_and_is_computed_in_numeric():
+    """Tableau's AVG(CAST(x AS DOUBLE PRECISION)): the bounds pass through, and the backend
+    never casts to a float (a tiny NUMERIC fails to become one, on such rows only)."""
+    assert derived("CAST(b AS double precision)") == (-3.0, 5.0)
+    assert derived("a::float8 * 2.5") == (2.5, 25.0)
+    tree = parse_one("CAST(b AS DOUBLE PRECISION) * 2", read="postgres")
+    clamped = with_clamped_columns(tree, bounds_of).sql(dialect="postgres")
+    assert "DOUBLE" not in clamped
+    assert clamped == ("CASE WHEN b IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(b AS DECIMAL), "
+                       "-3.0), 5.0) END * 2")
 
 
 def test_each_column_is_clamped_and_case_conditions_read_the_column_as_written():

@@ -30,6 +30,9 @@ def plan_of(sql: str, unit: bool = False, metrics=WITH_ROWS):
 @pytest.mark.parametrize("sql", [
     "SELECT count(*) FROM orders o CROSS JOIN products p",
     "SELECT count(*) FROM orders o, products p WHERE p.category = 'Books'",
+    # the public table written first: the same product
+    "SELECT count(*) FROM products p CROSS JOIN orders o",
+    "SELECT count(*) FROM products p, orders o WHERE p.category = 'Books'",
 ])
 def test_each_private_row_recurs_once_per_public_row(sql, k):
     plan = plan_of(sql)
@@ -44,14 +47,20 @@ def test_the_row_count_is_measured_like_a_max_frequency():
     assert max_freq_query("public.products", ROWS) == 'SELECT count(*) FROM "public"."products"'
 
 
-def test_in_unit_mode_the_rows_stay_their_units():
-    plan = plan_of("SELECT count(*) FROM orders o CROSS JOIN products p", unit=True)
+@pytest.mark.parametrize("sql", ["SELECT count(*) FROM orders o CROSS JOIN products p",
+                                 "SELECT count(*) FROM products p CROSS JOIN orders o"])
+def test_in_unit_mode_the_rows_stay_their_units(sql):
+    plan = plan_of(sql, unit=True)
     assert plan.unit is not None and plan.unit.max_contributions == 10
 
 
 @pytest.mark.parametrize("sql", [
     "SELECT count(*) FROM orders o CROSS JOIN customers c",  # two private tables
-    "SELECT count(*) FROM products p CROSS JOIN orders o",  # a private table after it
+    "SELECT count(*) FROM products p CROSS JOIN orders o CROSS JOIN customers c",
+    "SELECT count(*) FROM products p, products q CROSS JOIN orders o",  # |p × q| unmeasured
+    # the crossed public table's columns recur |orders| times, whichever comes first
+    "SELECT count(*) FROM products p CROSS JOIN orders o "
+    "JOIN recommendations r ON r.product_id = p.product_id",
     # a column of the crossed table recurs |orders| times: no join key
     "SELECT count(*) FROM orders o CROSS JOIN products p "
     "JOIN recommendations r ON r.product_id = p.product_id",

@@ -330,6 +330,31 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
     assert count == expected
 
 
+@pytest.mark.parametrize(("sql", "bound"), [
+    ("SELECT sum(order_cost) FROM orders WHERE quantity > 1", LIMIT),
+    ("SELECT quantity, sum(order_cost) FROM orders GROUP BY quantity", GROUPS),
+])
+def test_a_sums_own_count_of_values_moves_by_at_most_its_sensitivity(
+        small_database: str, sql: str, bound: int):
+    """The hidden count that makes a SUM NULL over no value (tests/test_sum_presence.py)
+    is a noisy count like any other: a unit of 1,000 rows moves it by at most τ."""
+    plan = plan_private_aggregate(parse_query(sql), demo_policy(), 0,
+                                  measured_metrics(small_database))
+    (index,) = [i for i, part in enumerate(plan.parts) if part.presence_of is not None]
+    assert calibrate(plan, 1.0, 1e-6).parts[index].elastic_sensitivity == bound
+    assert plan.unit is not None and plan.unit.weights_cap is not None
+    with psycopg.connect(small_database) as connection:
+        without = connection.execute(plan.sql).fetchall()
+        connection.execute(BIG)
+        with_big = connection.execute(plan.sql).fetchall()
+        connection.rollback()
+    before, after = ({row[:plan.keys]: row[plan.keys + index] or 0 for row in
+                      _weighed(rows, plan.keys, plan.unit.weights_cap, layout(plan))}
+                     for rows in (without, with_big))
+    moved = sum(abs(after.get(k, 0) - before.get(k, 0)) for k in before.keys() | after.keys())
+    assert 0 < moved <= bound
+
+
 def _weighed(rows: list[tuple], keys: int, tau: int, parts: Layout) -> list[tuple]:
     """psycopg's rows of a weighted plan (per key and unit size n) weighed at τ by the
     proxy's own code, each bucketed sum as a list of Fractions."""

@@ -95,18 +95,23 @@ def test_a_unit_histogram_part_is_not_doubled_and_is_pure():
     plan = plan_of("SELECT quantity, count(*), sum(order_cost) FROM orders GROUP BY 1", tight)
     calibration = calibrate(plan, 1.0, 1e-6)
     assert calibration.pure and calibration.delta == 0
-    count, total = calibration.parts
+    # The SUM's own count of its values (COUNT(*) counts rows whose value is NULL too)
+    # takes a tenth of the SUM's ε.
+    count, total, values = calibration.parts
     # τ chosen per query, at most κ·τ_g = 6; weighed per unit, no sort.
     assert count.elastic_sensitivity == 6 and count.scale == 6 / 0.5
-    assert total.elastic_sensitivity == 6 * 5000 and total.scale == 6 * 5000 / 0.5
+    assert total.elastic_sensitivity == 6 * 5000
+    assert total.scale == pytest.approx(6 * 5000 / 0.45)
+    assert values.elastic_sensitivity == 6 and values.scale == pytest.approx(6 / 0.05)
     assert '"_dp_n"' in plan.sql and "row_number" not in plan.sql
     # At a fixed τ = 10 above κ·τ_g the sort's L1 of 6 is the smaller: it stays.
     assert tight.unit is not None
     fixed = dataclasses.replace(tight, unit=dataclasses.replace(
         tight.unit, choose_contributions=False))
     plan = plan_of("SELECT quantity, count(*), sum(order_cost) FROM orders GROUP BY 1", fixed)
-    count, total = calibrate(plan, 1.0, 1e-6).parts
+    count, total, values = calibrate(plan, 1.0, 1e-6).parts
     assert count.elastic_sensitivity == 6 and total.elastic_sensitivity == 6 * 5000
+    assert values.elastic_sensitivity == 6
     assert "<= 3" in plan.sql and "<= 2" in plan.sql and "<= 10" in plan.sql
 
 
@@ -129,7 +134,8 @@ def test_the_shift_unit_is_public_in_unit_mode():
                    "ON o.customer_id = r.customer_id")
     calibration = calibrate(plan, 0.5, 1e-6)
     # At the limit of the τ it may choose (at release: the chosen τ, which is released).
-    assert calibration.parts[0].shift_scale == 100 * 5000 / 0.5
+    # (0.45: a tenth of the SUM's ε goes to its count of values)
+    assert calibration.parts[0].shift_scale == pytest.approx(100 * 5000 / 0.45)
 
 
 def test_explain_reports_mode_tau_kappa_and_both_scales():

@@ -118,9 +118,9 @@ def _plan(sql: str):
     return plan_private_aggregate(parse_query(sql), demo_policy(), 0, METRICS)
 
 
-def _rows(units: dict[int, tuple[int, float]], average: bool = True) -> list[list[bytes]]:
-    """Backend rows of a lone AVG(order_cost) (bucketed sum, count) or SUM: {n: (units,
-    value of every row)}; the buckets are the plan's."""
+def _rows(units: dict[int, tuple[int, float]]) -> list[list[bytes]]:
+    """Backend rows of a lone AVG(order_cost) or SUM (bucketed sum, count of values):
+    {n: (units, value of every row)}; the buckets are the plan's."""
     plan = _plan("SELECT avg(order_cost) FROM orders")
     edges = plan.parts[0].edges
     assert edges is not None
@@ -130,7 +130,7 @@ def _rows(units: dict[int, tuple[int, float]], average: bool = True) -> list[lis
                       if edges[i] <= value < edges[i + 1] or i == len(edges) - 2)
         row = [str(n).encode(), str(n * count).encode(), str(bucket).encode(),
                str(n * count).encode(), str(n * count * value).encode()]
-        rows.append(row + [str(n * count).encode()] if average else row)
+        rows.append(row + [str(n * count).encode()])
     return rows
 
 
@@ -157,7 +157,7 @@ def test_a_sums_interval_covers_the_untruncated_truth_when_truncation_bites():
     calibration = calibrate(plan, 0.1, 1e-8)
     units = {1: (20_000, 300.0), 30: (400, 300.0), 100: (150, 4000.0)}
     truth = sum(n * count * value for n, (count, value) in units.items())
-    rows = _rows(units, average=False)
+    rows = _rows(units)
     rng = SeededRandomSource(29)
     inside = below = 0
     for _ in range(300):
@@ -174,7 +174,7 @@ def test_the_notice_names_tau_and_the_weight_left_out():
     plan = _plan("SELECT sum(order_cost) FROM orders")
     assert plan.unit is not None and plan.unit.weights_cap == 100
     assert "row_number" not in plan.sql and '"_dp_n"' in plan.sql
-    rows = _rows({40: (5000, 100.0)}, average=False)
+    rows = _rows({40: (5000, 100.0)})
     answer = release(plan, calibrate(plan, 0.1, 1e-8), [], rows, 0.0, SETTINGS,
                      SeededRandomSource(1))
     note = answer.unit_note or ""

@@ -84,17 +84,20 @@ def cmd_explain(args: argparse.Namespace) -> int:
         metrics = Knowledge(open_configured_ledger(config)).metrics
     epsilon = args.epsilon if args.epsilon is not None else config.privacy.default_epsilon
     delta = args.delta if args.delta is not None else config.privacy.default_delta
+    share = config.privacy.sum_count_share
     if config.backend.dsn and not args.policy:
         report = explain_on_database(args.sql, policy, metrics, config.backend.dsn, epsilon,
-                                     delta, args.k)
+                                     delta, args.k, share)
     else:
-        report = explain(args.sql, policy, metrics, epsilon, delta, args.k)
+        report = explain(args.sql, policy, metrics, epsilon, delta, args.k,
+                         sum_count_share=share)
     print(json.dumps({**report, "policy": source}, indent=2))
     return 0
 
 
 def explain_on_database(sql: str, policy: Policy, metrics: Metrics, dsn: str,
-                        epsilon: float, delta: float, k: int = 0) -> dict[str, Any]:
+                        epsilon: float, delta: float, k: int = 0,
+                        sum_count_share: float = 0.1) -> dict[str, Any]:
     """explain() with the inputs the proxy's planner has (planning.py): the backend's
     column catalog (unqualified columns, USING joins), and maxFreq measured, as the reader
     role, for a join column met for the first time (not stored: explain writes nothing)."""
@@ -109,7 +112,8 @@ def explain_on_database(sql: str, policy: Policy, metrics: Metrics, dsn: str,
         columns, types, enums = catalog(connection.execute(CATALOG_QUERY).fetchall())
         metrics = replace(metrics, columns=columns, column_types=types, enum_types=enums)
         for _ in range(3):
-            report = explain(sql, policy, metrics, epsilon, delta, k)
+            report = explain(sql, policy, metrics, epsilon, delta, k,
+                             sum_count_share=sum_count_share)
             missing = report.pop("missing_metrics", None)
             if not missing:
                 return report

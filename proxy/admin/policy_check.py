@@ -232,7 +232,8 @@ def _bound_notes(config: Config) -> Iterator[Problem]:
             if spec.bounds is None or not table.private:
                 continue
             report = explain(f"SELECT sum({_id(column)}) FROM {_qualified(key)}", config.policy,
-                             Metrics(), epsilon, config.privacy.default_delta)
+                             Metrics(), epsilon, config.privacy.default_delta,
+                             sum_count_share=config.privacy.sum_count_share)
             if report.get("supported"):
                 scale = report["columns"][0]["noise_scale"]
                 low, high = spec.bounds

@@ -67,14 +67,15 @@ class BeforeCharge:
     async def _calibration(self, plan: PrivateAggregate) -> Calibration:
         settings = self.settings
         try:
+            share = self.config.privacy.sum_count_share
             calibration = calibrate_cached.get(plan, settings.epsilon, settings.delta,
-                                               settings.mechanism)
+                                               settings.mechanism, share)
             if calibration is None:
                 # The first calibration of a join scans the smooth sensitivity: off the loop,
                 # and stopped (free: nothing ran yet) when it takes longer than an analysis.
                 calibration = await self.workers.cpu_until(
                     self.config.server.analysis_timeout, calibrate_cached, plan,
-                    settings.epsilon, settings.delta, settings.mechanism,
+                    settings.epsilon, settings.delta, settings.mechanism, share,
                     analyst=self.analyst)
         except Refusal as refusal:
             raise client_error(refusal) from None

@@ -11,7 +11,7 @@ import threading
 from mechanisms.names import Mechanism
 from rewriter.analysis.classify import Statement
 from rewriter.plan import PrivateAggregate
-from rewriter.sensitivity.calibrate import Calibration, calibrate
+from rewriter.sensitivity.calibrate import SUM_COUNT_SHARE, Calibration, calibrate
 
 from .shapes import Remembered
 
@@ -48,9 +48,10 @@ def _weight(key: CacheKey, statements: list[Statement]) -> int:
 
 
 class CalibrationCache:
-    """calibrate(), remembered by its inputs (plan, ε, δ, mechanism): the smooth-sensitivity
-    scan and the Gaussian σ search are the costly parts. `get` answers from the cache only,
-    so the event loop can skip the trip to a worker thread when the answer is known.
+    """calibrate(), remembered by its inputs (plan, ε, δ, mechanism, a SUM's count share):
+    the smooth-sensitivity scan and the Gaussian σ search are the costly parts. `get`
+    answers from the cache only, so the event loop can skip the trip to a worker thread
+    when the answer is known.
     Bounded by entries and by the bytes of the plans' SQL (shapes.py). Shared by sessions
     on the loop and on worker threads, hence the lock."""
 
@@ -59,21 +60,24 @@ class CalibrationCache:
         self._lock = threading.Lock()
 
     def get(self, plan: PrivateAggregate, epsilon: float, delta: float,
-            mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration | None:
+            mechanism: str = Mechanism.SHIFTED_LAPLACE,
+            sum_count_share: float = SUM_COUNT_SHARE) -> Calibration | None:
         """The remembered calibration, or None."""
-        key = (plan, epsilon, delta, mechanism)
+        key = (plan, epsilon, delta, mechanism, sum_count_share)
         with self._lock:
             return self._entries.get(key)
 
     def __call__(self, plan: PrivateAggregate, epsilon: float, delta: float,
-                 mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration:
+                 mechanism: str = Mechanism.SHIFTED_LAPLACE,
+                 sum_count_share: float = SUM_COUNT_SHARE) -> Calibration:
         """The calibration, computed once per inputs (a Refusal is not remembered)."""
-        found = self.get(plan, epsilon, delta, mechanism)
+        found = self.get(plan, epsilon, delta, mechanism, sum_count_share)
         if found is not None:
             return found
-        calibration = calibrate(plan, epsilon, delta, mechanism=mechanism)
+        calibration = calibrate(plan, epsilon, delta, mechanism=mechanism,
+                                sum_count_share=sum_count_share)
         with self._lock:
-            self._entries.put((plan, epsilon, delta, mechanism), calibration)
+            self._entries.put((plan, epsilon, delta, mechanism, sum_count_share), calibration)
         return calibration
 
 

@@ -189,7 +189,7 @@ def _real_noiser(part: PartCalibration, calibration: Calibration, shift: float,
     def noise(raw: bytes | None) -> Drawn:
         value = Fraction(_number(raw, integer=False))
         released = float(value) if grid is None else noisy_real(value, grid, shift, rng)
-        return Drawn(released, released)
+        return Drawn(released if grid is None else released - shift, released)
     return noise
 
 
@@ -216,6 +216,10 @@ def _output_value(output: OutputColumn, keys: list[str | None], drawn: list[Draw
     if output.aggregate in ("count", "count_distinct"):
         # No count is negative: 0 is closer to the truth than any noisy value below it.
         return max(drawn[output.parts[0]].released, 0)
+    if output.present is not None and drawn[output.present].plain < 0.5:
+        # PostgreSQL's SUM over no value is NULL; decided from the noisy count of the
+        # values (before the analyst's shift, a data-independent constant, as key selection).
+        return None
     return drawn[output.parts[0]].released
 
 

@@ -7,8 +7,8 @@ operation sees in-bounds inputs and the derived interval contains every value th
 expression can take: clamping the expression to it then changes nothing for such rows,
 and one row changes the sum by at most the interval's magnitude. Computed in NUMERIC, the
 expression cannot fail on any row (no integer overflow; division by a nonzero constant
-only; casts only to types whose range holds the interval), so it stays total
-(docs/totality.md).
+only; casts only to types whose range holds the interval, and a cast to double precision
+computed as the NUMERIC it widens), so it stays total (docs/totality.md).
 """
 
 from __future__ import annotations
@@ -25,12 +25,17 @@ Interval = tuple[float, float]
 ColumnBounds = Callable[[exp.Column], Interval]
 
 # Casts that keep the value's meaning, with the range of the target type (None:
-# unbounded). Not to real or double precision: a tiny NUMERIC (1e-50) fails to cast, and
-# float products of tiny values underflow, on such rows only; bounds cannot exclude them.
+# unbounded). Double precision (Tableau's `AVG(CAST(x AS DOUBLE PRECISION))`) is summed
+# as the NUMERIC it widens (its cast left out): a tiny NUMERIC (1e-50) fails to cast, and
+# float products of tiny values underflow, on such rows only. The exact sum is within a
+# float's rounding of PostgreSQL's; the answer keeps PostgreSQL's type (double precision).
+# Not real: PostgreSQL sums reals in single precision, far from the exact sum.
 _CASTS: dict[str, float | None] = {
     "decimal": None, "bigint": 2.0 ** 63 - 1, "int": 2.0 ** 31 - 1, "smallint": 2.0 ** 15 - 1,
+    "double": None,
 }
 _INTEGERS = frozenset({"bigint", "int", "smallint"})
+_FLOATS = frozenset({"double"})
 
 
 class NoBounds(Exception):
@@ -142,6 +147,8 @@ def with_clamped_columns(node: exp.Expression, columns: ColumnBounds) -> exp.Exp
     def clamp(sub: exp.Expression) -> exp.Expression:
         if isinstance(sub, exp.Column):
             return clamped(sub, columns(sub))
+        if isinstance(sub, exp.Cast) and sub.args["to"].this.value.lower() in _FLOATS:
+            return clamp(sub.this)  # in NUMERIC, exactly (see _CASTS)
         if isinstance(sub, exp.Case):
             for branch in sub.args.get("ifs", []):
                 branch.set("true", with_clamped_columns(branch.args["true"], columns))

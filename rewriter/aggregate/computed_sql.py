@@ -14,7 +14,7 @@ from ..release.computed import placeholder, post_sql, substitute
 from ..sql.nodes import unalias
 from .bounds import centred
 from .post import post_process
-from .released import NO_AGGREGATE_REASON, ONLY_AGGREGATES, VARIANCES, Released
+from .released import COUNTED, NO_AGGREGATE_REASON, ONLY_AGGREGATES, VARIANCES, Released
 
 
 def clauses(released: Released, computed: bool) -> tuple[PostProcess, str | None]:
@@ -116,6 +116,7 @@ def variance(node: exp.Expression, centre: float) -> exp.Expr:
     square = exp.Mul(this=value.copy(), expression=value.copy())
     square.meta[TOTAL] = True  # numeric × numeric of a bounded column cannot fail
     squares = exp.Sum(this=square)
+    total.meta[COUNTED] = squares.meta[COUNTED] = True  # NULL when n is too small, below
     # typed: PostgreSQL's own division, not a float one sqlglot would emulate.
     spread = exp.func("GREATEST", exp.Sub(this=squares, expression=exp.Div(
         this=exp.Mul(this=total, expression=total.copy()), expression=n.copy(), typed=True)),

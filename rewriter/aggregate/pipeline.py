@@ -118,6 +118,11 @@ def _most_frequent(draft: Draft) -> Draft:
     return replace(draft, plan=plan, key_plans=(key,), final=True)
 
 
+def _presence(draft: Draft) -> Draft:
+    draft.released.presence()
+    return draft
+
+
 def _groups(draft: Draft) -> Draft:
     groups, domains, cells = grouping(draft.released, draft.mode.unit is not None)
     return replace(draft, grouping=groups, domains=tuple(domains), cells_sql=cells,
@@ -190,6 +195,7 @@ PASSES: tuple[Callable[[Draft], Draft], ...] = (
     _metrics_known,  # analysis/findings.py: every join column's max frequency measured
     _choices,  # chosen.py: MIN, MAX, percentiles, mode (exponential mechanism): final
     _most_frequent,  # chosen.py: GROUP BY k ORDER BY count(*) DESC LIMIT 1: final
+    _presence,  # released.py: the count whose released value makes a SUM NULL
     _groups,  # groups.py: declared domains (at most max_cells) or key selection
     _occupied,  # groups.py: the COUNT(*) whose released value ≤ 0 drops its key
     _histogram,  # unit_mode.py, keys.py, rewrite.py, record.py: parts, SQL, the record

@@ -5,7 +5,7 @@ the aggregates share (an AVG is a sum and a count; the same SUM asked twice is o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from sqlglot import exp
@@ -31,6 +31,8 @@ ONLY_AGGREGATES = "only aggregates of private tables are answered"
 NO_AGGREGATE_REASON = "rows of a private table asked without an aggregate"
 # Computed from released COUNT, SUM and SUM of squares (computed_sql.py's variance).
 VARIANCES = (exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop)
+# Marks a SUM whose NULL another released count decides (a variance's sums: its count n).
+COUNTED = "dpgate_counted"
 
 
 @dataclass
@@ -191,6 +193,23 @@ class Released:
                 return index
         self.parts.append(spec)
         return len(self.parts) - 1
+
+    def presence(self) -> None:
+        """Give each SUM the noisy count of its non-NULL values that decides whether it is
+        released as NULL (from a released value, never from the data): the
+        statement's own COUNT or AVG of the same values where there is one, else a hidden
+        count that takes a share of the SUM's ε (calibrate.part_epsilons)."""
+        for index, output in enumerate(self.outputs):
+            source = self.hidden_sources.get(index)
+            if output.aggregate != "sum" or (source is not None and source.meta.get(COUNTED)):
+                continue
+            total = output.parts[0]
+            asked = len(self.parts)
+            count = self._part("count", exp.Count(this=self.parts[total].node.this.copy()),
+                               1.0, None)
+            if count >= asked:
+                self.parts[count] = replace(self.parts[count], presence_of=total)
+            self.outputs[index] = replace(output, present=count)
 
     def selection_part(self) -> int:
         """The noisy COUNT(*) that decides which groups pass the threshold."""

@@ -138,6 +138,7 @@ class PartSpec:
     # numeric[] (counts first); `centred` for an AVG's sum of x − (L + U)/2.
     edges: tuple[Fraction, ...] | None = None
     centred: bool = False
+    presence_of: int | None = None  # NoisyPart.presence_of
 
 
 def rewrite(tree: exp.Select, policy: Policy, keys: list[KeySpec], parts: list[PartSpec],

@@ -57,10 +57,11 @@ class UnitMode:
             stability = multiply(constant(2), stability)
         if self.unit is None:
             return NoisyPart(part.aggregate, stability, part.magnitude, edges=part.edges,
-                             centred=part.centred)
+                             centred=part.centred, presence_of=part.presence_of)
         l1, l2 = unit_sensitivities(self.unit.bounds, histogram)
         return NoisyPart(part.aggregate, constant(l1), part.magnitude, row_elastic=stability,
-                         l2=l2, edges=part.edges, centred=part.centred)
+                         l2=l2, edges=part.edges, centred=part.centred,
+                         presence_of=part.presence_of)
 
     def choice_sensitivity(self, kind: str, relation: Relation) -> Elastic:
         """Δu of the exponential mechanism: one row's (FLEX), or one unit's: a unit moves

@@ -34,6 +34,7 @@ outside years 100 to 9899 (infinity aside, which it keeps) give NULL.
 Where PostgreSQL would have raised an error the total form gives NULL (or a number where
 an integer would have overflowed); elsewhere it gives the same value, as numeric. Casts
 are allowed only where they are total: to text, and from a narrower number to a wider one.
+A date is cast to a timestamp guarded like date_trunc (NULL past timestamp's last year).
 Everything else is refused. The rewritten nodes are marked so that totality.py trusts them.
 """
 
@@ -80,6 +81,10 @@ _RUNTIME_BOUND = "1e40"
 # date_trunc cannot fail on timestamps of these years (it fails before year 1, after
 # 10,000, and on what a week, decade or millennium moves there).
 _TRUNC_RANGE = ("0100-01-01", "9899-12-31")
+# A date casts to a timestamp below this day (timestamp's range ends with year 294276;
+# date's, 5874897), and at ±infinity.
+_TIMESTAMP_END = "294277-01-01"
+_TIMESTAMP_TYPES = frozenset({"timestamp", "timestamp without time zone"})
 _OPERATORS = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Abs)
 ARITHMETIC = _OPERATORS + (exp.Cast,)
 
@@ -170,8 +175,22 @@ def _total_cast(node: exp.Cast, type_of: Callable[[exp.Column], str | None]
     # overflow"): only the unconstrained types hold every value of the narrower ones.
     if source is not None and "(" not in target and source in _WIDER.get(base, set()):
         return _marked(node.copy())
+    if source == "date" and target in _TIMESTAMP_TYPES:
+        return _date_to_timestamp(node)
     raise NotTotal(f"a cast to {target} can fail on some values; only casts to text and "
                    "from a narrower number to a wider one are allowed on private rows")
+
+
+def _date_to_timestamp(node: exp.Cast) -> exp.Expression:
+    """CAST(d AS timestamp) where it cannot fail, NULL past timestamp's last year (Tableau
+    writes it around every date). Comparisons and no function call: a WHERE condition on
+    the cast still narrows the key's declared domain (keys.py reads only such ones)."""
+    value = node.this
+    fits = exp.or_(exp.LT(this=value.copy(), expression=exp.cast(
+                       exp.Literal.string(_TIMESTAMP_END), "date")),
+                   exp.EQ(this=value.copy(), expression=exp.cast(
+                       exp.Literal.string("infinity"), "date")))
+    return _marked(exp.Case(ifs=[exp.If(this=fits, true=node.copy())]))
 
 
 def _number(node: exp.Expression, type_of: Callable[[exp.Column], str | None]

@@ -50,12 +50,17 @@ class Joiner:
             if not pairs and not conditions and _crossable(source, join):
                 relation = self._cross(relation, source)
                 continue
+            if not pairs and not conditions and _unconditioned(join) and \
+                    _lone_public_table(relation):
+                # P × R is R × P: the same rows, so the same rule with R first.
+                relation = self._cross(joined, relation.sources[0])
+                continue
             if not pairs:
                 node = join if join is not None else first
                 raise unsupported(
                     f"cross join of {source.alias}: no equality of columns links it to the "
                     "tables before it (cross, non-equi and OR joins are refused, but for a "
-                    "public table after the private ones)",
+                    "public table crossed with the rest)",
                     hint=JOIN_HINT, position=position_of(node, self.offset))
             filters += rest
             side = _side_of(join)
@@ -198,9 +203,23 @@ def base_relation(source: Source) -> Relation:
 
 def _crossable(source: Source, join: exp.Join | None) -> bool:
     """A public base table joined without any condition (CROSS JOIN, a comma item)."""
-    return not source.private and source.derived is None and source.table is not None \
-        and not _side_of(join) and (join is None or not any(
-            join.args.get(key) for key in ("on", "using", "method")))
+    return _public_table(source) and _unconditioned(join)
+
+
+def _lone_public_table(relation: Relation) -> bool:
+    """A relation that is one public base table, not yet crossed with anything."""
+    return len(relation.sources) == 1 and _public_table(relation.sources[0]) and \
+        not relation.sources[0].crossed
+
+
+def _public_table(source: Source) -> bool:
+    return not source.private and source.derived is None and source.table is not None
+
+
+def _unconditioned(join: exp.Join | None) -> bool:
+    """An inner join without any condition (CROSS JOIN, a comma item)."""
+    return not _side_of(join) and (join is None or not any(
+        join.args.get(key) for key in ("on", "using", "method")))
 
 
 def _side_of(join: exp.Join | None) -> str:

@@ -18,7 +18,7 @@ from ..plan import (
     ShowDpSetting,
 )
 from ..policy.model import Policy
-from ..sensitivity.calibrate import Calibration, PartCalibration, calibrate
+from ..sensitivity.calibrate import SUM_COUNT_SHARE, Calibration, PartCalibration, calibrate
 from ..sensitivity.metrics import Metrics, MissingMetrics
 from ..sqlstate import SqlState
 from .error_bars import noise_bound
@@ -32,7 +32,8 @@ CONFIDENCE = 0.95
 
 
 def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: float,
-            k: int = 0, confidence: float = CONFIDENCE) -> dict[str, Any]:
+            k: int = 0, confidence: float = CONFIDENCE,
+            sum_count_share: float = SUM_COUNT_SHARE) -> dict[str, Any]:
     """The analysis of one statement: sensitivities and scales, or why it is refused."""
     try:
         statements = classify(sql, policy, metrics)
@@ -55,7 +56,8 @@ def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: f
                 pass
             case _:
                 assert_never(plan)
-        return _report(plan, calibrate(plan, epsilon, delta, k), 1 - confidence)
+        return _report(plan, calibrate(plan, epsilon, delta, k,
+                                       sum_count_share=sum_count_share), 1 - confidence)
     except Refusal as refusal:
         return {"supported": False, "sqlstate": refusal.sqlstate, "error": refusal.message,
                 "hint": refusal.hint, "position": refusal.position}
@@ -99,6 +101,7 @@ def _report(plan: PrivateAggregate, calibration: Calibration, beta: float
             "epsilon": sum(p.epsilon for p in parts),
             **({"count_noise_scale": parts[1].scale} if len(parts) > 1 else {}),
             **_error_bar(plan, calibration, output, beta),
+            **_presence(plan, calibration, output),
         })
     report: dict[str, Any] = {
         "supported": True, "epsilon": calibration.epsilon, "delta": calibration.delta,
@@ -139,6 +142,21 @@ def _error_bar(plan: PrivateAggregate, calibration: Calibration, output: OutputC
     return {"confidence": 1 - beta, "centred_sum_error": total, "count_error": count,
             "error": f"m + (sum ± {total:.6g}) / (count ± {count:.6g}) with m = "
             f"{(lo + hi) / 2:g}, within [{lo:g}, {hi:g}]"}
+
+
+def _presence(plan: PrivateAggregate, calibration: Calibration, output: OutputColumn
+              ) -> dict[str, Any]:
+    """A SUM's count of its values, whose released value below 0.5 makes it NULL: its own
+    (a share of the SUM's ε, which `epsilon` includes) or another column's (free)."""
+    if output.present is None:
+        return {}
+    own = plan.parts[output.present].presence_of is not None
+    counted = calibration.parts[output.present]
+    return {"null_when": {"count_of_values_below": 0.5, "own_count": own,
+                          "count_epsilon": counted.epsilon if own else 0.0,
+                          "count_noise_scale": counted.scale},
+            **({"epsilon": calibration.parts[output.parts[0]].epsilon + counted.epsilon}
+               if own else {})}
 
 
 def _choice_report(output: OutputColumn, part: NoisyPart, calibrated: PartCalibration

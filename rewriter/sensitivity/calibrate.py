@@ -1,7 +1,9 @@
 """Noise scales for a planned query at given ε, δ and mechanism (FLEX's elastic and smooth
 sensitivity; Laplace, Gaussian and exponential mechanisms).
 
-ε and δ are split evenly across the noisy parts (sequential composition). When no part's
+ε and δ are split evenly across the noisy parts (sequential composition), except that a
+SUM's own hidden count of its values (NoisyPart.presence_of) takes `sum_count_share` of
+that SUM's share. When no part's
 ES(k) depends on k, ES is a global sensitivity: scale ES/ε, δ = 0. Otherwise the smooth
 sensitivity S* gives the scale 2S*/ε and the part costs δ. Key selection (τ-thresholding)
 costs δ too. The Gaussian mechanism (pure path only) calibrates σ to the L2 sensitivity
@@ -31,6 +33,8 @@ from ..plan import NoisyPart, PrivateAggregate
 from .elastic import SmoothScanTooLong, smooth_sensitivity
 
 MECHANISMS = tuple(Mechanism)
+# The share of a SUM's ε its own count of values takes (privacy.sum_count_share).
+SUM_COUNT_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -61,21 +65,24 @@ class Calibration:
 
 
 def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
-              mechanism: str = Mechanism.SHIFTED_LAPLACE) -> Calibration:
+              mechanism: str = Mechanism.SHIFTED_LAPLACE,
+              sum_count_share: float = SUM_COUNT_SHARE) -> Calibration:
     """Scales for every part; `k` only changes the reported ES(k).
 
-    A composition over the parts: the budget is split evenly (sequential composition),
-    then each part is calibrated alone from its own sensitivity (NoisyPart: ES(k) or a
-    unit's L1/L2) by its own mechanism (exponential for a choice, else the session's).
-    A plan without parts (the keys of declared domains, no aggregate) releases only public
-    values: it costs nothing.
+    A composition over the parts: the budget is split (sequential composition,
+    part_epsilons), then each part is calibrated alone from its own sensitivity
+    (NoisyPart: ES(k) or a unit's L1/L2) by its own mechanism (exponential for a choice,
+    else the session's). A plan without parts (the keys of declared domains, no
+    aggregate) releases only public values: it costs nothing.
     """
     chosen = Mechanism(mechanism)
     if not plan.parts:
         return Calibration(0.0, 0.0, True, (), None, chosen)
     budget = _budget(plan, epsilon, delta, chosen)
-    parts = tuple(_choice(part, budget.epsilon, k) if part.choice else
-                  _additive(part, budget, plan, k) for part in plan.parts)
+    epsilons = part_epsilons(plan.parts, epsilon, sum_count_share)
+    parts = tuple(_choice(part, share, k) if part.choice else
+                  _additive(part, share, budget, plan, k)
+                  for part, share in zip(plan.parts, epsilons, strict=True))
     threshold = None
     if budget.selecting:
         assert plan.grouping is not None and plan.grouping.selection_part is not None
@@ -90,10 +97,20 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
                        threshold, chosen)
 
 
+def part_epsilons(parts: tuple[NoisyPart, ...], epsilon: float, sum_count_share: float
+                  ) -> tuple[float, ...]:
+    """Each part's ε: an even split over the parts the statement asks for, of which a SUM
+    with a count of its own values (presence_of) gives that count `sum_count_share`."""
+    shared = {part.presence_of for part in parts if part.presence_of is not None}
+    slot = epsilon / sum(1 for part in parts if part.presence_of is None)
+    return tuple(slot * sum_count_share if part.presence_of is not None else
+                 slot * (1 - sum_count_share) if index in shared else slot
+                 for index, part in enumerate(parts))
+
+
 @dataclass(frozen=True)
 class _Budget:
-    """Each part's share of ε and δ, and what decides how additive parts are noised."""
-    epsilon: float
+    """Each part's share of δ, and what decides how additive parts are noised."""
     delta: float
     reported_delta: float  # for a pure part the smooth bound is only reported
     delta_users: int  # how many parts (and key selection) spend δ
@@ -122,15 +139,13 @@ def _budget(plan: PrivateAggregate, epsilon: float, delta: float, chosen: Mechan
     part_delta = delta / delta_users if delta_users else 0.0
     # For a pure part the smooth bound is only reported, so any valid δ will do.
     reported_delta = part_delta if part_delta else (delta if 0 < delta < 1 else 1e-9)
-    return _Budget(epsilon / len(plan.parts), part_delta, reported_delta, delta_users, pure,
-                   gaussian, selecting)
+    return _Budget(part_delta, reported_delta, delta_users, pure, gaussian, selecting)
 
 
-def _additive(part: NoisyPart, budget: _Budget, plan: PrivateAggregate, k: int
-              ) -> PartCalibration:
-    """An additive part (Laplace or Gaussian noise): its scale from its own sensitivity,
-    global (ES/ε) when pure, else smooth (2S*/ε)."""
-    epsilon = budget.epsilon
+def _additive(part: NoisyPart, epsilon: float, budget: _Budget, plan: PrivateAggregate,
+              k: int) -> PartCalibration:
+    """An additive part (Laplace or Gaussian noise) at its `epsilon`: its scale from its
+    own sensitivity, global (ES/ε) when pure, else smooth (2S*/ε)."""
     try:
         smooth = smooth_sensitivity(part.elastic, epsilon, budget.reported_delta,
                                     plan.private_tables)

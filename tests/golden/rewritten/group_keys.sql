@@ -22,7 +22,7 @@ SELECT d0."k0", count(q."a0") AS "c0" FROM (SELECT g.v AS "k0" FROM generate_ser
 -- FILTER is a CASE inside the aggregate [row]
 SELECT count(*) FILTER (WHERE quantity > 3), sum(quantity) FILTER (WHERE order_cost > 10) FROM orders;
 -- expect:
-SELECT COUNT(CASE WHEN quantity > 3 THEN 1 END) AS "c0", SUM(CASE WHEN CASE WHEN order_cost > 10 THEN quantity END IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(CASE WHEN order_cost > 10 THEN quantity END AS DECIMAL), 1.0), 10.0) END) AS "c1" FROM "public"."orders";
+SELECT COUNT(CASE WHEN quantity > 3 THEN 1 END) AS "c0", SUM(CASE WHEN CASE WHEN order_cost > 10 THEN quantity END IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(CASE WHEN order_cost > 10 THEN quantity END AS DECIMAL), 1.0), 10.0) END) AS "c1", COUNT(CASE WHEN order_cost > 10 THEN quantity END) AS "c2" FROM "public"."orders";
 -- ----
 -- a private table is written qualified, its alias kept [reference]
 SELECT count(*) AS n, COUNT(customer_id) FROM orders o WHERE o.product_id IN (1, 2) AND order_date >= '2024-01-01'::date;

@@ -6,12 +6,12 @@ SELECT customer_id FROM orders;
 -- a cross join
 SELECT count(*) FROM orders o CROSS JOIN customers c;
 -- expect:
--- refused: 0A000 cross join of c: no equality of columns links it to the tables before it (cross, non-equi and OR joins are refused, but for a public table after the private ones)
+-- refused: 0A000 cross join of c: no equality of columns links it to the tables before it (cross, non-equi and OR joins are refused, but for a public table crossed with the rest)
 -- ----
 -- a non-equality join
 SELECT count(*) FROM orders o JOIN customers c ON o.customer_id < c.customer_id;
 -- expect:
--- refused: 0A000 cross join of c: no equality of columns links it to the tables before it (cross, non-equi and OR joins are refused, but for a public table after the private ones)
+-- refused: 0A000 cross join of c: no equality of columns links it to the tables before it (cross, non-equi and OR joins are refused, but for a public table crossed with the rest)
 -- ----
 -- FULL JOIN … USING: its merged column is computed from both sides
 SELECT count(*) FROM orders o FULL JOIN customers c USING (customer_id);

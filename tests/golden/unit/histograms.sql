@@ -8,9 +8,10 @@ SELECT d0."k0", t.c0, t.c1, t.c2 FROM (SELECT g.v AS "k0" FROM generate_series(1
 -- histogram of a sum
 SELECT quantity, sum(order_cost) FROM orders GROUP BY 1;
 -- expect:
-SELECT d0."k0", t."_dp_n", t."_dp_rows", t."b0", t."n0", t."c0" FROM (SELECT g.v AS "k0" FROM generate_series(1, 10, 1) AS g(v)) AS d0 LEFT JOIN (WITH "_dp_r" AS (SELECT quantity AS "k0", CASE WHEN order_cost IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(order_cost AS DECIMAL), 0.0), 5000.0) END AS "a0", "orders"."customer_id" AS "_dp_unit" FROM "public"."orders"), "_dp_u" AS (SELECT r."_dp_unit", count(*) AS "_dp_n" FROM "_dp_r" AS r GROUP BY r."_dp_unit") SELECT q."k0", u."_dp_n", count(*) AS "_dp_rows", width_bucket(q."a0", ARRAY[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0]::numeric[]) AS "b0", count(q."a0") AS "n0", sum(q."a0") AS "c0" FROM "_dp_r" AS q JOIN "_dp_u" AS u ON u."_dp_unit" = q."_dp_unit" GROUP BY 1, 2, 4) AS t ON t."k0" = d0."k0" ORDER BY d0."k0", t."_dp_n";
+SELECT d0."k0", t."_dp_n", t."_dp_rows", t."b0", t."n0", t."c0", t."c1" FROM (SELECT g.v AS "k0" FROM generate_series(1, 10, 1) AS g(v)) AS d0 LEFT JOIN (WITH "_dp_r" AS (SELECT quantity AS "k0", CASE WHEN order_cost IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(order_cost AS DECIMAL), 0.0), 5000.0) END AS "a0", order_cost AS "a1", "orders"."customer_id" AS "_dp_unit" FROM "public"."orders"), "_dp_u" AS (SELECT r."_dp_unit", count(*) AS "_dp_n" FROM "_dp_r" AS r GROUP BY r."_dp_unit") SELECT q."k0", u."_dp_n", count(*) AS "_dp_rows", width_bucket(q."a0", ARRAY[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0]::numeric[]) AS "b0", count(q."a0") AS "n0", sum(q."a0") AS "c0", count(q."a1") AS "c1" FROM "_dp_r" AS q JOIN "_dp_u" AS u ON u."_dp_unit" = q."_dp_unit" GROUP BY 1, 2, 4) AS t ON t."k0" = d0."k0" ORDER BY d0."k0", t."_dp_n";
 -- mode: unit
--- part: sum L1=250000 L2=250000 scale=250000 flex_scale=20000
+-- part: sum L1=250000 L2=250000 scale=277778 flex_scale=22222.2
+-- part: count L1=50 L2=50 scale=500 flex_scale=40
 -- ----
 -- join histogram: a public table supplies the domain
 SELECT p.category, count(*) FROM orders o JOIN products p ON o.product_id = p.product_id GROUP BY p.category;

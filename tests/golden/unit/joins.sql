@@ -29,9 +29,10 @@ SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) 
 -- a public table joins freely
 SELECT sum(o.order_cost) FROM orders o JOIN products p ON o.product_id = p.product_id WHERE p.category = 'Books';
 -- expect:
-WITH "_dp_r" AS (SELECT CASE WHEN o.order_cost IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(o.order_cost AS DECIMAL), 0.0), 5000.0) END AS "a0", "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o JOIN "public"."products" AS p ON o.product_id = p.product_id WHERE p.category = 'Books'), "_dp_u" AS (SELECT r."_dp_unit", count(*) AS "_dp_n" FROM "_dp_r" AS r GROUP BY r."_dp_unit") SELECT u."_dp_n", count(*) AS "_dp_rows", width_bucket(q."a0", ARRAY[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0]::numeric[]) AS "b0", count(q."a0") AS "n0", sum(q."a0") AS "c0" FROM "_dp_r" AS q JOIN "_dp_u" AS u ON u."_dp_unit" = q."_dp_unit" GROUP BY 1, 3 ORDER BY u."_dp_n";
+WITH "_dp_r" AS (SELECT CASE WHEN o.order_cost IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(o.order_cost AS DECIMAL), 0.0), 5000.0) END AS "a0", o.order_cost AS "a1", "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o JOIN "public"."products" AS p ON o.product_id = p.product_id WHERE p.category = 'Books'), "_dp_u" AS (SELECT r."_dp_unit", count(*) AS "_dp_n" FROM "_dp_r" AS r GROUP BY r."_dp_unit") SELECT u."_dp_n", count(*) AS "_dp_rows", width_bucket(q."a0", ARRAY[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0]::numeric[]) AS "b0", count(q."a0") AS "n0", sum(q."a0") AS "c0", count(q."a1") AS "c1" FROM "_dp_r" AS q JOIN "_dp_u" AS u ON u."_dp_unit" = q."_dp_unit" GROUP BY 1, 3 ORDER BY u."_dp_n";
 -- mode: unit
--- part: sum L1=500000 L2=500000 scale=500000 flex_scale=10000
+-- part: sum L1=500000 L2=500000 scale=555556 flex_scale=11111.1
+-- part: count L1=100 L2=100 scale=1000 flex_scale=20
 -- ----
 -- three tables, the unit through two equalities
 SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id JOIN recommendations r ON r.customer_id = c.customer_id;

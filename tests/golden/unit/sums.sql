@@ -1,9 +1,10 @@
 -- sum of a bounded column: L1 = τ·max(|lo|, |hi|)
 SELECT sum(order_cost) FROM orders WHERE product_id = 7;
 -- expect:
-WITH "_dp_r" AS (SELECT CASE WHEN order_cost IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(order_cost AS DECIMAL), 0.0), 5000.0) END AS "a0", "orders"."customer_id" AS "_dp_unit" FROM "public"."orders" WHERE product_id = 7), "_dp_u" AS (SELECT r."_dp_unit", count(*) AS "_dp_n" FROM "_dp_r" AS r GROUP BY r."_dp_unit") SELECT u."_dp_n", count(*) AS "_dp_rows", width_bucket(q."a0", ARRAY[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0]::numeric[]) AS "b0", count(q."a0") AS "n0", sum(q."a0") AS "c0" FROM "_dp_r" AS q JOIN "_dp_u" AS u ON u."_dp_unit" = q."_dp_unit" GROUP BY 1, 3 ORDER BY u."_dp_n";
+WITH "_dp_r" AS (SELECT CASE WHEN order_cost IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(order_cost AS DECIMAL), 0.0), 5000.0) END AS "a0", order_cost AS "a1", "orders"."customer_id" AS "_dp_unit" FROM "public"."orders" WHERE product_id = 7), "_dp_u" AS (SELECT r."_dp_unit", count(*) AS "_dp_n" FROM "_dp_r" AS r GROUP BY r."_dp_unit") SELECT u."_dp_n", count(*) AS "_dp_rows", width_bucket(q."a0", ARRAY[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0]::numeric[]) AS "b0", count(q."a0") AS "n0", sum(q."a0") AS "c0", count(q."a1") AS "c1" FROM "_dp_r" AS q JOIN "_dp_u" AS u ON u."_dp_unit" = q."_dp_unit" GROUP BY 1, 3 ORDER BY u."_dp_n";
 -- mode: unit
--- part: sum L1=500000 L2=500000 scale=500000 flex_scale=10000
+-- part: sum L1=500000 L2=500000 scale=555556 flex_scale=11111.1
+-- part: count L1=100 L2=100 scale=1000 flex_scale=20
 -- ----
 -- avg = noisy sum / noisy count, ε split between them
 SELECT avg(quantity) FROM orders WHERE order_date < DATE '2024-07-01';
