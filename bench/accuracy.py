@@ -531,8 +531,9 @@ def cost(dsn: str, rows: int, runs: int = 7, explain: bool = False,
 
 def _big_nodes(connection: psycopg.Connection, sql: str, share: float = 0.05) -> list[str]:
     """The nodes of `sql`'s EXPLAIN (ANALYZE, BUFFERS) that take at least `share` of its
-    time by themselves (their own time, children's excluded), with their rows and the
-    temporary blocks they wrote (a spill)."""
+    time by themselves (their own time, children's excluded, summed over the parallel
+    workers, so a parallel node may exceed the statement's time), with their rows and
+    the temporary blocks they wrote (a spill)."""
     (document,) = connection.execute(
         f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}").fetchone()
     root = document[0]["Plan"]
