@@ -97,7 +97,7 @@ def test_a_lone_counts_units_are_counted_exactly(orders: tuple[str, list[Order]]
 def test_a_count_histograms_cells_by_unit_are_exact(orders: tuple[str, list[Order]]):
     dsn, rows = orders
     plan, result, nodes = _run(dsn, "SELECT quantity, count(*) FROM orders GROUP BY quantity")
-    assert plan.windows == 1 and "row_number" not in plan.sql
+    assert plan.checks.windows == 1 and "row_number" not in plan.sql
     sizes, cells = _sizes(rows), Counter((unit, q) for unit, q, _ in rows if unit is not None)
     expected = Counter((q, m, sizes[unit]) for (unit, q), m in cells.items())
     got = {(int(k), int(m), int(n)): int(units) for k, m, n, units in result if m is not None}
