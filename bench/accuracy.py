@@ -468,12 +468,14 @@ COST_SHAPES = {
 
 
 def cost(dsn: str, rows: int, runs: int = 7, explain: bool = False,
-         work_mem: str | None = None) -> None:
+         work_mem: str | None = None, cpu: bool = False) -> None:
     """Milliseconds of each shape's rewritten SQL (before: τ = 10 by row_number(); after:
     the default plan) against the statement run directly, at `rows` orders: the demo's
     orders copied with fresh customer ids into a database of its own. With `explain`, the
     big nodes of each plan's EXPLAIN (ANALYZE, BUFFERS); with `work_mem`, every statement
-    (the direct one too) runs at that work_mem."""
+    (the direct one too) runs at that work_mem; with `cpu`, the backend's CPU time instead
+    of the wall clock, without parallel workers (the machine's load then hardly enters;
+    PostgreSQL must run on this machine, as the embedded one does)."""
     copies = max(1, rows // 100_000)
     with psycopg.connect(dsn, autocommit=True) as connection:
         connection.execute("DROP DATABASE IF EXISTS dpgate_cost")
@@ -505,9 +507,12 @@ def cost(dsn: str, rows: int, runs: int = 7, explain: bool = False,
         metrics = measured_metrics(scaled)
         if work_mem is not None:
             connection.execute("SELECT set_config('work_mem', %s, false)", (work_mem,))
+        if cpu:
+            connection.execute("SET max_parallel_workers_per_gather = 0")
         (total,) = connection.execute("SELECT count(*) FROM orders").fetchone()
         (memory,) = connection.execute("SHOW work_mem").fetchone()
-        print(f"\ncost at {total:,} orders, work_mem {memory}, load "
+        print(f"\ncost at {total:,} orders, work_mem {memory}, "
+              f"{'backend CPU, no parallel workers' if cpu else 'wall clock'}, load "
               f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}: median of {runs} runs, ms "
               "(ratio to direct)")
         print(f"{'shape':14} {'direct':>8} {'before':>16} {'after':>16}")
@@ -517,7 +522,7 @@ def cost(dsn: str, rows: int, runs: int = 7, explain: bool = False,
                                  ("after", demo_policy())):
                 timed[mode] = plan_private_aggregate(parse_query(sql), policy, 0,
                                                      metrics).sql
-            times = {mode: _median_ms(connection, text, runs) for mode, text in timed.items()}
+            times = {mode: _median_ms(connection, text, runs, cpu) for mode, text in timed.items()}
             direct = times["direct"]
             print(f"{shape:14} {direct:>8.1f} " + " ".join(
                 f"{times[m]:>8.1f} ({times[m] / direct:>4.1f}x)" for m in ("before", "after")),
@@ -560,13 +565,25 @@ def _big_nodes(connection: psycopg.Connection, sql: str, share: float = 0.05) ->
     return [f"{total:,.0f} ms in all"] + nodes
 
 
-def _median_ms(connection: psycopg.Connection, sql: str, runs: int) -> float:
+def _median_ms(connection: psycopg.Connection, sql: str, runs: int, cpu: bool = False
+               ) -> float:
+    """Median milliseconds of `sql` over `runs` runs after one to warm the cache: on the
+    wall clock, or (`cpu`) of the backend process's CPU time, read from /proc."""
+    clock = time.perf_counter
+    if cpu:
+        (pid,) = connection.execute("SELECT pg_backend_pid()").fetchone()
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def clock() -> float:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+
     connection.execute(sql).fetchall()  # warm the cache
     times = []
     for _ in range(runs):
-        start = time.perf_counter()
+        start = clock()
         connection.execute(sql).fetchall()
-        times.append((time.perf_counter() - start) * 1000)
+        times.append((clock() - start) * 1000)
     return statistics.median(times)
 
 
@@ -595,6 +612,9 @@ def main() -> None:
                         help="only the cost benchmark (at --cost-rows orders)")
     parser.add_argument("--explain", action="store_true",
                         help="with the cost: the big nodes of each plan (EXPLAIN ANALYZE)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="with the cost: the backend's CPU time, no parallel workers "
+                        "(PostgreSQL on this machine)")
     parser.add_argument("--work-mem",
                         help="with the cost: run every statement, direct ones too, at this "
                         "work_mem (default: the server's)")
@@ -625,7 +645,8 @@ def main() -> None:
                 person_level(dsn, args.queries, args.draws, args.smartnoise)
                 chain(dsn, max(1, args.queries // 4), 4)
             if args.cost_rows:
-                cost(dsn, args.cost_rows, explain=args.explain, work_mem=args.work_mem)
+                cost(dsn, args.cost_rows, explain=args.explain, work_mem=args.work_mem,
+                     cpu=args.cpu)
         finally:
             if server is not None:
                 server.cleanup()
