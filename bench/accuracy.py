@@ -10,7 +10,7 @@ error of an answer is |released − true| per noisy cell, so unit mode's error i
 its truncation bias. The script prints the median absolute errors and their ratio.
 
     .venv/bin/python bench/accuracy.py [--dsn postgresql://…] [--queries 200]
-        [--cost-rows 1000000]
+        [--cost-rows 1000000] [--cost-only] [--explain] [--work-mem 64MB] [--cpu]
 
 A second table (issue 29) measures person-level counts at ε = 0.1 against PostgreSQL's
 untruncated answer: before (τ fixed at the policy's 10, as SET dp.max_contributions = 10)
