@@ -10,7 +10,7 @@ error of an answer is |released − true| per noisy cell, so unit mode's error i
 its truncation bias. The script prints the median absolute errors and their ratio.
 
     .venv/bin/python bench/accuracy.py [--dsn postgresql://…] [--queries 200]
-        [--cost-rows 1000000]
+        [--cost-rows 1000000] [--cost-only] [--explain] [--work-mem 64MB] [--cpu]
 
 A second table (issue 29) measures person-level counts at ε = 0.1 against PostgreSQL's
 untruncated answer: before (τ fixed at the policy's 10, as SET dp.max_contributions = 10)
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -466,10 +467,15 @@ COST_SHAPES = {
 }
 
 
-def cost(dsn: str, rows: int, runs: int = 7) -> None:
+def cost(dsn: str, rows: int, runs: int = 7, explain: bool = False,
+         work_mem: str | None = None, cpu: bool = False) -> None:
     """Milliseconds of each shape's rewritten SQL (before: τ = 10 by row_number(); after:
     the default plan) against the statement run directly, at `rows` orders: the demo's
-    orders copied with fresh customer ids into a database of its own."""
+    orders copied with fresh customer ids into a database of its own. With `explain`, the
+    big nodes of each plan's EXPLAIN (ANALYZE, BUFFERS); with `work_mem`, every statement
+    (the direct one too) runs at that work_mem; with `cpu`, the backend's CPU time instead
+    of the wall clock, without parallel workers (the machine's load then hardly enters;
+    PostgreSQL must run on this machine, as the embedded one does)."""
     copies = max(1, rows // 100_000)
     with psycopg.connect(dsn, autocommit=True) as connection:
         connection.execute("DROP DATABASE IF EXISTS dpgate_cost")
@@ -495,10 +501,20 @@ def cost(dsn: str, rows: int, runs: int = 7) -> None:
             "INSERT INTO orders SELECT order_id + k * 1000000, customer_id + k * 100000, "
             "product_id, quantity, order_cost, order_date FROM orders, "
             f"generate_series(1, {copies - 1}) AS k")
-        connection.execute("CREATE INDEX ON orders (customer_id); ANALYZE")
+        # VACUUM as autovacuum would: an index-only scan needs the visibility map.
+        connection.execute("CREATE INDEX ON orders (customer_id)")
+        connection.execute("VACUUM ANALYZE")
         metrics = measured_metrics(scaled)
+        if work_mem is not None:
+            connection.execute("SELECT set_config('work_mem', %s, false)", (work_mem,))
+        if cpu:
+            connection.execute("SET max_parallel_workers_per_gather = 0")
         (total,) = connection.execute("SELECT count(*) FROM orders").fetchone()
-        print(f"\ncost at {total:,} orders: median of {runs} runs, ms (ratio to direct)")
+        (memory,) = connection.execute("SHOW work_mem").fetchone()
+        print(f"\ncost at {total:,} orders, work_mem {memory}, "
+              f"{'backend CPU, no parallel workers' if cpu else 'wall clock'}, load "
+              f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}: median of {runs} runs, ms "
+              "(ratio to direct)")
         print(f"{'shape':14} {'direct':>8} {'before':>16} {'after':>16}")
         for shape, sql in COST_SHAPES.items():
             timed = {"direct": sql}
@@ -506,21 +522,68 @@ def cost(dsn: str, rows: int, runs: int = 7) -> None:
                                  ("after", demo_policy())):
                 timed[mode] = plan_private_aggregate(parse_query(sql), policy, 0,
                                                      metrics).sql
-            times = {mode: _median_ms(connection, text, runs) for mode, text in timed.items()}
+            times = {mode: _median_ms(connection, text, runs, cpu) for mode, text in timed.items()}
             direct = times["direct"]
             print(f"{shape:14} {direct:>8.1f} " + " ".join(
-                f"{times[m]:>8.1f} ({times[m] / direct:>4.1f}x)" for m in ("before", "after")))
+                f"{times[m]:>8.1f} ({times[m] / direct:>4.1f}x)" for m in ("before", "after")),
+                flush=True)
+            if explain:
+                for mode in ("direct", "after"):
+                    print(f"  {mode}: " + "\n  ".join(_big_nodes(connection, timed[mode])))
     with psycopg.connect(dsn, autocommit=True) as connection:
         connection.execute("DROP DATABASE dpgate_cost")
 
 
-def _median_ms(connection: psycopg.Connection, sql: str, runs: int) -> float:
+def _big_nodes(connection: psycopg.Connection, sql: str, share: float = 0.05) -> list[str]:
+    """The nodes of `sql`'s EXPLAIN (ANALYZE, BUFFERS) that take at least `share` of its
+    time by themselves (their own time, children's excluded, summed over the parallel
+    workers, so a parallel node may exceed the statement's time), with their rows and
+    the temporary blocks they wrote (a spill)."""
+    (document,) = connection.execute(
+        f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}").fetchone()
+    root = document[0]["Plan"]
+    total = root["Actual Total Time"]
+    nodes = []
+
+    def visit(node: dict, depth: int) -> None:
+        loops = node.get("Actual Loops", 1)
+        children = node.get("Plans", [])
+        own = node["Actual Total Time"] * loops - sum(
+            c["Actual Total Time"] * c.get("Actual Loops", 1) for c in children
+            if c.get("Parent Relationship") != "InitPlan")
+        if own >= share * total:
+            written = node.get("Temp Written Blocks", 0)
+            nodes.append(f"{'  ' * depth}{node['Node Type']}: {own:,.0f} ms own, "
+                         f"{node['Actual Rows'] * loops:,} rows" +
+                         (f", {written * 8 // 1024:,} MB to temp" if written else "") +
+                         (f" (workers {node['Workers Launched']})"
+                          if "Workers Launched" in node else ""))
+        for child in children:
+            visit(child, depth + 1)
+
+    visit(root, 0)
+    return [f"{total:,.0f} ms in all"] + nodes
+
+
+def _median_ms(connection: psycopg.Connection, sql: str, runs: int, cpu: bool = False
+               ) -> float:
+    """Median milliseconds of `sql` over `runs` runs after one to warm the cache: on the
+    wall clock, or (`cpu`) of the backend process's CPU time, read from /proc."""
+    clock = time.perf_counter
+    if cpu:
+        (pid,) = connection.execute("SELECT pg_backend_pid()").fetchone()
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def clock() -> float:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+
     connection.execute(sql).fetchall()  # warm the cache
     times = []
     for _ in range(runs):
-        start = time.perf_counter()
+        start = clock()
         connection.execute(sql).fetchall()
-        times.append((time.perf_counter() - start) * 1000)
+        times.append((clock() - start) * 1000)
     return statistics.median(times)
 
 
@@ -545,6 +608,16 @@ def main() -> None:
                         help="only the monthly series' error floor per tau")
     parser.add_argument("--only-person", action="store_true",
                         help="only the person-level counts and the cost (issue 29)")
+    parser.add_argument("--cost-only", action="store_true",
+                        help="only the cost benchmark (at --cost-rows orders)")
+    parser.add_argument("--explain", action="store_true",
+                        help="with the cost: the big nodes of each plan (EXPLAIN ANALYZE)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="with the cost: the backend's CPU time, no parallel workers "
+                        "(PostgreSQL on this machine)")
+    parser.add_argument("--work-mem",
+                        help="with the cost: run every statement, direct ones too, at this "
+                        "work_mem (default: the server's)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         server = None
@@ -566,12 +639,14 @@ def main() -> None:
             if args.coverage:
                 run_coverage(dsn, args.queries, args.draws, args.shape)
                 return
-            if not args.only_person:
-                run(dsn, args.queries, args.draws, args.smartnoise)
-            person_level(dsn, args.queries, args.draws, args.smartnoise)
-            chain(dsn, max(1, args.queries // 4), 4)
+            if not args.cost_only:
+                if not args.only_person:
+                    run(dsn, args.queries, args.draws, args.smartnoise)
+                person_level(dsn, args.queries, args.draws, args.smartnoise)
+                chain(dsn, max(1, args.queries // 4), 4)
             if args.cost_rows:
-                cost(dsn, args.cost_rows)
+                cost(dsn, args.cost_rows, explain=args.explain, work_mem=args.work_mem,
+                     cpu=args.cpu)
         finally:
             if server is not None:
                 server.cleanup()

@@ -99,11 +99,12 @@ def unit_mode(scope: Scope) -> UnitMode:
 def chosen_count(scope: Scope, mode: UnitMode, parts: list[PartSpec], plan: PrivateAggregate,
                  keys: list[KeySpec]) -> PrivateAggregate:
     """A count(*) alone, or a histogram of it over declared domains, is bounded in unit
-    mode by aggregation, not a sort: the backend returns per-unit row counts, from
-    which the proxy answers at τ, after choosing τ per query, privately
-    (docs/privacy-unit.md, proxy/engine/chosen_bound.py). A lone count at the
-    session's fixed τ uses them too. A histogram's cells then take no κ or τ_g
-    bound: their L1 is τ. Other shapes keep row_number()."""
+    mode by aggregation, not a sort of its rows: the backend returns per-unit row counts
+    (a histogram's with one window over them, its units' n), from which the proxy
+    answers at τ, after choosing τ per query, privately (docs/privacy-unit.md,
+    proxy/engine/chosen_bound.py). A lone count at the session's fixed τ uses them too.
+    A histogram's cells then take no κ or τ_g bound: their L1 is τ. Other shapes keep
+    row_number()."""
     unit, declared = mode.unit, scope.policy.unit
     if unit is None or declared is None or unit.columns is None or \
             len(parts) != 1 or parts[0].aggregate != "count" or \
@@ -128,7 +129,7 @@ def chosen_count(scope: Scope, mode: UnitMode, parts: list[PartSpec], plan: Priv
     fingerprint = plan.fingerprint_text + (f" /* tau chosen <= {limit} */" if limit else "")
     return replace(plan, sql=rewrite_chosen_count(scope.tree, scope.policy, keys, bounding, cap),
                    parts=(replace(plan.parts[0], elastic=constant(cap), l2=float(cap)),),
-                   unit=bounds, checks=replace(plan.checks, windows=0),
+                   unit=bounds, checks=replace(plan.checks, windows=int(bool(keys))),
                    fingerprint_text=fingerprint)
 
 

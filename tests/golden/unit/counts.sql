@@ -1,7 +1,7 @@
 -- count of one table: per-customer counts in one scan; τ is chosen per query, at most the limit 100
 SELECT count(*) FROM orders WHERE product_id = 1;
 -- expect:
-SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "orders"."customer_id" AS "_dp_unit" FROM "public"."orders" WHERE product_id = 1) AS b GROUP BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
+SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "orders"."customer_id" AS "_dp_unit" FROM "public"."orders" WHERE product_id = 1) AS b GROUP BY b."_dp_unit" ORDER BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- mode: unit
 -- part: count L1=100 L2=100 scale=100 flex_scale=2
 -- ----
@@ -23,6 +23,6 @@ SELECT count(DISTINCT q."a0") AS "c0" FROM (SELECT b."a0" FROM (SELECT b.*, row_
 -- the unit table itself: one row per customer, its path is the unit column
 SELECT count(*) FROM customers WHERE address LIKE '%France%';
 -- expect:
-SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "customers"."customer_id" AS "_dp_unit" FROM "public"."customers" WHERE address LIKE '%France%') AS b GROUP BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
+SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "customers"."customer_id" AS "_dp_unit" FROM "public"."customers" WHERE address LIKE '%France%') AS b GROUP BY b."_dp_unit" ORDER BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- mode: unit
 -- part: count L1=100 L2=100 scale=100 flex_scale=2

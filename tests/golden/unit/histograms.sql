@@ -1,7 +1,7 @@
 -- histogram over a declared domain: cells by customer in one pass; τ chosen per query, at most κ·τ_g = 50
 SELECT quantity, count(*) FROM orders GROUP BY quantity;
 -- expect:
-SELECT d0."k0", t.c0, t.c1, t.c2 FROM (SELECT g.v AS "k0" FROM generate_series(1, 10, 1) AS g(v)) AS d0 LEFT JOIN (WITH g AS (SELECT b."k0", b."_dp_unit", count(*) AS "_dp_rows" FROM (SELECT quantity AS "k0", "orders"."customer_id" AS "_dp_unit" FROM "public"."orders") AS b GROUP BY b."k0", b."_dp_unit"), u AS (SELECT g."_dp_unit", CAST(sum(g."_dp_rows") AS int8) AS "_dp_rows" FROM g GROUP BY g."_dp_unit") SELECT g."k0", g."_dp_rows" AS "c0", u."_dp_rows" AS "c1", count(*) AS "c2" FROM g JOIN u ON u."_dp_unit" = g."_dp_unit" GROUP BY g."k0", g."_dp_rows", u."_dp_rows") AS t ON t."k0" = d0."k0" ORDER BY d0."k0", t.c0, t.c1;
+SELECT d0."k0", t.c0, t.c1, t.c2 FROM (SELECT g.v AS "k0" FROM generate_series(1, 10, 1) AS g(v)) AS d0 LEFT JOIN (SELECT w."k0", w."_dp_rows" AS "c0", w."_dp_n" AS "c1", count(*) AS "c2" FROM (SELECT g.*, CAST(sum(g."_dp_rows") OVER (PARTITION BY g."_dp_unit") AS int8) AS "_dp_n" FROM (SELECT b."_dp_unit", b."k0", count(*) AS "_dp_rows" FROM (SELECT quantity AS "k0", "orders"."customer_id" AS "_dp_unit" FROM "public"."orders") AS b WHERE b."_dp_unit" IS NOT NULL GROUP BY b."_dp_unit", b."k0") AS g) AS w GROUP BY w."k0", w."_dp_rows", w."_dp_n") AS t ON t."k0" = d0."k0" ORDER BY d0."k0", t.c0, t.c1;
 -- mode: unit
 -- part: count L1=50 L2=50 scale=50 flex_scale=4
 -- ----
@@ -16,14 +16,14 @@ SELECT d0."k0", t."_dp_n", t."_dp_rows", t."b0", t."n0", t."c0", t."c1" FROM (SE
 -- join histogram: a public table supplies the domain
 SELECT p.category, count(*) FROM orders o JOIN products p ON o.product_id = p.product_id GROUP BY p.category;
 -- expect:
-SELECT d0."k0", t.c0, t.c1, t.c2 FROM (SELECT DISTINCT "category" AS "k0" FROM "public"."products" WHERE "category" IS NOT NULL) AS d0 LEFT JOIN (WITH g AS (SELECT b."k0", b."_dp_unit", count(*) AS "_dp_rows" FROM (SELECT p.category AS "k0", "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o JOIN "public"."products" AS p ON o.product_id = p.product_id) AS b GROUP BY b."k0", b."_dp_unit"), u AS (SELECT g."_dp_unit", CAST(sum(g."_dp_rows") AS int8) AS "_dp_rows" FROM g GROUP BY g."_dp_unit") SELECT g."k0", g."_dp_rows" AS "c0", u."_dp_rows" AS "c1", count(*) AS "c2" FROM g JOIN u ON u."_dp_unit" = g."_dp_unit" GROUP BY g."k0", g."_dp_rows", u."_dp_rows") AS t ON t."k0" = d0."k0" ORDER BY d0."k0", t.c0, t.c1;
+SELECT d0."k0", t.c0, t.c1, t.c2 FROM (SELECT DISTINCT "category" AS "k0" FROM "public"."products" WHERE "category" IS NOT NULL) AS d0 LEFT JOIN (SELECT w."k0", w."_dp_rows" AS "c0", w."_dp_n" AS "c1", count(*) AS "c2" FROM (SELECT g.*, CAST(sum(g."_dp_rows") OVER (PARTITION BY g."_dp_unit") AS int8) AS "_dp_n" FROM (SELECT b."_dp_unit", b."k0", count(*) AS "_dp_rows" FROM (SELECT p.category AS "k0", "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o JOIN "public"."products" AS p ON o.product_id = p.product_id) AS b WHERE b."_dp_unit" IS NOT NULL GROUP BY b."_dp_unit", b."k0") AS g) AS w GROUP BY w."k0", w."_dp_rows", w."_dp_n") AS t ON t."k0" = d0."k0" ORDER BY d0."k0", t.c0, t.c1;
 -- mode: unit
 -- part: count L1=50 L2=50 scale=50 flex_scale=4
 -- ----
 -- join histogram over two private tables joined on the unit
 SELECT o.quantity, count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id WHERE c.address LIKE '%Germany%' GROUP BY o.quantity;
 -- expect:
-SELECT d0."k0", t.c0, t.c1, t.c2 FROM (SELECT g.v AS "k0" FROM generate_series(1, 10, 1) AS g(v)) AS d0 LEFT JOIN (WITH g AS (SELECT b."k0", b."_dp_unit", count(*) AS "_dp_rows" FROM (SELECT o.quantity AS "k0", "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o JOIN "public"."customers" AS c ON o.customer_id = c.customer_id WHERE c.address LIKE '%Germany%') AS b GROUP BY b."k0", b."_dp_unit"), u AS (SELECT g."_dp_unit", CAST(sum(g."_dp_rows") AS int8) AS "_dp_rows" FROM g GROUP BY g."_dp_unit") SELECT g."k0", g."_dp_rows" AS "c0", u."_dp_rows" AS "c1", count(*) AS "c2" FROM g JOIN u ON u."_dp_unit" = g."_dp_unit" GROUP BY g."k0", g."_dp_rows", u."_dp_rows") AS t ON t."k0" = d0."k0" ORDER BY d0."k0", t.c0, t.c1;
+SELECT d0."k0", t.c0, t.c1, t.c2 FROM (SELECT g.v AS "k0" FROM generate_series(1, 10, 1) AS g(v)) AS d0 LEFT JOIN (SELECT w."k0", w."_dp_rows" AS "c0", w."_dp_n" AS "c1", count(*) AS "c2" FROM (SELECT g.*, CAST(sum(g."_dp_rows") OVER (PARTITION BY g."_dp_unit") AS int8) AS "_dp_n" FROM (SELECT b."_dp_unit", b."k0", count(*) AS "_dp_rows" FROM (SELECT o.quantity AS "k0", "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o JOIN "public"."customers" AS c ON o.customer_id = c.customer_id WHERE c.address LIKE '%Germany%') AS b WHERE b."_dp_unit" IS NOT NULL GROUP BY b."_dp_unit", b."k0") AS g) AS w GROUP BY w."k0", w."_dp_rows", w."_dp_n") AS t ON t."k0" = d0."k0" ORDER BY d0."k0", t.c0, t.c1;
 -- mode: unit
 -- part: count L1=50 L2=50 scale=50 flex_scale=400
 -- ----

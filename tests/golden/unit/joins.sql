@@ -1,28 +1,28 @@
 -- the issue's join: USING (customer_id) makes both sides one customer's
 SELECT count(*) FROM orders JOIN customers USING (customer_id) WHERE product_id = 1 AND address LIKE '%United States%';
 -- expect:
-SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "orders"."customer_id" AS "_dp_unit" FROM "public"."orders" JOIN "public"."customers" USING (customer_id) WHERE product_id = 1 AND address LIKE '%United States%') AS b GROUP BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
+SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "orders"."customer_id" AS "_dp_unit" FROM "public"."orders" JOIN "public"."customers" USING (customer_id) WHERE product_id = 1 AND address LIKE '%United States%') AS b GROUP BY b."_dp_unit" ORDER BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- mode: unit
 -- part: count L1=100 L2=100 scale=100 flex_scale=200
 -- ----
 -- a join written in WHERE
 SELECT count(*) FROM orders o, customers c WHERE o.customer_id = c.customer_id AND c.address LIKE '%Japan%';
 -- expect:
-SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o, "public"."customers" AS c WHERE o.customer_id = c.customer_id AND c.address LIKE '%Japan%') AS b GROUP BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
+SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o, "public"."customers" AS c WHERE o.customer_id = c.customer_id AND c.address LIKE '%Japan%') AS b GROUP BY b."_dp_unit" ORDER BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- mode: unit
 -- part: count L1=100 L2=100 scale=100 flex_scale=200
 -- ----
 -- orders ⋈ recommendations on the unit: FLEX's scale grows with maxFreq, the unit's does not
 SELECT count(*) FROM orders o JOIN recommendations r ON o.customer_id = r.customer_id WHERE o.product_id = r.product_id;
 -- expect:
-SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o JOIN "public"."recommendations" AS r ON o.customer_id = r.customer_id WHERE o.product_id = r.product_id) AS b GROUP BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
+SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o JOIN "public"."recommendations" AS r ON o.customer_id = r.customer_id WHERE o.product_id = r.product_id) AS b GROUP BY b."_dp_unit" ORDER BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- mode: unit
 -- part: count L1=100 L2=100 scale=100 flex_scale=500
 -- ----
 -- self-join on the unit
 SELECT count(*) FROM orders o1 JOIN orders o2 ON o1.customer_id = o2.customer_id WHERE o1.product_id = 1 AND o2.product_id = 2;
 -- expect:
-SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "o1"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o1 JOIN "public"."orders" AS o2 ON o1.customer_id = o2.customer_id WHERE o1.product_id = 1 AND o2.product_id = 2) AS b GROUP BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
+SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "o1"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o1 JOIN "public"."orders" AS o2 ON o1.customer_id = o2.customer_id WHERE o1.product_id = 1 AND o2.product_id = 2) AS b GROUP BY b."_dp_unit" ORDER BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- mode: unit
 -- part: count L1=100 L2=100 scale=100 flex_scale=402
 -- ----
@@ -37,7 +37,7 @@ WITH "_dp_r" AS (SELECT CASE WHEN o.order_cost IS NULL THEN NULL ELSE LEAST(GREA
 -- three tables, the unit through two equalities
 SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id JOIN recommendations r ON r.customer_id = c.customer_id;
 -- expect:
-SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o JOIN "public"."customers" AS c ON o.customer_id = c.customer_id JOIN "public"."recommendations" AS r ON r.customer_id = c.customer_id) AS b GROUP BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
+SELECT LEAST(h."_dp_rows", 100) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o JOIN "public"."customers" AS c ON o.customer_id = c.customer_id JOIN "public"."recommendations" AS r ON r.customer_id = c.customer_id) AS b GROUP BY b."_dp_unit" ORDER BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- mode: unit
 -- part: count L1=100 L2=100 scale=100 flex_scale=50000
 -- ----

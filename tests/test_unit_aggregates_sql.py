@@ -1,0 +1,127 @@
+"""The per-unit aggregates of unit mode's rewritten SQL (rewriter/aggregate/bounding.py)
+run on PostgreSQL and checked against a count in Python of the same rows.
+
+A lone count's histogram of per-unit row counts, a count histogram's (key, m, n, units)
+and the weighted sums' (key, n, rows, sum) are what the proxy answers from at any τ, so
+they must be exact: orders with random customers, quantities and costs, some with no
+customer (a row of no unit). The plans must read the orders once and join nothing back
+to them: the rows are aggregated per unit, never copied (bounding at the cost of a scan).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+import pytest
+
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
+from tests.conftest import Postgres
+from tests.unit_support import demo_policy, measured_metrics
+
+pytestmark = pytest.mark.end_to_end
+
+# (customer_id or None, quantity 1…10, order_cost)
+Order = tuple[int | None, int, Decimal]
+
+
+@pytest.fixture(scope="module")
+def orders(postgres: Postgres) -> Iterator[tuple[str, list[Order]]]:
+    dsn = postgres.create_database("dpgate_unit_aggregates")
+    draw = random.Random(29)
+    rows: list[Order] = []
+    for customer in range(1, 60):
+        for _ in range(draw.choice([1, 1, 2, 3, 7, 40])):
+            rows.append((customer, draw.randint(1, 10), Decimal(draw.randint(0, 6000)) / 4))
+    rows += [(None, draw.randint(1, 10), Decimal(7)) for _ in range(5)]
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute(
+            "CREATE TABLE customers (customer_id int PRIMARY KEY, name text, address text); "
+            "CREATE TABLE products (product_id int PRIMARY KEY, name text, category text, "
+            "price numeric); CREATE TABLE orders (order_id int PRIMARY KEY, customer_id int, "
+            "product_id int, quantity int, order_cost numeric, order_date date)")
+        connection.execute("INSERT INTO customers SELECT g, 'c', 'x' FROM "
+                           "generate_series(1, 60) AS g")
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO orders VALUES (%s, %s, 1, %s, %s, DATE '2024-01-01')",
+                [(i, unit, quantity, cost) for i, (unit, quantity, cost) in enumerate(rows)])
+        connection.execute("ANALYZE")
+    yield dsn, rows
+
+
+def _run(dsn: str, sql: str) -> tuple[Any, list[tuple[Any, ...]], list[dict[str, Any]]]:
+    plan = plan_private_aggregate(parse_query(sql), demo_policy(), 0, measured_metrics(dsn))
+    with psycopg.connect(dsn) as connection:
+        rows = connection.execute(plan.sql).fetchall()
+        (explain,) = connection.execute(f"EXPLAIN (FORMAT JSON) {plan.sql}").fetchone()
+    return plan, rows, list(_nodes(explain[0]["Plan"]))
+
+
+def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from _nodes(child)
+
+
+def _reads_once_and_joins_nothing(nodes: list[dict[str, Any]]) -> None:
+    assert [n.get("Relation Name") for n in nodes
+            if n.get("Relation Name") == "orders"] == ["orders"]
+    # The only join a grouped shape has is the declared domain's keys with the cells.
+    joins = [n for n in nodes if n["Node Type"] in ("Hash Join", "Merge Join", "Nested Loop")]
+    assert all(any(c.get("Function Name") == "generate_series" for c in _nodes(j))
+               for j in joins)
+    assert not any(n["Node Type"] in ("CTE Scan", "Materialize") for n in nodes)
+
+
+def _sizes(rows: list[Order]) -> Counter[int]:
+    return Counter(unit for unit, _, _ in rows if unit is not None)
+
+
+def test_a_lone_counts_units_are_counted_exactly(orders: tuple[str, list[Order]]):
+    dsn, rows = orders
+    plan, result, nodes = _run(dsn, "SELECT count(*) FROM orders")
+    assert plan.unit is not None and plan.unit.counts_cap is not None
+    cap = plan.unit.counts_cap
+    expected = Counter(min(n, cap) for n in _sizes(rows).values())
+    expected[min(5, cap)] += 1  # the rows of no unit count as one unit there: five rows
+    assert {int(c): int(units) for c, units in result} == dict(expected)
+    _reads_once_and_joins_nothing(nodes)
+
+
+def test_a_count_histograms_cells_by_unit_are_exact(orders: tuple[str, list[Order]]):
+    dsn, rows = orders
+    plan, result, nodes = _run(dsn, "SELECT quantity, count(*) FROM orders GROUP BY quantity")
+    assert plan.checks.windows == 1 and "row_number" not in plan.sql
+    sizes, cells = _sizes(rows), Counter((unit, q) for unit, q, _ in rows if unit is not None)
+    expected = Counter((q, m, sizes[unit]) for (unit, q), m in cells.items())
+    got = {(int(k), int(m), int(n)): int(units) for k, m, n, units in result if m is not None}
+    assert got == dict(expected)
+    empty = {int(k) for k, m, _, _ in result if m is None}
+    assert empty == set(range(1, 11)) - {q for q, _, _ in expected}  # each key listed once
+    _reads_once_and_joins_nothing(nodes)
+
+
+def test_weighted_sums_by_unit_size_are_exact(orders: tuple[str, list[Order]]):
+    dsn, rows = orders
+    plan, result, _ = _run(dsn, "SELECT quantity, sum(order_cost) FROM orders "
+                                "GROUP BY quantity")
+    assert plan.unit is not None and plan.unit.weights_cap is not None
+    sizes = _sizes(rows)
+    expected: defaultdict[tuple[int, int], list[Any]] = defaultdict(lambda: [0, Decimal(0)])
+    for unit, quantity, cost in rows:
+        if unit is not None:
+            cell = expected[(quantity, sizes[unit])]
+            cell[0] += 1
+            cell[1] += min(max(cost, Decimal(0)), Decimal(5000))
+    got: defaultdict[tuple[int, int], list[Any]] = defaultdict(lambda: [0, Decimal(0)])
+    for key, n, count, _bucket, _values, total in result:
+        if n is not None:
+            got[(int(key), int(n))][0] += int(count)
+            got[(int(key), int(n))][1] += Decimal(total)
+    assert dict(got) == dict(expected)
