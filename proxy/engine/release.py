@@ -140,7 +140,8 @@ def _noisers(plan: PrivateAggregate, calibration: Calibration, shift_draw: float
              settings: PrivacySettings, rng: RandomSource, true_rows: Sequence[Row],
              resolution: int = 1) -> list[Noiser]:
     """One function per part, (true text value) -> Drawn; the noise parameters are derived
-    once per answer, not once per row (a sum with bounds chosen at release: per row).
+    once per answer, not once per row (a sum with bounds chosen at release: its bounds
+    once, from all of `true_rows`' buckets together, then its noise per row).
     Counts given in steps of 1/`resolution` (a chosen histogram's cells) are noised in
     those steps and released rounded to whole rows."""
     shifted = calibration.mechanism == Mechanism.SHIFTED_LAPLACE
