@@ -172,20 +172,20 @@ class PrivateAnswers:
         described = await self._describe(backend, sql, types, parameters)
         key_types = [type_oid for _, type_oid in described.columns[:plan.keys]]
         outer = written
-        if plan.outer_sql is not None:  # `written` is the outer query; the answer is inner
-            written = await self._as_written(backend, plan.inner_sql, plan, types, 0)
+        if plan.outer is not None:  # `written` is the outer query; the answer is inner
+            written = await self._as_written(backend, plan.outer.inner_sql, plan, types, 0)
         columns = result_columns(plan, key_types)
         if written is not None and len(written.columns) == len(columns):
             columns = written.columns
-        released = (await self._probe(plan.probe_sql, types)).columns \
-            if plan.probe_sql is not None else []
+        released = (await self._probe(plan.computed.probe_sql, types)).columns \
+            if plan.computed is not None else []
         oids = tuple(t for _, t in released + columns)
         names = self.checker.type_names.get(oids)  # an OID names one type for good
         if names is None:
             names = await type_names(backend, list(oids))
             self.checker.type_names.put(oids, names)
         return Shape(described.parameters, key_types,
-                     outer.columns if plan.outer_sql is not None and outer else columns,
+                     outer.columns if plan.outer is not None and outer else columns,
                      [(name, t) for name, (_, t) in zip(names[:len(released)], released,
                                                         strict=True)],
                      columns, names[len(released):])
@@ -467,8 +467,8 @@ class PrivateAnswers:
         if plan.post_sql is not None:
             sql = with_rows(plan.post_sql, rows, [name for name, _ in shape.released])
             rows = await self._post_processed(sql, parameters, request)
-        if plan.outer_sql is not None:
-            sql = with_answer(plan.outer_sql, plan.outer_alias, rows, [
+        if plan.outer is not None:
+            sql = with_answer(plan.outer.sql, plan.outer.alias, rows, [
                 (name, type_name) for (name, _), type_name in
                 zip(shape.answer, shape.answer_types, strict=True)])
             rows = await self._post_processed(sql, parameters, request)
@@ -545,21 +545,21 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
     if calibration.threshold is not None:
         lines.append("groups are released only when their noisy count passes a threshold "
                      "(key selection)")
-    elif plan.grouping is not None:
-        admits = ("" if plan.domain_unnarrowed else "that the WHERE admits ")
+    elif (grouping := plan.grouping) is not None:
+        admits = ("" if grouping.domain_unnarrowed else "that the WHERE admits ")
         lines.append(f"of the declared domain's keys {admits}those whose noisy count is "
                      "above 0 are kept, then ordered, limited or aggregated"
-                     if plan.occupied_by is not None else
+                     if grouping.occupied_by is not None else
                      f"every key of the declared domain {admits}is listed, empty ones with "
                      "noise")
-        if plan.domain_unnarrowed:
+        if grouping.domain_unnarrowed:
             lines.append("a WHERE condition on a key with a subquery's values does not "
                          "narrow its domain: list the values")
     if plan.grouping is not None and not (len(answer.rows) if rows is None else rows):
         lines.append(_no_group(plan, calibration))
     if (mode := answer.unit_note or mode_notice(plan)) is not None:
         lines.append(mode)
-    if plan.post_sql is not None or plan.outer_sql is not None:
+    if plan.post_sql is not None or plan.outer is not None:
         lines.append("the statement's expressions were computed from the noisy values")
     elif any(o.hidden for o in plan.outputs):
         lines.append("HAVING and ORDER BY used noisy aggregates")
@@ -603,7 +603,7 @@ class Shape:
     parameters: list[int]
     key_types: list[int]
     columns: list[tuple[str, int]]  # what the client receives
-    # For a plan with post_sql: every output's (PostgreSQL type name, type OID).
+    # For a plan with Computed: every output's (PostgreSQL type name, type OID).
     released: list[tuple[str, int]]
     # The aggregate's own answer (an outer query's inner one) and its type names.
     answer: list[tuple[str, int]]
