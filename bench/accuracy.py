@@ -32,6 +32,7 @@ runs SmartNoise SQL on the single-table shapes at the same ε.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import statistics
@@ -40,7 +41,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
@@ -52,6 +53,7 @@ from bench.accuracy_chain import covered  # noqa: E402
 from bench.accuracy_chain import run as chain  # noqa: E402
 from mechanisms.seeded_source import SeededRandomSource  # noqa: E402
 from proxy.config import PrivacySettings  # noqa: E402
+from proxy.engine.chosen_bound import CountAtBound, count_at_bound  # noqa: E402
 from proxy.engine.release import release  # noqa: E402
 from rewriter.aggregate.private import plan_private_aggregate  # noqa: E402
 from rewriter.analysis.classify import parse_query  # noqa: E402
@@ -279,8 +281,9 @@ FIXED = {"dp.max_contributions": "10"}
 
 
 def _person_shapes(count: int) -> dict[str, list[str]]:
-    """Count shapes of issue 29: totals (200 WHERE windows of all orders), the US join
-    (one question, released `count` times), one count per product, the monthly series."""
+    """Shapes of issue 29: totals (200 WHERE windows of all orders), the US join (one
+    question, released `count` times), one count per product, the monthly series, and
+    avg(order_cost) per category over all orders (a join with public products)."""
     return {
         "total count": [f"SELECT count(*) FROM orders WHERE order_id > {50 * n}"
                         for n in range(count)],
@@ -290,24 +293,38 @@ def _person_shapes(count: int) -> dict[str, list[str]]:
                               for n in range(1, count + 1)],
         "monthly series": ["SELECT date_trunc('month', order_date) AS m, count(*) FROM "
                            "orders GROUP BY 1"] * max(1, count // 25),
+        "avg per category": [COVERAGE_SHAPES["avg per category, all"]] * max(1, count // 5),
     }
 
 
 @dataclass
 class Figures:
-    """Errors of every released cell (absolute and relative) and interval coverage."""
+    """Errors of every released cell (absolute and relative) and interval coverage; with
+    τ chosen per query, each cell's error decomposed: |truth − the cell at τ| (truncation
+    bias) and |released − the cell at τ| (noise), the τ and the ε of the count itself."""
 
-    absolute: list[float]
-    relative: list[float]
-    covered: list[bool]
+    absolute: list[float] = field(default_factory=list)
+    relative: list[float] = field(default_factory=list)
+    covered: list[bool] = field(default_factory=list)
+    bias: list[float] = field(default_factory=list)
+    noise: list[float] = field(default_factory=list)
+    taus: list[int] = field(default_factory=list)
+    answer_epsilon: list[float] = field(default_factory=list)
+
+    def add(self, other: Figures) -> None:
+        for name in self.__dataclass_fields__:
+            getattr(self, name).extend(getattr(other, name))
 
 
 def _person_figures(answer: Answer, rng: SeededRandomSource) -> Figures:
     calibration = calibrate(answer.plan, TARGET_EPSILON, DELTA)
     keys = answer.plan.keys
+    # release() draws τ first, from the same stream: a copy of the stream shows which τ
+    # and the cells' values there, before noise (the decomposition, not a second release)
+    at_bound = _at_bound(answer, calibration, copy.deepcopy(rng))
     released = release(answer.plan, calibration, answer.key_types, answer.rows, 0.0,
                        NO_SHIFT, rng)
-    figures = Figures([], [], [])
+    figures = Figures()
     name = answer.plan.visible[-1].name
     for row in released.rows:
         value = float(Decimal(row[keys])) if row[keys] is not None else 0.0
@@ -315,14 +332,34 @@ def _person_figures(answer: Answer, rng: SeededRandomSource) -> Figures:
         figures.absolute.append(abs(value - truth))
         figures.relative.append(abs(value - truth) / truth if truth else 0.0)
         figures.covered.append(covered(value, truth, released.bounds.get(name)))
+        if at_bound is not None:
+            kept = at_bound[1].get(tuple(row[:keys]), 0.0)
+            figures.bias.append(abs(truth - kept))
+            figures.noise.append(abs(value - kept))
+    if at_bound is not None:
+        figures.taus.append(at_bound[0].tau)
+        figures.answer_epsilon.append(at_bound[0].calibration.parts[0].epsilon)
     return figures
 
 
+def _at_bound(answer: Answer, calibration, rng: SeededRandomSource
+              ) -> tuple[CountAtBound, dict[tuple, float]] | None:
+    """The unit-mode count's τ and each cell's value at it (before noise), or None."""
+    unit = answer.plan.unit
+    if unit is None or unit.counts_cap is None:
+        return None
+    count = count_at_bound(answer.plan, calibration, answer.rows, NO_SHIFT, rng)
+    keys = answer.plan.keys
+    return count, {tuple(None if v is None else v.decode() for v in row[:keys]):
+                   float(Decimal(row[keys].decode())) / count.resolution
+                   for row in count.rows}
+
+
 def person_level(dsn: str, count: int, draws: int, smartnoise: str | None = None) -> None:
-    """Issue 29's count figures at ε = 0.1, before and after, with their targets, each
-    query released `draws` times (a median over 200 releases moves by ~7% of itself from
-    seed to seed, enough to swing a 1.5× ratio); with `smartnoise`, SmartNoise SQL's
-    beside them on the shapes it answers."""
+    """Issue 29's figures (counts, averages per category) at ε = 0.1, before and after,
+    with their targets, each query released `draws` times (a median over 200 releases
+    moves by ~7% of itself from seed to seed, enough to swing a 1.5× ratio); with
+    `smartnoise`, SmartNoise SQL's beside them on the shapes it answers."""
     metrics = measured_metrics(dsn)
     modes = {"before": with_session_bounds(demo_policy(), FIXED), "after": demo_policy(),
              "flex": demo_policy(unit=False)}
@@ -333,17 +370,14 @@ def person_level(dsn: str, count: int, draws: int, smartnoise: str | None = None
             print(f"{shape}: {len(texts) * draws} releases", file=sys.stderr, flush=True)
             for mode, policy in modes.items():
                 cache: dict[str, Answer] = {}
-                figures = Figures([], [], [])
+                figures = Figures()
                 for text in texts:
                     if text not in cache:
                         cache[text] = _prepared(connection, text, policy, metrics)
                     for _ in range(draws):
-                        one = _person_figures(cache[text], rng)
-                        figures.absolute += one.absolute
-                        figures.relative += one.relative
-                        figures.covered += one.covered
+                        figures.add(_person_figures(cache[text], rng))
                 results[(shape, mode)] = figures
-    print(f"\nperson-level counts at epsilon {TARGET_EPSILON:g}, errors against PostgreSQL's "
+    print(f"\nperson-level answers at epsilon {TARGET_EPSILON:g}, errors against PostgreSQL's "
           "untruncated answer (before: tau = 10 fixed; after: tau chosen per query)")
     print(f"{'shape':18} {'mode':7} {'cells':>6} {'median rel':>10} {'mean abs':>9} "
           f"{'median abs':>10} {'coverage':>8}")
@@ -354,6 +388,7 @@ def person_level(dsn: str, count: int, draws: int, smartnoise: str | None = None
               f"{statistics.median(figures.absolute):>10.1f} "
               f"{statistics.fmean(figures.covered):>8.1%}")
     after = {shape: results[(shape, "after")] for shape, _ in results}
+    decomposition(after)
     flex = statistics.median(results[("per-product count", "flex")].absolute)
     targets = [
         ("total count: median relative error", statistics.median(
@@ -364,6 +399,8 @@ def person_level(dsn: str, count: int, draws: int, smartnoise: str | None = None
             after["US join count"].absolute), 800, "{:.0f}"),
         ("per product: median absolute error / FLEX's", statistics.median(
             after["per-product count"].absolute) / flex, 1.5, "{:.2f}"),
+        ("avg per category: median relative error per cell", statistics.median(
+            after["avg per category"].relative), 0.10, "{:.2%}"),
     ]
     print(f"\n{'target':50} {'after':>8} {'limit':>8}")
     for label, value, limit, style in targets:
@@ -375,6 +412,25 @@ def person_level(dsn: str, count: int, draws: int, smartnoise: str | None = None
               f"{'met' if coverage >= 0.95 else 'MISS'}")
     if smartnoise:
         person_smartnoise(smartnoise, dsn, count, results)
+
+
+def decomposition(after: dict[str, Figures]) -> None:
+    """Where each shape's error comes from, τ chosen per query: the mean |truth − cell at
+    τ| (truncation bias) and |released − cell at τ| (noise, after rounding), the τ chosen
+    (median and the middle 80%), and the ε the count itself got of TARGET_EPSILON (the
+    rest chose τ and released the rows beyond it)."""
+    print("\nwhere the error comes from (after): mean abs. bias and noise per cell")
+    print(f"{'shape':18} {'mean abs':>9} {'bias':>8} {'noise':>8} {'tau median':>10} "
+          f"{'tau 10-90%':>10} {'answer eps':>10}")
+    for shape, figures in after.items():
+        if not figures.taus:
+            continue
+        taus = sorted(figures.taus)
+        spread = f"{taus[len(taus) // 10]}-{taus[len(taus) * 9 // 10]}"
+        print(f"{shape:18} {statistics.fmean(figures.absolute):>9.1f} "
+              f"{statistics.fmean(figures.bias):>8.1f} {statistics.fmean(figures.noise):>8.1f} "
+              f"{statistics.median(taus):>10g} {spread:>10} "
+              f"{statistics.fmean(figures.answer_epsilon) / TARGET_EPSILON:>10.1%}")
 
 
 # SmartNoise answers no join, and groups on EXTRACT, not date_trunc: the same 24 months.
@@ -393,7 +449,7 @@ def person_smartnoise(python: str, dsn: str, count: int,
     issue 29's single-table shapes, the same releases per shape: median relative error
     (median absolute for per-product counts, whose truths are small)."""
     shapes = {shape: texts for shape, texts in _person_shapes(count).items()
-              if "join" not in shape}
+              if "join" not in shape and shape != "avg per category"}  # joins
     shapes["monthly series"] = [SMARTNOISE_MONTHS] * len(shapes["monthly series"])
     with ThreadPoolExecutor(len(SMARTNOISE_MODES)) as pool:  # three processes at once
         running = {mode: pool.submit(_smartnoise, python, dsn, shapes, TARGET_EPSILON, 1,

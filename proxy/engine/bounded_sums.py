@@ -1,17 +1,24 @@
 """Sums whose clamping bounds are chosen from the data at release (ApproxBounds-like).
 
 The backend returns, for such a part, one numeric[]: per bucket of the declared range the
-count of values, then per bucket their sum (rewriter/aggregate/rewrite.py). Per row (group), a
-share `privacy.bounds_share` of the part's ε buys noisy bucket counts, from which the
-bounds [L, U] are chosen; the sum clamped to [L, U] is computed exactly from the buckets
-and released with the rest of the ε, at a noise scale for max(|L|, |U|) (an AVG's sum of
-x − (L + U)/2: for (U − L)/2). The argument is in mechanisms/approx_bounds.py.
+count of values, then per bucket their sum (rewriter/aggregate/rewrite.py). A share
+`privacy.bounds_share` of the part's ε buys noisy bucket counts of all the answer's rows
+(groups) together, from which one [L, U] is chosen for every group; each group's sum
+clamped to [L, U] is computed exactly from its buckets and released with the rest of the
+ε, at a noise scale for max(|L|, |U|) (an AVG's sum of x − (L + U)/2: for (U − L)/2). The
+argument is in mechanisms/approx_bounds.py and docs/privacy-unit.md.
+
+Why shared bounds: the groups' bucket counts have one L1 sensitivity together (a unit's
+rows fall in one (group, bucket) cell each), so their sum over the groups costs the same
+ε as one group's and holds all of their rows: per group, at ε 0.1, no bucket of a
+category's weighted order costs passed the threshold and 9 cells in 10 fell back to the
+declared bounds (docs/privacy-unit.md, "Clamping bounds chosen per query").
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -39,13 +46,16 @@ Noiser = Callable[[bytes | None], Drawn]
 
 
 def bounded_sum_noiser(part: NoisyPart, calibrated: PartCalibration, calibration: Calibration,
-                       shift: float, share: float, beta: float, rng: RandomSource
-                       ) -> Noiser:
-    """The noiser of a bucketed sum; `share` of its ε chooses the bounds (0: the declared
-    ones, as with the Gaussian mechanism, whose σ is not linear in 1/ε); the bounds are
-    those with the least error stated at confidence 1 − `beta`."""
+                       shift: float, share: float, beta: float, rng: RandomSource,
+                       raws: Sequence[bytes | None], groups: int = 1) -> Noiser:
+    """The noiser of a bucketed sum whose rows hold `raws`; `share` of its ε chooses one
+    [L, U] for all of them from their bucket counts together (0: the declared bounds, as
+    with the Gaussian mechanism, whose σ is not linear in 1/ε): the bounds with the least
+    error over the rows, `groups` (public: the domain's size, else 1) times one row's
+    noise plus the expected bias of all rows' values cut off (mechanisms/approx_bounds.py)."""
     assert part.edges is not None
     edges = part.edges
+    buckets = len(edges) - 1
     declared = ChosenBounds(edges[0], edges[-1], Fraction(0), Fraction(0))
     choosing = share > 0 and calibrated.scale > 0 and \
         calibration.mechanism != Mechanism.GAUSSIAN
@@ -53,18 +63,25 @@ def bounded_sum_noiser(part: NoisyPart, calibrated: PartCalibration, calibration
     rows = Fraction(calibrated.elastic_sensitivity) / Fraction(part.magnitude)
     selection_scale = rows / (Fraction(share) * Fraction(calibrated.epsilon)) \
         if choosing else Fraction(0)
-    # The Laplace tail at β/2 of the sum's noise for bounds [L, U], to compare them.
-    per_magnitude = float(calibrated.scale) / part.magnitude / (1 - share) * \
+    # The Laplace tail at β/2 of the sum's noise for bounds [L, U], in every group, to
+    # compare them.
+    per_magnitude = groups * float(calibrated.scale) / part.magnitude / (1 - share) * \
         math.log(2 / beta) if choosing else 0.0
 
     def noise_for(low: Fraction, high: Fraction) -> float:
         return per_magnitude * float(_magnitude(part, low, high))
 
-    def noise(raw: bytes | None) -> Drawn:
-        counts, sums = _buckets(raw, len(edges) - 1)
+    chosen = declared
+    if choosing:
+        pooled = [sum(counts, Fraction(0)) for counts in
+                  zip(*(_buckets(raw, buckets)[0] for raw in raws), strict=True)] \
+            if raws else [Fraction(0)] * buckets
         # Weighted counts are real: noised on a grid for their L1 sensitivity (rows).
-        chosen = choose_bounds(counts, edges, selection_scale, rng, noise_for,
-                               rows if part.weighted else None) if choosing else declared
+        chosen = choose_bounds(pooled, edges, selection_scale, rng, noise_for,
+                               rows if part.weighted else None)
+
+    def noise(raw: bytes | None) -> Drawn:
+        counts, sums = _buckets(raw, buckets)
         value = clamped_sum(counts, sums, edges, chosen)
         magnitude = _magnitude(part, chosen.low, chosen.high)
         if part.centred:

@@ -84,7 +84,7 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         count = sums_at_bound(plan, calibration, true_rows, settings, rng)
     if count is not None:
         true_rows, calibration = count.rows, count.calibration
-    noisers = _noisers(plan, calibration, shift_draw, settings, rng,
+    noisers = _noisers(plan, calibration, shift_draw, settings, rng, true_rows,
                        count.resolution if count is not None else 1)
     errors = _RowErrors.of(plan, calibration, settings, count)
     rows = []
@@ -137,20 +137,28 @@ def _number(raw: bytes | None, integer: bool) -> int | Fraction:
 
 
 def _noisers(plan: PrivateAggregate, calibration: Calibration, shift_draw: float,
-             settings: PrivacySettings, rng: RandomSource, resolution: int = 1
-             ) -> list[Noiser]:
+             settings: PrivacySettings, rng: RandomSource, true_rows: Sequence[Row],
+             resolution: int = 1) -> list[Noiser]:
     """One function per part, (true text value) -> Drawn; the noise parameters are derived
-    once per answer, not once per row (a sum with bounds chosen at release: per row).
+    once per answer, not once per row (a sum with bounds chosen at release: its bounds
+    once, from all of `true_rows`' buckets together, then its noise per row).
     Counts given in steps of 1/`resolution` (a chosen histogram's cells) are noised in
     those steps and released rounded to whole rows."""
     shifted = calibration.mechanism == Mechanism.SHIFTED_LAPLACE
+    # Rows listed whatever the data (a declared domain's keys, or one): how many groups a
+    # choice of clamping bounds weighs its noise for; under key selection, which groups
+    # exist is private, so it weighs one.
+    groups = 1 if plan.grouping is not None and plan.grouping.key_selection else \
+        max(len(true_rows), 1)
     noisers = []
-    for part, calibrated in zip(plan.parts, calibration.parts, strict=True):
+    for index, (part, calibrated) in enumerate(zip(plan.parts, calibration.parts,
+                                                   strict=True)):
         shift = shift_for(shift_draw, calibrated.shift_scale, settings) if shifted else 0.0
         if part.edges is not None:
-            noisers.append(bounded_sum_noiser(part, calibrated, calibration, shift,
-                                              settings.bounds_share,
-                                              1 - settings.confidence, rng))
+            noisers.append(bounded_sum_noiser(
+                part, calibrated, calibration, shift, settings.bounds_share,
+                1 - settings.confidence, rng, [row[plan.keys + index] for row in true_rows],
+                groups))
         elif part.integer:
             noisers.append(_count_noiser(calibrated, calibration.mechanism, round(shift),
                                           rng, resolution))
