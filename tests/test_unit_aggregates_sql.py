@@ -120,7 +120,9 @@ def test_weighted_sums_by_unit_size_are_exact(orders: tuple[str, list[Order]]):
             cell[0] += 1
             cell[1] += min(max(cost, Decimal(0)), Decimal(5000))
     got: defaultdict[tuple[int, int], list[Any]] = defaultdict(lambda: [0, Decimal(0)])
-    for key, n, count, _bucket, _values, total in result:
+    # key, n, the row count, the clamping bucket, its count, the sum; then the lone
+    # SUM's presence count (docs/queries.md).
+    for key, n, count, _bucket, _values, total, _presence in result:
         if n is not None:
             got[(int(key), int(n))][0] += int(count)
             got[(int(key), int(n))][1] += Decimal(total)
