@@ -2,8 +2,8 @@
 directly on PostgreSQL.
 
 The proxy under test is one of the tests' own, set up so that its noise is zero: no
-analyst shift ([0, 0]) and ε = 10¹² per query. At that ε a count's discrete Laplace noise
-is 0 except with probability below e^(−10¹¹), and a sum's grid noise stays below 10⁻⁸, under
+analyst shift ([0, 0]) and ε = 10¹⁵ per query. At that ε a count's discrete Laplace noise
+is 0 except with probability below e^(−10¹⁴), and a sum's grid noise stays below 10⁻⁸, under
 the six decimals a released real keeps. No code path is added to dpgate for this: nothing
 can switch it on in production.
 
