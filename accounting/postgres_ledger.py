@@ -24,7 +24,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from .postgres_connection import PerThreadConnections, first_row
-from .postgres_schema import MIGRATIONS
+from .postgres_schema import bring_up_to_date
 from .rows import ANALYST_COLUMNS, CHARGE_COLUMNS, analyst_from_row, now
 from .store import (
     TOLERANCE,
@@ -35,7 +35,6 @@ from .store import (
     Charged,
     ChargeRecord,
     ChargeRequest,
-    LedgerOutdated,
     Metric,
     Repeated,
     UnknownAnalyst,
@@ -47,11 +46,6 @@ DEFAULT_SCHEMA = "dpgate_ledger"
 CONNECTION_DEFAULTS = {"connect_timeout": "5", "tcp_user_timeout": str(15_000),
                        "application_name": "dpgate-ledger"}
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-
-
-def upgrade_command() -> str:
-    """The command that brings a PostgreSQL ledger's schema up to date."""
-    return "dpgate ledger upgrade --config FILE"
 
 
 class PostgresLedger:
@@ -71,42 +65,8 @@ class PostgresLedger:
         self.connections = PerThreadConnections(dsn, {k: v for k, v in CONNECTION_DEFAULTS.items()
                                               if k not in given})
         self.proxy = f"{socket.gethostname()}:{os.getpid()}"
-        self._open(upgrade, create)
-
-    def _open(self, upgrade: bool, create: bool) -> None:
-        """Check the schema version; create or upgrade it when allowed.
-
-        An advisory lock keeps proxies that start together from creating it twice.
-        """
-        s = self.schema
         with self.connections.transaction() as connection:
-            connection.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"dpgate:{s}",))
-            exists = connection.execute(
-                "SELECT 1 FROM information_schema.tables WHERE table_schema = %s"
-                " AND table_name = 'version'", (s,)).fetchone()
-            version = first_row(connection.execute(f"SELECT version FROM {s}.version"))[0] \
-                if exists else 0
-            if version > len(MIGRATIONS):
-                raise LedgerOutdated(
-                    f"the ledger in schema {s} is at version {version}, newer than this "
-                    f"dpgate's {len(MIGRATIONS)}: upgrade dpgate on this machine")
-            if version == len(MIGRATIONS):
-                return
-            if version > 0 and not upgrade:
-                raise LedgerOutdated(
-                    f"the ledger in schema {s} is at version {version} of {len(MIGRATIONS)};"
-                    f" stop every proxy using it and run `{upgrade_command()}` (the same "
-                    "configuration), then start them again")
-            if version == 0 and not create:
-                raise LedgerOutdated(f"no dpgate ledger in schema {s} of this database; "
-                                     f"`{upgrade_command()}` creates it")
-            if version == 0:
-                connection.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
-                connection.execute(f"CREATE TABLE {s}.version (version integer NOT NULL)")
-                connection.execute(f"INSERT INTO {s}.version VALUES (0)")
-            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-                connection.execute(script.format(schema=s))
-                connection.execute(f"UPDATE {s}.version SET version = %s", (number,))
+            bring_up_to_date(connection, schema, upgrade, create)
 
     def version(self) -> int:
         """The schema version of the store (len(MIGRATIONS) once opened)."""

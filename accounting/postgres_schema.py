@@ -1,4 +1,5 @@
-"""The PostgreSQL ledger's schema: versioned migrations in their own schema.
+"""The PostgreSQL ledger's schema: versioned migrations in their own schema, and the
+check of a database's version when a ledger opens (`bring_up_to_date`).
 
 Each entry of MIGRATIONS moves the schema one version up; `{schema}.version` holds where a
 database is. Unlike the SQLite file, a shared ledger is never migrated behind the backs
@@ -8,6 +9,11 @@ proxies move to the new version.
 """
 
 from __future__ import annotations
+
+import psycopg
+
+from .postgres_connection import first_row
+from .store import LedgerOutdated
 
 # `{schema}` is replaced by the quoted schema name. Types follow the SQLite ledger so that
 # `dpgate ledger migrate` and `ledger export` see the same values: times as ISO text,
@@ -140,3 +146,44 @@ MIGRATIONS = (
     $body$;
     """,
 )
+
+
+def upgrade_command() -> str:
+    """The command that brings a PostgreSQL ledger's schema up to date."""
+    return "dpgate ledger upgrade --config FILE"
+
+
+def bring_up_to_date(connection: psycopg.Connection, schema: str, upgrade: bool,
+                     create: bool) -> None:
+    """Check the version of the ledger in `schema`; create or upgrade it when allowed,
+    else raise LedgerOutdated naming what to do. Call it in a transaction: an advisory lock
+    keeps proxies that start together from creating it twice.
+    """
+    s = schema
+    connection.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"dpgate:{s}",))
+    exists = connection.execute(
+        "SELECT 1 FROM information_schema.tables WHERE table_schema = %s"
+        " AND table_name = 'version'", (s,)).fetchone()
+    version = first_row(connection.execute(f"SELECT version FROM {s}.version"))[0] \
+        if exists else 0
+    if version > len(MIGRATIONS):
+        raise LedgerOutdated(
+            f"the ledger in schema {s} is at version {version}, newer than this "
+            f"dpgate's {len(MIGRATIONS)}: upgrade dpgate on this machine")
+    if version == len(MIGRATIONS):
+        return
+    if version > 0 and not upgrade:
+        raise LedgerOutdated(
+            f"the ledger in schema {s} is at version {version} of {len(MIGRATIONS)};"
+            f" stop every proxy using it and run `{upgrade_command()}` (the same "
+            "configuration), then start them again")
+    if version == 0 and not create:
+        raise LedgerOutdated(f"no dpgate ledger in schema {s} of this database; "
+                             f"`{upgrade_command()}` creates it")
+    if version == 0:
+        connection.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+        connection.execute(f"CREATE TABLE {s}.version (version integer NOT NULL)")
+        connection.execute(f"INSERT INTO {s}.version VALUES (0)")
+    for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+        connection.execute(script.format(schema=s))
+        connection.execute(f"UPDATE {s}.version SET version = %s", (number,))

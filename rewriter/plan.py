@@ -145,13 +145,20 @@ class Grouping:
 
     Either the backend returns every key of the declared domains (`domain_size` cells, or
     None when a public table supplies the domain), or only the groups whose noisy count
-    (part `selection_part`) passes the τ threshold are released.
+    (part `selection_part`) passes the τ threshold are released. `occupied_by` and
+    `domain_unnarrowed` concern declared domains only.
     """
 
     keys: int
     key_selection: bool
     selection_part: int | None = None
     domain_size: int | None = None
+    # Over a declared domain whose groups the statement orders or limits: the output (a
+    # COUNT(*)) whose released value, ≤ 0, drops its group (docs/queries.md).
+    occupied_by: int | None = None
+    # A WHERE condition on a key alone did not narrow its declared domain (it holds a
+    # public subquery's values, computed before the query): the NOTICE says so.
+    domain_unnarrowed: bool = False
 
 
 @dataclass(frozen=True)
@@ -182,6 +189,46 @@ class PostProcess:
 
 
 @dataclass(frozen=True)
+class Computed:
+    """The statement over released values (release/computed.py), when the answer is not the
+    released outputs as they are: `probe_sql` is described for each output's PostgreSQL
+    type; `post_sql`, when an output is an expression over released values, runs over the
+    released rows and is the answer (None: the released outputs are, typed by the probe).
+    """
+
+    probe_sql: str
+    post_sql: str | None = None
+
+
+@dataclass(frozen=True)
+class Outer:
+    """A query over the aggregate as a subquery or CTE (release/outer.py): `sql` runs over
+    the answer of `inner_sql`, which it names `alias`."""
+
+    sql: str
+    alias: str
+    inner_sql: str
+
+
+@dataclass(frozen=True)
+class PlanChecks:
+    """What the proxy verifies on PostgreSQL before the charge (proxy/engine/plan_check.py).
+
+    `scans`: the private base tables the analysis saw, once per occurrence; `windows`: the
+    window functions of dpgate's own contribution bounding in the SQL (PostgreSQL's plan
+    may show that many WindowAgg nodes and no more); `join_keys`: the base columns the
+    analysis joined on and the alias lists it read, the only columns PostgreSQL's plan may
+    join private rows on (plan_joins.py; None: unchecked); `cells_sql`: the number of
+    cells of a histogram whose domain a public table supplies, refused above max_cells.
+    """
+
+    scans: tuple[str, ...] = ()
+    windows: int = 0
+    join_keys: JoinKeys | None = None
+    cells_sql: str | None = None
+
+
+@dataclass(frozen=True)
 class PrivateAggregate:
     """A query over private tables, rewritten to return true aggregates for noising.
 
@@ -205,42 +252,27 @@ class PrivateAggregate:
     fingerprint_text: str
     tables: tuple[str, ...]
     postgres_sql: bool = True
-    # Expressions over released values (computed.py): the answer is `post_sql` run over
-    # the released outputs; `probe_sql` is described for each output's type.
-    post_sql: str | None = None
-    probe_sql: str | None = None
-    # A query over this aggregate as a subquery or CTE (outer.py): `outer_sql` runs over
-    # the answer of `inner_sql`, named `outer_alias`.
-    outer_sql: str | None = None
-    outer_alias: str = ""
-    inner_sql: str = ""
     # Row-independent values the proxy has PostgreSQL compute first (constants.py).
     constants: tuple[Constant, ...] = ()
-    # Private base tables the analysis saw, once per occurrence (plan_check.py).
-    scans: tuple[str, ...] = ()
-    # The number of cells of a histogram whose domain a public table supplies: the proxy
-    # runs it before the charge and refuses more than the policy's max_cells.
-    cells_sql: str | None = None
+    checks: PlanChecks = PlanChecks()
     # Unit mode, or None: row-level FLEX. `row_level_reason` says why a policy
     # with a unit answered this statement at row level (row_level_fallback).
     unit: UnitBounds | None = None
     row_level_reason: str | None = None
-    # Window functions of dpgate's own contribution bounding in `sql`: PostgreSQL's plan
-    # may show that many WindowAgg nodes and no more (plan_check.py).
-    windows: int = 0
-    # The base columns the analysis joined on and the alias lists it read: PostgreSQL's
-    # plan may join private rows on these columns only (plan_joins.py). None: unchecked.
-    join_keys: JoinKeys | None = None
-    # A histogram over a declared domain whose groups the statement orders or limits: the
-    # output (a COUNT(*)) whose released value, ≤ 0, drops its group (docs/queries.md).
-    occupied_by: int | None = None
-    # A WHERE condition on a key alone did not narrow its declared domain (it holds a
-    # public subquery's values, computed before the query): the NOTICE says so.
-    domain_unnarrowed: bool = False
+    computed: Computed | None = None
+    outer: Outer | None = None
+
+    def __post_init__(self) -> None:
+        assert self.unit is None or self.row_level_reason is None, "unit mode or row level"
 
     @property
     def visible(self) -> tuple[OutputColumn, ...]:
         return tuple(column for column in self.outputs if not column.hidden)
+
+    @property
+    def post_sql(self) -> str | None:
+        """The statement's own expressions over the released rows (Computed), if any."""
+        return None if self.computed is None else self.computed.post_sql
 
 
 @dataclass(frozen=True)

@@ -260,6 +260,6 @@ def test_an_unread_cte_cannot_pad_the_scans_the_plan_may_show(sql: str, scans: i
     (statement,) = classify(sql, POLICY)
     plan = statement.plan
     if isinstance(plan, PrivateAggregate):
-        assert plan.scans.count("public.orders") == scans
+        assert plan.checks.scans.count("public.orders") == scans
     else:
         assert scans == 0

@@ -234,7 +234,7 @@ def test_a_histograms_cells_at_tau_move_by_at_most_tau_when_a_unit_comes():
     plan = plan_private_aggregate(parse_query(
         "SELECT quantity, count(*) FROM orders GROUP BY quantity"), demo_policy(), 0, METRICS)
     assert plan.unit is not None and plan.unit.chosen_limit == 50  # κ·τ_g of the policy
-    assert "row_number" not in plan.sql and plan.windows == 0
+    assert "row_number" not in plan.sql and plan.checks.windows == 0
     calibration = calibrate(plan, 1.0, 1e-8)
     fixed = PrivacySettings(shift_interval=(0.0, 0.0), bound_choice_share=0)  # τ = 10
     rng = SeededRandomSource(5)

@@ -13,7 +13,7 @@ import pytest
 from accounting import Budget
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings
-from proxy.engine.private import answer_notice
+from proxy.engine.notice import answer_notice
 from proxy.engine.release import release
 from rewriter.aggregate.private import plan_private_aggregate
 from rewriter.analysis.classify import parse_query

@@ -26,7 +26,7 @@ from accounting import SqliteLedger
 from mechanisms.random_source import SecureRandomSource
 from proxy.config import Config, load_config
 from proxy.demo.analysts import create_analyst
-from proxy.engine.private import INLINE_RELEASE_ROWS
+from proxy.engine.private_query import INLINE_RELEASE_ROWS
 from proxy.server.event_loop import loop_factory
 from proxy.server.server import Proxy
 from tests.conftest import DemoDatabase, free_port, wait_for_port, write_config

@@ -219,7 +219,7 @@ def test_postgresqls_plan_catches_a_private_scan_the_analysis_missed(
         demo_database: DemoDatabase):
     (statement,) = classify("SELECT count(*) FROM orders WHERE quantity > 3", POLICY)
     plan = statement.plan
-    assert isinstance(plan, PrivateAggregate) and plan.scans == ("public.orders",)
+    assert isinstance(plan, PrivateAggregate) and plan.checks.scans == ("public.orders",)
 
     async def check(plan: PrivateAggregate) -> str | None:
         backend = await BackendConnection.connect(Endpoint.from_dsn(demo_database.reader_dsn))
@@ -233,7 +233,7 @@ def test_postgresqls_plan_catches_a_private_scan_the_analysis_missed(
 
     assert asyncio.run(check(plan)) is None
     # As if the analysis had resolved `orders` to a public CTE: it would have counted no scan.
-    missed = asyncio.run(check(replace(plan, scans=())))
+    missed = asyncio.run(check(replace(plan, checks=replace(plan.checks, scans=()))))
     assert missed is not None and "public.orders 1 time(s)" in missed
     # As if it had missed a set-returning function in the rewritten SQL.
     multiplied = replace(plan, sql=plan.sql.replace('COUNT(*) AS "c0"',
@@ -251,7 +251,7 @@ def test_a_histogram_over_a_public_domain_is_capped_before_the_charge(
         policy = replace(POLICY, max_cells=max_cells)
         (statement,) = classify(sql, policy)
         plan = statement.plan
-        assert isinstance(plan, PrivateAggregate) and plan.cells_sql is not None
+        assert isinstance(plan, PrivateAggregate) and plan.checks.cells_sql is not None
         backend = await BackendConnection.connect(Endpoint.from_dsn(demo_database.reader_dsn))
         try:
             await PlanChecker(policy).prepare(backend, plan, None)

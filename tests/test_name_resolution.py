@@ -30,20 +30,20 @@ def sensitivity(sql: str, metrics: Metrics | None = None) -> int:
 
 def test_a_quoted_cte_name_does_not_shadow_an_unquoted_table():
     plan = plan_of('WITH "ORDERS" AS (SELECT * FROM products) SELECT count(*) FROM orders')
-    assert plan.scans == ("public.orders",)
+    assert plan.checks.scans == ("public.orders",)
     assert plan.parts[0].elastic.at(0) == 1
 
 
 def test_an_unquoted_cte_name_shadows_whatever_its_case():
     plan = plan_of("WITH Orders AS (SELECT * FROM products) SELECT count(*) FROM ORDERS")
-    assert plan.scans == ()
+    assert plan.checks.scans == ()
     assert plan.parts[0].elastic.at(0) == 0
 
 
 def test_a_cte_does_not_see_a_sibling_declared_after_it():
     plan = plan_of("WITH x AS (SELECT * FROM orders), orders AS (SELECT * FROM products) "
                    "SELECT count(*) FROM x")
-    assert "public.orders" in plan.scans
+    assert "public.orders" in plan.checks.scans
     assert plan.parts[0].elastic.at(0) == 1
 
 
@@ -52,13 +52,13 @@ def test_a_cte_body_resolves_names_where_it_is_defined():
     # outside it, where `orders` is the private table.
     plan = plan_of("WITH a AS (SELECT * FROM orders) SELECT count(*) FROM "
                    "(WITH orders AS (SELECT * FROM products) SELECT * FROM a) d")
-    assert "public.orders" in plan.scans
+    assert "public.orders" in plan.checks.scans
     assert plan.parts[0].elastic.at(0) == 1
 
 
 def test_a_cte_named_like_its_table_reads_the_table():
     plan = plan_of("WITH orders AS (SELECT * FROM orders) SELECT count(*) FROM orders")
-    assert plan.scans.count("public.orders") >= 1
+    assert plan.checks.scans.count("public.orders") >= 1
     assert plan.parts[0].elastic.at(0) == 1
 
 

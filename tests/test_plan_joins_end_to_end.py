@@ -55,6 +55,11 @@ def plan_of(sql: str, metrics: Metrics | None = None) -> PrivateAggregate:
     return statement.plan
 
 
+def with_join_keys(plan: PrivateAggregate, keys: JoinKeys) -> PrivateAggregate:
+    """The plan as if the analysis had read `keys` as its join columns."""
+    return dataclasses.replace(plan, checks=dataclasses.replace(plan.checks, join_keys=keys))
+
+
 def checked(database: DemoDatabase, plan: PrivateAggregate) -> str | None:
     """The plan check's refusal of `plan` on the real PostgreSQL, or None."""
     async def check() -> str | None:
@@ -106,14 +111,14 @@ def checked(database: DemoDatabase, plan: PrivateAggregate) -> str | None:
 def test_joins_read_as_postgresql_reads_them_pass(demo_database: DemoDatabase,
                                                   metrics: Metrics, sql: str):
     plan = plan_of(sql, metrics)
-    assert plan.join_keys is not None
-    assert plan.join_keys.columns or plan.join_keys.groups
+    assert plan.checks.join_keys is not None
+    assert plan.checks.join_keys.columns or plan.checks.join_keys.groups
     assert checked(demo_database, plan) is None
 
 
 def test_the_analysis_exports_the_columns_it_joined_on(metrics: Metrics):
     keys = plan_of("SELECT count(*) FROM orders AS o(a, b) JOIN customers c "
-                   "ON o.b = c.customer_id", metrics).join_keys
+                   "ON o.b = c.customer_id", metrics).checks.join_keys
     assert keys is not None
     assert keys.columns == {("public.orders", "customer_id"),
                             ("public.customers", "customer_id")}
@@ -126,7 +131,7 @@ def test_the_analysis_exports_the_columns_it_joined_on(metrics: Metrics):
 def test_a_union_all_column_joins_on_every_branchs_column(metrics: Metrics):
     keys = plan_of("SELECT count(*) FROM orders o JOIN (SELECT r.customer_id FROM "
                    "recommendations r UNION ALL SELECT c.customer_id FROM customers c) s "
-                   "ON s.customer_id = o.customer_id", metrics).join_keys
+                   "ON s.customer_id = o.customer_id", metrics).checks.join_keys
     assert keys is not None and keys.columns == {("public.orders", "customer_id"),
                                                  ("public.recommendations", "customer_id"),
                                                  ("public.customers", "customer_id")}
@@ -136,7 +141,7 @@ def test_an_analysis_that_took_another_join_column_is_refused(demo_database: Dem
                                                               metrics: Metrics):
     """As if dpgate had resolved o.customer_id to orders.order_id (maxFreq 1, not 100)."""
     plan = plan_of(JOIN)
-    wrong = dataclasses.replace(plan, join_keys=JoinKeys(frozenset({
+    wrong = with_join_keys(plan, JoinKeys(frozenset({
         ("public.orders", "order_id"), ("public.customers", "customer_id")})))
     refusal = checked(demo_database, wrong)
     assert refusal is not None and refusal.startswith("0A000: ")
@@ -145,9 +150,9 @@ def test_an_analysis_that_took_another_join_column_is_refused(demo_database: Dem
     # taken for orders.product_id. The catalog's order says customer_id.
     aliased = plan_of("SELECT count(*) FROM orders AS o(a, b) JOIN customers c "
                       "ON o.b = c.customer_id", metrics)
-    assert aliased.join_keys is not None and checked(demo_database, aliased) is None
+    assert aliased.checks.join_keys is not None and checked(demo_database, aliased) is None
     stale = ("order_id", "product_id", "customer_id", "quantity", "order_cost", "order_date")
-    misread = dataclasses.replace(aliased, join_keys=JoinKeys(
+    misread = with_join_keys(aliased, JoinKeys(
         frozenset({("public.orders", "product_id"), ("public.customers", "customer_id")}),
         (("public.orders", "o", tuple(zip(("a", "b", *stale[2:]), stale, strict=True))),)))
     refusal = checked(demo_database, misread)
@@ -157,11 +162,11 @@ def test_an_analysis_that_took_another_join_column_is_refused(demo_database: Dem
 def test_an_analysis_that_grouped_on_another_column_is_refused(demo_database: DemoDatabase):
     """As if dpgate had read the group key customer_id as order_id."""
     plan = plan_of("SELECT customer_id, count(*) FROM orders GROUP BY customer_id")
-    assert plan.join_keys is not None
-    assert plan.join_keys.groups == {("public.orders", "customer_id")}
+    assert plan.checks.join_keys is not None
+    assert plan.checks.join_keys.groups == {("public.orders", "customer_id")}
     assert checked(demo_database, plan) is None
-    wrong = dataclasses.replace(plan, join_keys=dataclasses.replace(
-        plan.join_keys, groups=frozenset({("public.orders", "order_id")})))
+    wrong = with_join_keys(plan, dataclasses.replace(
+        plan.checks.join_keys, groups=frozenset({("public.orders", "order_id")})))
     refusal = checked(demo_database, wrong)
     assert refusal == ("0A000: PostgreSQL's plan groups on public.orders.customer_id, which "
                        "dpgate's analysis did not take as a group key: the plan and the "
@@ -185,7 +190,7 @@ def engine(demo_database: DemoDatabase, tmp_path: Path):
 def test_a_refused_join_charges_nothing_and_a_good_one_is_charged(engine):
     running, ledger = engine
     plan = plan_of(JOIN)
-    wrong = dataclasses.replace(plan, join_keys=JoinKeys(frozenset({
+    wrong = with_join_keys(plan, JoinKeys(frozenset({
         ("public.orders", "order_id"), ("public.customers", "customer_id")})))
 
     async def both() -> tuple[StatementError, Answer | None, Any]:

@@ -43,7 +43,7 @@ def expectation(title: str, statement: str) -> str:
         return f"-- refused: {refusal.sqlstate} {refusal.message}"
     constants = [f"-- constant: {c.token} = {c.sql}" for c in plan.constants]
     return "\n".join([plan.sql + ";", *constants,
-                      *released_sql(plan.post_sql, plan.outer_sql)])
+                      *released_sql(plan.post_sql, plan.outer and plan.outer.sql)])
 
 
 update_if_asked(GOLDEN, expectation)

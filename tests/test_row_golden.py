@@ -73,7 +73,7 @@ def expectation(title: str, statement: str) -> str:
         lines.append(f"-- hidden outputs (for HAVING / ORDER BY only): {hidden}")
     if plan.post != PostProcess():
         lines.append(f"-- after noise: {plan.post}")
-    return "\n".join(lines + released_sql(plan.post_sql, plan.outer_sql))
+    return "\n".join(lines + released_sql(plan.post_sql, plan.outer and plan.outer.sql))
 
 
 update_if_asked(GOLDEN, expectation)

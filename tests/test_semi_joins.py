@@ -174,7 +174,8 @@ def test_metabase_counting_a_questions_groups_counts_the_occupied_keys():
     # keys whose released count is above 0 (post-processing).
     plan = plan_of("SELECT count(*) FROM (SELECT quantity, count(*) AS n FROM orders "
                    "GROUP BY quantity) s", unit=True)
-    assert plan.outer_sql is not None and plan.occupied_by == 1
+    assert plan.outer is not None and plan.grouping and plan.grouping.occupied_by == 1
     summed = plan_of("SELECT count(*) FROM (SELECT quantity, sum(order_cost) AS n FROM orders "
                      "GROUP BY quantity) s", unit=True)
-    assert summed.occupied_by == 2 and summed.outputs[2].hidden  # a count(*) of its own
+    assert summed.grouping and summed.grouping.occupied_by == 2
+    assert summed.outputs[2].hidden  # a count(*) of its own

@@ -161,7 +161,8 @@ def test_expressions_over_aggregates_are_computed_over_released_values_only():
     # The SQL and the post-processing over released values: golden/rewritten/group_keys.sql
     assert plan.post_sql is not None
     # What runs on private rows: the key and one count, nothing else.
-    assert plan.probe_sql == "SELECT quantity, CAST(NULL AS TEXT), COUNT(*), COUNT(*), " \
+    assert plan.computed is not None
+    assert plan.computed.probe_sql == "SELECT quantity, CAST(NULL AS TEXT), COUNT(*), COUNT(*), " \
         "COUNT(*) FROM orders GROUP BY quantity"
     assert len(plan.parts) == 1  # the same count(*) is noised once
 
@@ -252,8 +253,8 @@ def test_a_summed_case_with_an_unbounded_branch_is_refused():
 def test_a_query_over_an_aggregate_cte_runs_over_its_answer_only():
     plan = plan_of("WITH t AS (SELECT quantity, count(*) AS n FROM orders GROUP BY 1) "
                    "SELECT sum(n) FROM t")
-    assert plan.outer_sql == "SELECT SUM(n) FROM __dpgate_answer__"
-    assert plan.outer_alias == "t" and plan.keys == 1
+    assert plan.outer is not None and plan.outer.sql == "SELECT SUM(n) FROM __dpgate_answer__"
+    assert plan.outer.alias == "t" and plan.keys == 1
     assert "WITH" in plan.fingerprint_text  # the whole question, not the inner one
 
 

@@ -315,11 +315,12 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
         (explained,) = connection.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + plan.sql
                                           ).fetchone()
         # dpgate's own hop join (order_notes.order_id = orders.order_id) is a join key.
-        assert plan.join_keys is not None and {("public.order_notes", "order_id"),
+        assert plan.checks.join_keys is not None and {("public.order_notes", "order_id"),
                                                ("public.orders", "order_id")
-                                               } <= plan.join_keys.columns
-        assert plan_failure(explained, Counter(plan.scans), policy, plan.windows,
-                            plan.join_keys) is None
+                                               } <= plan.checks.join_keys.columns
+        checks = plan.checks
+        assert plan_failure(explained, Counter(checks.scans), policy, checks.windows,
+                            checks.join_keys) is None
         # Per-unit counts, capped at the policy's τ = 2 (its contributions_limit too).
         count = sum(c * units for c, units in connection.execute(plan.sql).fetchall())
         (expected,) = connection.execute(

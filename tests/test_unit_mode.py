@@ -69,7 +69,7 @@ def test_without_a_unit_the_plan_is_flex_exactly():
     row_level = demo_policy(unit=False)
     plan = plan_of("SELECT count(*) FROM orders o JOIN customers c "
                    "ON o.customer_id = c.customer_id", row_level)
-    assert plan.unit is None and plan.windows == 0  # the SQL: golden/rewritten
+    assert plan.unit is None and plan.checks.windows == 0  # the SQL: golden/rewritten
     assert str(plan.parts[0].elastic) == "100 + 1k"  # FLEX's reference ES
 
 
@@ -185,7 +185,7 @@ def test_a_foreign_key_chain_reaches_the_unit_through_a_joined_table():
     assert '"_dp_hop1"."customer_id" AS "_dp_unit"' in alone.sql
     assert ', "public"."orders" AS "_dp_hop1" WHERE (product_id = 1 OR product_id = 2) AND ' \
         '"_dp_hop1"."order_id" = "recommendations"."product_id"' in alone.sql
-    assert alone.scans.count("public.orders") == 1
+    assert alone.checks.scans.count("public.orders") == 1
 
 
 def test_a_chain_never_reads_the_unit_through_a_column_alias_list():

@@ -2,7 +2,11 @@
 
 - `dispatch`: the one table from plan kind to action, shared by both protocols (Engine)
 - `planning`: query string to plans (plan cache, limits, measuring missing metrics)
-- `private`: private aggregates described, charged, run and released
+- `private`: private aggregates answered: the ledger's look-up, budget and one-commit
+  charge around `before_charge` (what may fail for free: calibration, PostgreSQL's parse,
+  constants, the plan check, the answer's shape) and `private_query` (the rewritten SQL
+  run on private rows, noised, post-processed); `notice`: what the analyst is told after
+  a fresh answer
 - `dp_settings`: SET/SHOW of dp.* settings, SHOW dp.budget and dp.policy
 - `errors`: the one conversion of refusals and PostgreSQL errors into a client's error
 - `outcome`: what the engine returns (rows, or one message)

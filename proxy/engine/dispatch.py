@@ -37,7 +37,8 @@ from .literals import LiftedStatement, LiftFailed
 from .outcome import Answer, Outcome, Reply
 from .plan_check import PlanChecker
 from .planning import Planner
-from .private import INLINE_RELEASE_ROWS, ChargeReport, PrivateAnswers
+from .private import PrivateAnswers
+from .private_query import INLINE_RELEASE_ROWS, ChargeReport
 from .reader_time import ReaderTime
 from .recent import RecentAnswers
 from .workers import Workers

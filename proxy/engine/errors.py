@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
-from accounting import LedgerUnavailable
+from accounting import BudgetExceeded, LedgerUnavailable
 from rewriter.errors import Refusal
 from rewriter.sqlstate import SqlState
 
@@ -21,7 +21,8 @@ from ..pgwire.backend import BackendError
 from ..pgwire.codes import ErrorField
 from ..pgwire.errors import StatementError
 
-__all__ = ["AlreadyReported", "StatementError", "client_error", "ledger_call"]
+__all__ = ["AlreadyReported", "StatementError", "budget_exhausted", "client_error",
+           "ledger_call"]
 log = logging.getLogger("dpgate.session")
 T = TypeVar("T")
 
@@ -52,6 +53,11 @@ def client_error(error: Refusal | BackendError, offset: int | None = None) -> St
         position.isdigit() else None
     return StatementError(error.sqlstate, error.fields.get(ErrorField.MESSAGE, "error"),
                           error.fields.get(ErrorField.HINT), shifted)
+
+
+def budget_exhausted(exceeded: BudgetExceeded) -> StatementError:
+    return StatementError(SqlState.BUDGET_EXHAUSTED, str(exceeded),
+                          hint="Ask the data owner for more budget, or lower dp.epsilon.")
 
 
 class WorkerPool(Protocol):

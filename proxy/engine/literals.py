@@ -128,8 +128,8 @@ def usable(statements: list[Statement]) -> bool:
     if len(statements) != 1 or not isinstance(statements[0].plan, PrivateAggregate):
         return False
     plan = statements[0].plan
-    return (not plan.constants and plan.cells_sql is None and plan.post_sql is None
-            and plan.outer_sql is None and plan.probe_sql is None)
+    return (not plan.constants and plan.checks.cells_sql is None and plan.computed is None
+            and plan.outer is None)
 
 
 def relayed_as_written(statements: list[Statement], lifted: Lifted) -> Statement | None:

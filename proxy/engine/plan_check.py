@@ -48,9 +48,9 @@ class PlanChecker:
         its parameters the statement cannot be planned yet. Raises Refusal, or
         BackendError for PostgreSQL's own errors.
         """
-        sql = plan.sql
-        if plan.cells_sql is not None:
-            (cells,) = (await backend.fetch(plan.cells_sql)).rows[0]
+        sql, checks = plan.sql, plan.checks
+        if checks.cells_sql is not None:
+            (cells,) = (await backend.fetch(checks.cells_sql)).rows[0]
             if int(bytes(cells or b"0")) > self.policy.max_cells:
                 raise Refusal(SqlState.INSUFFICIENT_PRIVILEGE,
                               "the histogram's public domain has more "
@@ -70,15 +70,15 @@ class PlanChecker:
             sql = substitute(sql, plan.constants, literals)
         if not check:
             return sql
-        if plan.join_keys is not None and plan.join_keys.renamed:
-            await self._check_renamings(backend, plan.join_keys)
-        scans = Counter(plan.scans)
+        if checks.join_keys is not None and checks.join_keys.renamed:
+            await self._check_renamings(backend, checks.join_keys)
+        scans = Counter(checks.scans)
         # The verdict depends on the analysis too (its scans and columns), not only on
         # the SQL: a plan analysed with other metrics is checked again.
-        analysis = repr((sorted(scans.items()), plan.windows, plan.join_keys))
+        analysis = repr((sorted(scans.items()), checks.windows, checks.join_keys))
         await self._check(backend, sql, parameters,
-                          lambda e: plan_failure(e, scans, self.policy, plan.windows,
-                                                 plan.join_keys), analysis)
+                          lambda e: plan_failure(e, scans, self.policy, checks.windows,
+                                                 checks.join_keys), analysis)
         return sql
 
     async def _check_renamings(self, backend: BackendConnection, keys: JoinKeys) -> None:

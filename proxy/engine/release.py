@@ -100,8 +100,8 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         row = [_output_value(o, keys, drawn, calibration) for o in plan.outputs]
         errors.widen(row, drawn)
         rows.append(row)
-    if plan.occupied_by is not None:  # decided on released counts only (docs/queries.md)
-        rows = [row for row in rows if row[plan.occupied_by] > 0]
+    if plan.grouping is not None and (occupied := plan.grouping.occupied_by) is not None:
+        rows = [row for row in rows if row[occupied] > 0]  # released counts only (queries.md)
     bounds = _bounds(plan, calibration, settings, count) | errors.bounds()
     if plan.post_sql is not None:  # every output, for the statement's own expressions
         answer = Release(columns, [[_text(value, type_oid) for value, (_, type_oid)

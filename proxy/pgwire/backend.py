@@ -7,7 +7,6 @@ exact type OIDs and formats), which drivers hide; so it speaks the protocol itse
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import itertools
 import secrets
 import struct
@@ -16,13 +15,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import overload
 
-import scramp
 from psycopg.conninfo import conninfo_to_dict
 
 from rewriter.sqlstate import SqlState
 
 from . import wire
-from .codes import AuthRequest, Backend, ErrorField, Frontend, Target, TransactionStatus
+from .backend_login import PasswordExchange, UnsupportedAuthentication, startup_message
+from .codes import Backend, ErrorField, Frontend, Target, TransactionStatus
 from .hooked import HookedStreamProtocol
 
 MAX_BACKEND_MESSAGE = 1 << 30
@@ -154,6 +153,13 @@ class Rows:
     columns: list[tuple[str, int]]
     rows: RowList
 
+    def keep(self, kind: bytes, payload: bytes) -> None:
+        """Take one message of the answer: a row or the columns (parsed as read)."""
+        if kind == Backend.DATA_ROW:
+            self.rows.append(wire.parse_data_row(payload))
+        elif kind == Backend.ROW_DESCRIPTION:
+            self.columns[:] = wire.parse_row_description(payload)
+
 
 class BackendConnection:
     """One authenticated connection to PostgreSQL."""
@@ -201,53 +207,26 @@ class BackendConnection:
                                     f"{reported[name.lower()]!r}, not {value!r}"})
 
     async def _startup(self, endpoint: Endpoint, options: dict[str, str]) -> None:
-        params = {"user": endpoint.user, "database": endpoint.database, **options}
-        body = struct.pack("!i", wire.PROTOCOL_3_0)
-        body += b"".join(k.encode() + b"\0" + v.encode() + b"\0" for k, v in params.items())
-        body += b"\0"
-        self.writer.write(struct.pack("!i", len(body) + 4) + body)
-        scram: scramp.ScramClient | None = None
+        self.writer.write(startup_message(
+            {"user": endpoint.user, "database": endpoint.database, **options}))
+        exchange = PasswordExchange(endpoint.user, endpoint.password or "")
         while True:
             kind, payload = await self.read()
             if kind == Backend.AUTHENTICATION:
-                scram = await self._authenticate(endpoint, payload, scram)
+                try:
+                    answer = exchange.answer(payload)
+                except UnsupportedAuthentication as error:
+                    raise BackendError({ErrorField.SQLSTATE: SqlState.INVALID_AUTHORIZATION,
+                                        ErrorField.MESSAGE: str(error)}) from None
+                if answer is not None:
+                    self.send(answer)
+                    await self.flush()
             elif kind == Backend.BACKEND_KEY_DATA:
                 self.pid, self.secret = struct.unpack("!ii", payload)
             elif kind == Backend.ERROR_RESPONSE:
                 raise BackendError(wire.parse_error_fields(payload))
             elif kind == Backend.READY_FOR_QUERY:
                 return
-
-    async def _authenticate(
-        self, endpoint: Endpoint, payload: bytes, scram: scramp.ScramClient | None
-    ) -> scramp.ScramClient | None:
-        (code,) = struct.unpack_from("!i", payload)
-        password = (endpoint.password or "").encode()
-        if code == AuthRequest.OK:
-            return scram
-        if code == AuthRequest.CLEARTEXT_PASSWORD:
-            self.send(wire.message(Frontend.PASSWORD, password + b"\0"))
-        elif code == AuthRequest.MD5_PASSWORD:
-            salt = payload[4:8]
-            inner = hashlib.md5(password + endpoint.user.encode()).hexdigest().encode()
-            digest = b"md5" + hashlib.md5(inner + salt).hexdigest().encode()
-            self.send(wire.message(Frontend.PASSWORD, digest + b"\0"))
-        elif code == AuthRequest.SASL:
-            scram = scramp.ScramClient(["SCRAM-SHA-256"], endpoint.user, endpoint.password or "")
-            first = scram.get_client_first().encode()
-            self.send(wire.message(
-                Frontend.PASSWORD, b"SCRAM-SHA-256\0" + struct.pack("!i", len(first)) + first
-            ))
-        elif code == AuthRequest.SASL_CONTINUE and scram is not None:
-            scram.set_server_first(payload[4:].decode())
-            self.send(wire.message(Frontend.PASSWORD, scram.get_client_final().encode()))
-        elif code == AuthRequest.SASL_FINAL and scram is not None:
-            scram.set_server_final(payload[4:].decode())
-        else:
-            raise BackendError({ErrorField.SQLSTATE: SqlState.INVALID_AUTHORIZATION,
-                                ErrorField.MESSAGE: f"unsupported backend authentication {code}"})
-        await self.flush()
-        return scram
 
     def send(self, data: bytes) -> None:
         """Queue a message; `flush` writes the queue in one system call."""
@@ -312,29 +291,20 @@ class BackendConnection:
     async def fetch(self, sql: str, parameters: Parameters | None = None) -> Rows:
         """Run one statement and return its rows in text format; raise BackendError.
 
-        With `parameters` the statement goes through Parse/Bind/Execute, so the values
-        travel apart from the SQL text exactly as the client sent them.
+        With `parameters` the statement goes through Parse/Bind/Execute (fetch_bound), so
+        the values travel apart from the SQL text exactly as the client sent them.
         """
-        if parameters is None:
-            self.send(wire.message(Frontend.QUERY, sql.encode() + b"\0"))
-        else:
-            self.send(wire.parse_message("", sql, parameters.types)
-                      + wire.bind_message("", "", parameters.formats, parameters.values, ())
-                      + wire.execute_message("") + wire.SYNC)
+        if parameters is not None:
+            return await self.fetch_bound(sql, parameters)
+        self.send(wire.message(Frontend.QUERY, sql.encode() + b"\0"))
         rows = Rows([], RowList())
-
-        def keep(kind: bytes, payload: bytes) -> None:  # parsed as read, not kept as is
-            if kind == Backend.DATA_ROW:
-                rows.rows.append(wire.parse_data_row(payload))
-            elif kind == Backend.ROW_DESCRIPTION:
-                rows.columns[:] = wire.parse_row_description(payload)
-        await self._until_ready(keep)
+        await self._until_ready(rows.keep)
         return rows
 
     async def fetch_bound(self, sql: str, parameters: Parameters) -> Rows:
-        """Like `fetch` with parameters, Parse/Bind/Execute/Sync in one round trip, but an
-        error PostgreSQL reports before BindComplete raises NotExecuted: it came from the
-        statement's text or the values' input conversion, never from the rows read."""
+        """`fetch` with parameters: Parse/Bind/Execute/Sync in one round trip. An error
+        PostgreSQL reports before BindComplete raises NotExecuted (a BackendError): it came
+        from the statement's text or the values' input conversion, never from the rows read."""
         self.send(wire.parse_message("", sql, parameters.types)
                   + wire.bind_message("", "", parameters.formats, parameters.values, ())
                   + wire.execute_message("") + wire.SYNC)
@@ -343,11 +313,8 @@ class BackendConnection:
 
         def keep(kind: bytes, payload: bytes) -> None:  # parsed as read, in turns
             nonlocal bound
-            if kind == Backend.DATA_ROW:
-                rows.rows.append(wire.parse_data_row(payload))
-            elif kind == Backend.ROW_DESCRIPTION:
-                rows.columns[:] = wire.parse_row_description(payload)
-            elif kind == Backend.BIND_COMPLETE:
+            rows.keep(kind, payload)
+            if kind == Backend.BIND_COMPLETE:
                 bound = True
         try:
             await self._until_ready(keep)

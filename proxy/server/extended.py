@@ -20,7 +20,6 @@ from rewriter.errors import Refusal
 from rewriter.plan import (
     ColumnProbe,
     EmptyStatement,
-    Plan,
     PrivateAggregate,
     Relay,
     SetDpSetting,
@@ -31,9 +30,8 @@ from rewriter.sqlstate import SqlState
 from ..engine.errors import StatementError
 from ..engine.outcome import Reply
 from ..pgwire import wire
-from ..pgwire.backend import Parameters
 from ..pgwire.codes import Frontend, Target
-from .prepared import Portal, Prepared
+from .prepared import Portal, Prepared, own_portal
 from .relay import Exchange
 from .session import Session
 
@@ -218,19 +216,17 @@ class ExtendedProtocol:
             case (PrivateAggregate() | SetDpSetting() | ShowDpSetting() | EmptyStatement()
                   | ColumnProbe()):
                 await self._own_turn()
-                self.statements[parse.statement] = await self._prepare(
-                    parse.query, plan, parse.parameter_types)
+                described = await self.session.engine.describe(parse.query, plan,
+                                                               parse.parameter_types)
+                self.statements[parse.statement] = Prepared(
+                    parse.query, plan, described.parameter_types, described.columns)
                 self.session.send(wire.PARSE_COMPLETE)
             case _:
                 assert_never(plan)
 
-    async def _prepare(self, text: str, plan: Plan, types: tuple[int, ...]) -> Prepared:
-        described = await self.session.engine.describe(text, plan, types)
-        return Prepared(text, plan, described.parameter_types, described.columns)
-
     async def _bind(self, payload: bytes) -> None:
         name, statement = wire.bind_names(payload)
-        prepared = self._statement(statement)
+        prepared = self.session.prepared.statement(statement)
         if name and name in self.portals:
             raise StatementError(SqlState.DUPLICATE_CURSOR, f'portal "{name}" already exists')
         if prepared.relayed:
@@ -239,25 +235,16 @@ class ExtendedProtocol:
             return
         bind = wire.read_bind(payload)
         await self._own_turn()
-        expected = len(prepared.parameter_types)
-        if len(bind.values) != expected:
-            raise StatementError(SqlState.PROTOCOL_VIOLATION,
-                                 f"bind message supplies {len(bind.values)} parameters, but "
-                                 f'prepared statement "{bind.statement}" requires {expected}')
-        parameters = Parameters(prepared.parameter_types,
-                                _formats(bind.parameter_formats, expected, "parameter"),
-                                bind.values)
-        formats = _formats(bind.result_formats, len(prepared.columns), "result")
-        self.portals[bind.portal] = Portal(prepared, parameters, formats)
+        self.portals[bind.portal] = own_portal(prepared, bind)
         self.session.send(wire.BIND_COMPLETE)
 
     async def _describe(self, payload: bytes) -> None:
         kind, name = wire.read_target(payload)
         formats: tuple[int, ...] = ()
         if kind == Target.STATEMENT:
-            prepared = self._statement(name)
+            prepared = self.session.prepared.statement(name)
         else:
-            portal = self._portal(name)
+            portal = self.session.prepared.portal(name)
             prepared, formats = portal.prepared, portal.formats
         if prepared.relayed:
             await self._forwarding()
@@ -270,40 +257,28 @@ class ExtendedProtocol:
                           if prepared.columns else wire.NO_DATA)
 
     async def _execute(self, payload: bytes, name: str, limit: int) -> None:
-        portal = self._portal(name)
+        portal = self.session.prepared.portal(name)
         if portal.relayed:
             await self._forwarding()
             self._relay_execute(portal, wire.message(Frontend.EXECUTE, payload))
             return
         await self._own_turn()
         session = self.session
-        if portal.rows is not None:  # resumed after a row limit
-            session.refuse_if_aborted(portal.prepared.plan)
-            self._send_rows(portal, limit)
-            return
         session.refuse_if_aborted(portal.prepared.plan)
-        session.engine.refuse_unencodable(portal.prepared.columns, portal.formats)
-        answer = await session.execute(portal.prepared.text, portal.prepared.plan,
-                                       portal.parameters)
-        if isinstance(answer, Reply):  # nothing kept: a second Execute runs it again
-            session.send(answer.message)
-            return
-        portal.rows = await session.engine.encode(answer, portal.formats)
-        self._send_rows(portal, limit)
-        if answer.notice:
-            session.send(wire.notice_response(answer.notice))
-
-    def _send_rows(self, portal: Portal, limit: int) -> None:
-        rows = portal.rows or []
-        end = len(rows) if not limit else min(len(rows), portal.sent + limit)
-        for row in rows[portal.sent:end]:
-            self.session.send(row)
-        count, portal.sent = end - portal.sent, end
-        if limit and end < len(rows):
-            self.session.send(wire.PORTAL_SUSPENDED)
-        else:
-            show = isinstance(portal.prepared.plan, ShowDpSetting)
-            self.session.send(wire.command_complete("SHOW" if show else f"SELECT {count}"))
+        notice = None
+        if portal.rows is None:  # else resumed after a row limit
+            session.engine.refuse_unencodable(portal.prepared.columns, portal.formats)
+            answer = await session.execute(portal.prepared.text, portal.prepared.plan,
+                                           portal.parameters)
+            if isinstance(answer, Reply):  # nothing kept: a second Execute runs it again
+                session.send(answer.message)
+                return
+            portal.rows = await session.engine.encode(answer, portal.formats)
+            notice = answer.notice
+        for message in portal.next_rows(limit):
+            session.send(message)
+        if notice:
+            session.send(wire.notice_response(notice))
 
     async def _close(self, payload: bytes) -> None:
         kind, name = wire.read_target(payload)
@@ -319,19 +294,6 @@ class ExtendedProtocol:
     async def _flush(self, _: bytes) -> None:
         await self.settle()
 
-    def _statement(self, name: str) -> Prepared:
-        prepared = self.statements.get(name)
-        if prepared is None:
-            raise StatementError(SqlState.INVALID_SQL_STATEMENT_NAME,
-                                 f'prepared statement "{name}" does not exist')
-        return prepared
-
-    def _portal(self, name: str) -> Portal:
-        portal = self.portals.get(name)
-        if portal is None:
-            raise StatementError(SqlState.INVALID_CURSOR_NAME, f'portal "{name}" does not exist')
-        return portal
-
 
 class _Skipped(Exception):
     """A forwarded message failed: this one is skipped, as everything up to Sync."""
@@ -340,20 +302,4 @@ class _Skipped(Exception):
 def _drop(table: dict, name: str, entry: object) -> None:
     if table.get(name) is entry:
         del table[name]
-
-
-def _formats(codes: tuple[int, ...], count: int, what: str) -> tuple[int, ...]:
-    """Bind's format codes expanded to one per value: none is text, one applies to all."""
-    if any(code not in (0, 1) for code in codes):
-        raise StatementError(SqlState.PROTOCOL_VIOLATION,
-                             f"unsupported format code in {what} formats")
-    if not codes:
-        return (0,) * count
-    if len(codes) == 1:
-        return codes * count
-    if len(codes) != count:
-        raise StatementError(SqlState.PROTOCOL_VIOLATION,
-                             f"bind message has {len(codes)} {what} formats but {count} "
-                             f"{what}s")
-    return codes
 

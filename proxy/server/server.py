@@ -1,4 +1,5 @@
-"""The asyncio server: accepts clients, authenticates them and runs their sessions.
+"""The asyncio server: accepts clients, has them log in (login.py) and serves their
+sessions' messages; holds what every session shares, and shuts them all down.
 
 Each client is one task; whatever goes wrong in it (a malformed message, a dropped
 socket, a bug) ends that client's connection only.
@@ -9,16 +10,13 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-import secrets
 import ssl
 import struct
-from collections import Counter
 from dataclasses import dataclass, field
 
-from accounting import Analyst, Ledger, LedgerUnavailable
+from accounting import Analyst, Ledger
 from mechanisms.random_source import RandomSource, SecureRandomSource
-from rewriter.errors import Refusal
-from rewriter.sql.lexical import PINNED, READER_PINNED, startup_settings
+from rewriter.sql.lexical import READER_PINNED
 from rewriter.sqlstate import SqlState
 
 from ..config import Config
@@ -29,27 +27,26 @@ from ..engine.knowledge import Knowledge
 from ..engine.plan_cache import PlanCache
 from ..engine.plan_check import PlanChecker
 from ..engine.planning import Planner
+from ..engine.private_query import ChargeReport
 from ..engine.reader_time import reader_time
 from ..engine.recent import RecentAnswers
 from ..engine.workers import Workers
 from ..ops import Operations
-from ..ops.console import CONSOLE_DATABASE, Console, serve_console
+from ..ops.console import CONSOLE_DATABASE
 from ..ops.dashboard import dashboard_app
 from ..ops.web import metrics_app, start_site
 from ..pgwire import wire
-from ..pgwire.auth import AuthenticationFailed, authenticate
-from ..pgwire.backend import BackendConnection, BackendError, BackendPool, Endpoint
+from ..pgwire.backend import BackendPool, Endpoint
 from ..pgwire.client_stream import ClientReader, IdleTimeout, ShuttingDown
 from ..pgwire.codes import Frontend, TransactionStatus
 from ..pgwire.errors import FatalError, StatementError
 from ..pgwire.hooked import HookedStreamProtocol
 from ..pgwire.outbox import Outbox
 from ..pgwire.running import Running
-from ..pgwire.startup import CancelRequest, negotiate
 from ..pgwire.tls import ServerTls
 from .extended import ExtendedProtocol
 from .fast_relay import FastRelay
-from .prepared import PreparedStatements
+from .login import Login
 from .session import Phase, Session
 
 log = logging.getLogger("dpgate.server")
@@ -106,12 +103,22 @@ class Proxy:
         self.tls = ServerTls.load(server.tls_cert, server.tls_key) if server.tls_cert else None
         # Every client's task and the stream it reads from.
         self.clients: dict[asyncio.Task, ClientReader] = {}
-        # Sessions per analyst, counted from admission (before the relay connects).
-        self.admitted: Counter[str] = Counter()
         self.stopping = False
         # Metrics, audit log, console and dashboard (proxy/ops), and their HTTP sites.
         self.ops = Operations(server.audit_log, server.admin_users)
         self.sites: list = []
+        self.login = Login(self.config, self.ledger, self.ops, self.workers, self.tls,
+                           self.relay_endpoint, self.engine, self._cancel)
+
+    def engine(self, analyst: Analyst, running: Running, report_charge: ChargeReport
+               ) -> Engine:
+        """A new session's engine, over what every session shares: the pools, the plan
+        cache and checker, the workers, fair shares, reader-seconds, charge batches and
+        recent answers."""
+        return Engine(analyst, self.config, self.ledger, self.pool, self.rng, self.planner,
+                      self.checker, self.workers, running, report_charge=report_charge,
+                      charges=self.charges, readers=self.readers, released=self.released,
+                      recent=self.recent, reader_seconds=self.reader_seconds)
 
     async def start(self) -> asyncio.Server:
         server = self.config.server
@@ -197,7 +204,7 @@ class Proxy:
         settings = self.config.server
         outbox = Outbox(writer)  # the session's messages, written once per batch
         try:
-            startup = await asyncio.wait_for(self._startup(reader, writer, outbox),
+            startup = await asyncio.wait_for(self.login.session(reader, writer, outbox),
                                              settings.auth_timeout)
         except TimeoutError:
             _try_write(writer, FatalError(
@@ -215,157 +222,8 @@ class Proxy:
         finally:
             self.sessions.pop(key, None)
             self.ops.closed(session.ops.info)
-            self._leave(session.analyst.name)
+            self.login.leave(session.analyst.name)
             session.close()
-
-    def _admit(self, analyst: str) -> None:
-        """Take a session slot, or refuse beyond server.max_clients or beyond the analyst's
-        share: one analyst's flood must leave room for the others to log in."""
-        settings = self.config.server
-        if sum(self.admitted.values()) >= settings.max_clients:
-            raise FatalError(SqlState.TOO_MANY_CONNECTIONS, "sorry, too many clients already",
-                             hint=f"dpgate serves at most {settings.max_clients} sessions "
-                             "(server.max_clients).")
-        if self.admitted[analyst] and sum(self.admitted.values()) >= \
-                settings.max_clients - settings.reserved_clients:
-            raise FatalError(SqlState.TOO_MANY_CONNECTIONS, f"too many connections for analyst "
-                             f'"{analyst}": the remaining sessions are kept for analysts '
-                             "with none open", hint=f"dpgate keeps {settings.reserved_clients}"
-                             " of its sessions for analysts logging in for the first time "
-                             "(server.reserved_clients); close some first.")
-        if self.admitted[analyst] >= settings.max_clients_per_analyst:
-            raise FatalError(SqlState.TOO_MANY_CONNECTIONS, f'too many connections for analyst '
-                             f'"{analyst}"', hint=f"Each analyst may open at most "
-                             f"{settings.max_clients_per_analyst} sessions "
-                             "(server.max_clients_per_analyst); close some first.")
-        self.admitted[analyst] += 1
-
-    def _leave(self, analyst: str) -> None:
-        self.admitted[analyst] -= 1
-        if not self.admitted[analyst]:
-            del self.admitted[analyst]
-
-    async def _startup(
-        self, reader: ClientReader, writer: asyncio.StreamWriter, outbox: Outbox
-    ) -> tuple[Session, tuple[int, int]] | None:
-        settings = self.config.server
-        startup = await negotiate(reader, writer, self.tls)
-        if isinstance(startup, CancelRequest):
-            await self._cancel(startup.payload)
-            return None
-        if self.tls and settings.require_tls_for_password and not startup.tls:
-            raise FatalError(SqlState.INVALID_AUTHORIZATION,
-                             "password authentication over an unencrypted connection is refused",
-                             hint="Connect with TLS, e.g. sslmode=verify-full (or require).")
-        params = startup.parameters
-        user = params["user"]
-        database = params.get("database") or user
-        console = database == CONSOLE_DATABASE
-        if not console and database != self.relay_endpoint.database:
-            self.ops.login_refused(user, _peer(writer), "database",
-                                   SqlState.INVALID_CATALOG_NAME)
-            writer.write(FatalError(
-                SqlState.INVALID_CATALOG_NAME, f'database "{database}" does not exist',
-                hint=f'dpgate serves the database "{self.relay_endpoint.database}".'
-            ).to_response())
-            return None
-        try:
-            analyst = await authenticate(user, self.ledger.analyst, reader, writer,
-                                         settings.max_message_size,
-                                         self.tls.end_point if self.tls and startup.tls
-                                         else None)
-        except AuthenticationFailed:
-            self.ops.login_refused(user, _peer(writer), "password", SqlState.INVALID_PASSWORD)
-            writer.write(FatalError(
-                SqlState.INVALID_PASSWORD, f'password authentication failed for user "{user}"'
-            ).to_response())
-            return None
-        except LedgerUnavailable as error:  # credentials live in the ledger
-            log.error("login of %s: privacy ledger unreachable: %s", user, error)
-            raise FatalError(SqlState.CANNOT_CONNECT_NOW, "dpgate cannot reach its privacy ledger",
-                             hint="Try again in a moment.") from None
-        if console != (analyst.name in self.ops.admins):
-            # Operators see every analyst's spend, analysts see the data: never both.
-            self.ops.login_refused(user, _peer(writer), "console",
-                                   SqlState.INSUFFICIENT_PRIVILEGE)
-            raise FatalError(SqlState.INSUFFICIENT_PRIVILEGE, f'permission denied for database '
-                             f'"{database}"', hint="The console database \"dpgate\" is for "
-                             "the accounts of server.admin_users, the data for the others.")
-        if console:
-            await self._console(analyst.name, params, reader, writer)
-            return None
-        self._admit(analyst.name)
-        try:
-            return await self._open_session(analyst, params, reader, writer, outbox)
-        except BaseException:
-            self._leave(analyst.name)
-            raise
-
-    async def _console(self, name: str, params: dict[str, str], reader: ClientReader,
-                       writer: asyncio.StreamWriter) -> None:
-        """An operator's admin console session, until the client leaves."""
-        ops = self.ops.session(name, _peer(writer), CONSOLE_DATABASE,
-                               params.get("application_name", ""))
-        self.ops.metrics.console_sessions.inc()
-        try:
-            await serve_console(Console(self.ops, self.ledger, self.workers, writer.write),
-                                reader, writer.drain, self.config.server.max_message_size)
-        finally:
-            self.ops.metrics.console_sessions.dec()
-            self.ops.closed(ops.info)
-
-    async def _open_session(self, analyst: Analyst, params: dict[str, str],
-                            reader: ClientReader, writer: asyncio.StreamWriter, outbox: Outbox
-                            ) -> tuple[Session, tuple[int, int]]:
-        """The relay connection and the session of an authenticated, admitted analyst."""
-        try:
-            settings = startup_settings(params)
-        except Refusal as refusal:
-            raise FatalError(refusal.sqlstate, refusal.message, hint=refusal.hint) from None
-        pinned = {name: settings.pop(name) for name in PINNED}
-        options = {"application_name": params.get("application_name", "") or "dpgate",
-                   **settings}
-        try:
-            relay = await BackendConnection.connect(self.relay_endpoint, pinned, **options)
-        except BackendError as error:
-            self.ops.metrics.backend_errors.inc()
-            log.error("the backend refused a relay connection: %s", error)
-            if error.sqlstate == SqlState.TOO_MANY_CONNECTIONS:  # PostgreSQL's own slots are full
-                raise FatalError(SqlState.TOO_MANY_CONNECTIONS, "the database behind dpgate has no "
-                                 "connection slot left", hint="Try again later; the data "
-                                 "owner can lower server.max_clients.") from None
-            raise FatalError(SqlState.CONNECTION_FAILURE,
-                             "dpgate cannot reach its database") from None
-        except OSError as error:
-            self.ops.metrics.backend_errors.inc()
-            log.error("cannot connect to the backend: %s", error)
-            raise FatalError(SqlState.CONNECTION_FAILURE,
-                             "dpgate cannot reach its database") from None
-        key = (secrets.randbits(31), secrets.randbits(31))
-        running = Running()
-        ops = self.ops.session(analyst.name, _peer(writer), self.relay_endpoint.database,
-                               options["application_name"])
-        engine = Engine(analyst, self.config, self.ledger, self.pool, self.rng, self.planner,
-                        self.checker, self.workers, running, report_charge=ops.charge,
-                        charges=self.charges, readers=self.readers,
-                        released=self.released, recent=self.recent,
-                        reader_seconds=self.reader_seconds)
-        session = Session(analyst, engine, relay,
-                          reconnect=lambda: BackendConnection.connect(self.relay_endpoint, pinned,
-                                                                      **options),
-                          reader=reader, writer=writer, outbox=outbox,
-                          prepared=PreparedStatements(), running=running, ops=ops)
-        for name, value in relay.parameters.items():
-            writer.write(wire.parameter_status(name, value))
-        writer.write(wire.backend_key_data(*key))
-        writer.write(wire.ready_for_query(relay.status))
-        try:
-            await writer.drain()
-        except BaseException:
-            self.ops.closed(ops.info)  # the client left before its session began
-            session.close()
-            raise
-        return session, key
 
     async def _serve(self, session: Session, reader: ClientReader, outbox: Outbox) -> None:
         max_size = self.config.server.max_message_size
@@ -411,12 +269,6 @@ class Proxy:
         session = self.sessions.get(struct.unpack("!ii", payload))
         if session is not None:
             await session.running.cancel()
-
-
-def _peer(writer: asyncio.StreamWriter) -> str:
-    """The client's address as host:port (a Unix socket has none)."""
-    peer = writer.get_extra_info("peername")
-    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer or "")
 
 
 def _try_write(writer: asyncio.StreamWriter, data: bytes) -> None:

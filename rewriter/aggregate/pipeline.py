@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from ..analysis.constants import Constant
 from ..errors import unsupported
-from ..plan import Grouping, OutputColumn, OutputKind, PostProcess, PrivateAggregate
+from ..plan import Computed, Grouping, OutputColumn, OutputKind, PostProcess, PrivateAggregate
 from ..policy.model import Domain
 from ..release.computed import probe
 from ..sql.nodes import name_of
@@ -46,7 +46,6 @@ class Draft:
     grouping: Grouping | None = None
     domains: tuple[Domain | None, ...] = ()
     cells_sql: str | None = None
-    occupied_by: int | None = None  # the COUNT(*) whose released value drops a key
     key_plans: tuple[KeyPlan, ...] = ()
     plan: PrivateAggregate | None = None
     probe: exp.Select | None = None  # the statement over released values, described
@@ -126,8 +125,10 @@ def _groups(draft: Draft) -> Draft:
 
 
 def _occupied(draft: Draft) -> Draft:
-    return replace(draft, occupied_by=occupied_by(draft.released, draft.grouping,
-                                                  draft.scope.occupied))
+    if draft.grouping is None:
+        return draft
+    return replace(draft, grouping=replace(draft.grouping, occupied_by=occupied_by(
+        draft.released, draft.grouping, draft.scope.occupied)))
 
 
 def _histogram(draft: Draft) -> Draft:
@@ -135,14 +136,14 @@ def _histogram(draft: Draft) -> Draft:
     histogram = len(keys) > 0
     parts = tuple(mode.noisy_part(part, scope.relation, histogram) for part in released.parts)
     key_plans = tuple(keys.plan(index, domain) for index, domain in enumerate(draft.domains))
+    groups = draft.grouping if draft.grouping is None else replace(
+        draft.grouping, domain_unnarrowed=any(key.unnarrowed for key in key_plans))
     sql = rewrite(scope.tree, scope.policy, [key.spec for key in key_plans], released.parts,
-                  draft.grouping, mode.bounding())
+                  groups, mode.bounding())
     plan = plan_record(scope, mode, sql, len(keys), parts, draft.post,
-                       tuple(released.outputs), draft.cells_sql, draft.grouping,
+                       tuple(released.outputs), draft.cells_sql, groups,
                        grouped_bounding=histogram)
-    plan = replace(plan, occupied_by=draft.occupied_by,
-                   domain_unnarrowed=any(key.unnarrowed for key in key_plans))
-    return replace(draft, plan=plan, key_plans=key_plans)
+    return replace(draft, grouping=groups, plan=plan, key_plans=key_plans)
 
 
 def _weighted(draft: Draft) -> Draft:
@@ -176,8 +177,8 @@ def _over_released(draft: Draft) -> Draft:
     over = probe(tree, [released.source(i, o) for i, o in enumerate(released.outputs)],
                  [e or column for (_, column), e in zip(keys.keys, keys.expressions,
                                                         strict=True)])
-    return replace(draft, plan=replace(draft.plan, post_sql=draft.computed_post,
-                                       probe_sql=over.sql(dialect="postgres")),
+    computed = Computed(over.sql(dialect="postgres"), draft.computed_post)
+    return replace(draft, plan=replace(draft.plan, computed=computed),
                    probe=over, final=True)
 
 

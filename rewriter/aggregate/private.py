@@ -18,7 +18,7 @@ from ..analysis.relations import Analyzer
 from ..analysis.semi_joins import rewrite_semi_joins
 from ..analysis.totality import refuse_unsafe_nodes
 from ..errors import unsupported
-from ..plan import Grouping, PrivateAggregate
+from ..plan import Grouping, Outer, PrivateAggregate
 from ..policy.model import Policy
 from ..release.outer import split_outer
 from ..sensitivity.metrics import Metrics
@@ -69,14 +69,13 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
                 not plan.grouping.key_selection and _aggregates_groups(tree, plan.grouping):
             inner = pristine
             plan = plan_private_aggregate(inner, policy, offset, metrics, occupied=True)
-        if plan.occupied_by is not None or plan.grouping is None or \
+        if plan.grouping is None or plan.grouping.occupied_by is not None or \
                 not _aggregates_groups(tree, plan.grouping):
-            if plan.outer_sql is not None or not plan.postgres_sql:
+            if plan.outer is not None or not plan.postgres_sql:
                 raise unsupported("a query over an aggregate subquery is answered for one "
                                   "level of standard SQL aggregates",
                                   position=position_of(tree, offset))
-            return replace(plan, outer_sql=outer, outer_alias=alias,
-                           inner_sql=inner.sql(dialect="postgres"),
+            return replace(plan, outer=Outer(outer, alias, inner.sql(dialect="postgres")),
                            fingerprint_text=fingerprint(tree, plan.unit))
     constants = extract_constants(tree, policy, offset)
     analyzer = Analyzer(policy, metrics or Metrics(), offset)
@@ -92,10 +91,11 @@ def plan_private_aggregate(tree: exp.Expression, policy: Policy, offset: int,
     constants += planned.checks
     # The probe is described before the constants are computed: their placeholders would
     # be a syntax error there (issue 23's XX000).
-    probe_sql = None if plan.probe_sql is None else as_expressions(plan.probe_sql, constants)
-    return replace(plan, constants=constants, probe_sql=probe_sql,
-                   scans=tuple(sorted(analyzer.findings.scans.elements())),
-                   join_keys=analyzer.findings.join_keys())
+    computed = None if plan.computed is None else \
+        replace(plan.computed, probe_sql=as_expressions(plan.computed.probe_sql, constants))
+    return replace(plan, constants=constants, computed=computed, checks=replace(
+        plan.checks, scans=tuple(sorted(analyzer.findings.scans.elements())),
+        join_keys=analyzer.findings.join_keys()))
 
 
 def _name_derived_tables(tree: exp.Select) -> None:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..plan import Grouping, NoisyPart, OutputColumn, PostProcess, PrivateAggregate, UnitBounds
+from ..plan import (
+    Grouping,
+    NoisyPart,
+    OutputColumn,
+    PlanChecks,
+    PostProcess,
+    PrivateAggregate,
+    UnitBounds,
+)
 from .bounding import window_count
 from .scope import Scope
 from .unit_mode import UnitMode
@@ -22,10 +30,10 @@ def plan_record(scope: Scope, mode: UnitMode, sql: str, keys: int,
         post=post, private_tables=relation.private_tables,
         fingerprint_text=fingerprint(scope.tree, mode.bounds),
         tables=tuple(sorted(relation.base_tables)),
-        postgres_sql=scope.tree.find(exp.Median) is None, cells_sql=cells_sql,
+        postgres_sql=scope.tree.find(exp.Median) is None,
         unit=mode.bounds, row_level_reason=mode.row_level_reason,
-        windows=0 if bounding is None or not parts else
-        window_count(bounding, grouped_bounding))
+        checks=PlanChecks(windows=0 if bounding is None or not parts else
+                          window_count(bounding, grouped_bounding), cells_sql=cells_sql))
 
 
 def fingerprint(tree: exp.Expression, unit: UnitBounds | None) -> str:

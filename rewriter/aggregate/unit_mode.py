@@ -127,7 +127,8 @@ def chosen_count(scope: Scope, mode: UnitMode, parts: list[PartSpec], plan: Priv
     fingerprint = plan.fingerprint_text + (f" /* tau chosen <= {limit} */" if limit else "")
     return replace(plan, sql=rewrite_chosen_count(scope.tree, scope.policy, keys, bounding, cap),
                    parts=(replace(plan.parts[0], elastic=constant(cap), l2=float(cap)),),
-                   unit=bounds, windows=0, fingerprint_text=fingerprint)
+                   unit=bounds, checks=replace(plan.checks, windows=0),
+                   fingerprint_text=fingerprint)
 
 
 def unit_sensitivities(bounds: UnitBounds, histogram: bool) -> tuple[int, float]:

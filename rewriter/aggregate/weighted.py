@@ -55,4 +55,4 @@ def weighted_plan(plan: PrivateAggregate, tree: exp.Select, policy: Policy,
     return replace(plan, sql=rewrite_weighted(tree, policy, keys, parts, bounding),
                    parts=tuple(replace(part, elastic=constant(cap), l2=float(cap),
                                        weighted=True) for part in plan.parts),
-                   unit=unit, windows=0, fingerprint_text=fingerprint)
+                   unit=unit, checks=replace(plan.checks, windows=0), fingerprint_text=fingerprint)

@@ -5,9 +5,9 @@
   columns (a column probe).
 - `relations`: FLEX stability and max frequencies of what FROM, joins and WHERE read
   (the Analyzer: FROM items, derived tables, CTEs, set operations); `sources` (the
-  relations as data), `joins` (equijoins, and public tables cross-joined), `resolver`
-  (column references), `row_checks` (expressions on private rows), `findings` (missing
-  metrics, and what PostgreSQL's plan may show).
+  relations as data), `joins` (equijoins, and public tables cross-joined), `aliases`
+  (column alias lists), `resolver` (column references), `row_checks` (expressions on
+  private rows), `findings` (missing metrics, and what PostgreSQL's plan may show).
 - `unit`: which privacy unit a row belongs to (derived tables included).
 - `semi_joins`: IN and EXISTS over private tables, written as joins with a DISTINCT
   table before the analysis.

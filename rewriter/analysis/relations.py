@@ -13,18 +13,18 @@ from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
-from ..errors import DUPLICATE_ALIAS, INVALID_COLUMN_REFERENCE, Refusal, policy_refusal, unsupported
+from ..errors import DUPLICATE_ALIAS, Refusal, policy_refusal, unsupported
 from ..policy.model import Policy
 from ..sensitivity.elastic import Elastic, constant, multiply
 from ..sensitivity.metrics import Metrics
 from ..sensitivity.set_operations import set_frequency, set_stability
 from ..sql.positions import position_of
+from .aliases import alias_columns, column_map, renamed, renamed_base
 from .findings import Findings
 from .joins import Joiner, conjuncts
 from .resolver import Resolver
 from .row_checks import RowChecker
 from .sources import (
-    AMBIGUOUS,
     Columns,
     CteDefinition,
     Ctes,
@@ -104,7 +104,7 @@ class Analyzer:
                               f'WITH query name "{names[index]}" specified more than once',
                               position=position_of(cte, self.offset))
         for name, cte in zip(names, with_.expressions, strict=True):
-            definition = CteDefinition(cte.this, _alias_columns(cte), dict(scope))
+            definition = CteDefinition(cte.this, alias_columns(cte), dict(scope))
             # Every CTE is checked, even one the query never reads: its text still runs.
             # Its scans count only where it is read (see `scans`).
             counting, self._counting = self._counting, False
@@ -118,7 +118,7 @@ class Analyzer:
 
     def _source(self, node: exp.Expression, ctes: Ctes) -> Source:
         alias = node.alias_or_name or ""
-        aliases = _alias_columns(node)
+        aliases = alias_columns(node)
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
             if node.args.get("joins") or node.args.get("pivots"):
                 raise unsupported("nested joins in FROM are not supported",
@@ -135,10 +135,10 @@ class Analyzer:
                                                                     definition.scope)
                 finally:
                     self._counting = counting
-                columns = self._renamed(columns, definition.columns, star, node.name, node)
-                return self._derived_source(relation, alias,
-                                            self._renamed(columns, aliases, star, alias, node),
-                                            star)
+                position = position_of(node, self.offset)
+                columns = renamed(columns, definition.columns, star, node.name, position)
+                return _derived_source(relation, alias,
+                                       renamed(columns, aliases, star, alias, position), star)
             schema, name = self.policy.resolve(node.db, node.name)
             if self.policy.is_catalog(node.db, node.name):
                 raise policy_refusal(f"catalog table {schema}.{name} cannot be joined with "
@@ -151,44 +151,19 @@ class Analyzer:
                           renamed=self._renamed_base(table, aliases, alias, node))
         if isinstance(node, exp.Subquery):
             relation, columns, star = self.derived_relation(node.this, ctes)
-            return self._derived_source(relation, alias,
-                                        self._renamed(columns, aliases, star, alias, node), star)
+            return _derived_source(relation, alias, renamed(
+                columns, aliases, star, alias, position_of(node, self.offset)), star)
         raise unsupported(f"{node.key.upper()} in FROM is not supported over private tables",
                           position=position_of(node, self.offset))
-
-    @staticmethod
-    def _derived_source(relation: Relation, alias: str, columns: Columns, star: bool
-                        ) -> Source:
-        return Source(alias, derived=relation, columns=_column_map(columns), star=star)
-
-    def _renamed(self, columns: Columns, names: tuple[str, ...], star: bool, alias: str,
-                 node: exp.Expression) -> Columns:
-        """Columns renamed by a column alias list, by position as PostgreSQL does."""
-        if not names:
-            return columns
-        if star:
-            raise unsupported("a column alias list over SELECT * is not supported",
-                              hint="Name the columns in the inner SELECT.",
-                              position=position_of(node, self.offset))
-        _check_alias_count(alias, len(columns), len(names), position_of(node, self.offset))
-        return tuple((new, column) for new, (_, column) in zip(names, columns, strict=False)
-                     ) + columns[len(names):]
 
     def _renamed_base(self, table: str, names: tuple[str, ...], alias: str,
                       node: exp.Expression) -> Mapping[str, str | None] | None:
         if not names:
             return None
-        known = self.metrics.columns.get(table)
-        if known is None:
-            raise unsupported(f"a column alias list on {table} needs its columns, which "
-                              "dpgate does not know", position=position_of(node, self.offset))
-        _check_alias_count(alias, len(known), len(names), position_of(node, self.offset))
-        renamed: dict[str, str | None] = {}
-        positional = tuple(zip([*names, *known[len(names):]], known, strict=True))
-        for visible, real in positional:
-            renamed[visible] = None if visible in renamed else real  # None: ambiguous
+        visible, positional = renamed_base(self.metrics.columns.get(table), table, names,
+                                           alias, position_of(node, self.offset))
         self.findings.renamed.append((table, alias, positional))
-        return renamed
+        return visible
 
     def derived_relation(self, query: exp.Expression, ctes: Ctes
                          ) -> tuple[Relation, Columns, bool]:
@@ -299,26 +274,6 @@ class Analyzer:
         return relation, tuple(columns), False
 
 
-def _alias_columns(node: exp.Expression) -> tuple[str, ...]:
-    """The column alias list of a FROM item or a WITH item: `AS o(a, b)`, `w(a, b) AS`."""
-    alias = node.args.get("alias")
-    if not isinstance(alias, exp.TableAlias):
-        return ()
-    return tuple(column.name for column in alias.columns)
 
-
-
-def _column_map(columns: Columns) -> dict[str, DerivedColumn]:
-    mapped: dict[str, DerivedColumn] = {}
-    for name, column in columns:
-        mapped[name] = AMBIGUOUS if name in mapped else column
-    return mapped
-
-
-
-def _check_alias_count(alias: str, available: int, specified: int,
-                       position: int | None) -> None:
-    if specified > available:
-        raise Refusal(INVALID_COLUMN_REFERENCE, f'table "{alias}" has {available} columns '
-                      f"available but {specified} columns specified", position=position)
-
+def _derived_source(relation: Relation, alias: str, columns: Columns, star: bool) -> Source:
+    return Source(alias, derived=relation, columns=column_map(columns), star=star)

@@ -1,0 +1,68 @@
+"""What the analyst is told after a fresh private answer (its NOTICE): the charge, the
+budget left, the accuracy, and how the groups were chosen. Built from released values,
+the plan and the calibration only."""
+
+from __future__ import annotations
+
+from accounting import Budget
+from rewriter.plan import PrivateAggregate
+from rewriter.release.unit_report import mode_notice
+from rewriter.sensitivity.calibrate import Calibration
+
+from .release import Release
+
+
+def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Release,
+                  budget: Budget, confidence: float, rows: int | None = None) -> str:
+    """What the analyst is told after a fresh answer: cost, budget left, accuracy; `rows`
+    is how many rows are sent (after the statement's own expressions)."""
+    if not plan.parts:
+        return ("dpgate: nothing charged: every key of the declared domain that the WHERE "
+                "admits is listed, whatever the data holds")
+    spent = f"charged epsilon {calibration.epsilon:g}"
+    if calibration.delta:
+        spent += f" and delta {calibration.delta:g}"
+    lines = [f"dpgate: {spent}, epsilon left {budget.epsilon_left:g} of "
+             f"{budget.epsilon_total:g}"]
+    if answer.bounds:
+        bounds = ", ".join(f"{name} ±{bound}" for name, bound in answer.bounds.items())
+        lines.append(f"{round(confidence * 100)}% accuracy: {bounds}")
+    elif not calibration.pure:
+        lines.append("noise follows the smooth sensitivity of this join, which depends on "
+                     "the data, so no accuracy bound is shown")
+    if calibration.threshold is not None:
+        lines.append("groups are released only when their noisy count passes a threshold "
+                     "(key selection)")
+    elif (grouping := plan.grouping) is not None:
+        admits = ("" if grouping.domain_unnarrowed else "that the WHERE admits ")
+        lines.append(f"of the declared domain's keys {admits}those whose noisy count is "
+                     "above 0 are kept, then ordered, limited or aggregated"
+                     if grouping.occupied_by is not None else
+                     f"every key of the declared domain {admits}is listed, empty ones with "
+                     "noise")
+        if grouping.domain_unnarrowed:
+            lines.append("a WHERE condition on a key with a subquery's values does not "
+                         "narrow its domain: list the values")
+    if plan.grouping is not None and not (len(answer.rows) if rows is None else rows):
+        lines.append(_no_group(plan, calibration))
+    if (mode := answer.unit_note or mode_notice(plan)) is not None:
+        lines.append(mode)
+    if plan.post_sql is not None or plan.outer is not None:
+        lines.append("the statement's expressions were computed from the noisy values")
+    elif any(o.hidden for o in plan.outputs):
+        lines.append("HAVING and ORDER BY used noisy aggregates")
+    return "; ".join(lines)
+
+
+def _no_group(plan: PrivateAggregate, calibration: Calibration) -> str:
+    """Why a GROUP BY answer has no row: decided from noisy values only, never from
+    whether the data holds groups."""
+    reasons = []
+    if calibration.threshold is not None:
+        reasons.append("no group's noisy count passed the key-selection threshold")
+    if plan.post.having is not None or plan.post_sql is not None:
+        reasons.append("HAVING, applied to the noisy values, kept none")
+    if plan.post.limit == 0 or plan.post.offset:
+        reasons.append("LIMIT/OFFSET left none")
+    why = " or ".join(reasons) or "the declared domain admits no key here"
+    return f"no group was released ({why})"
