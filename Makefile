@@ -22,7 +22,9 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 # Two workers, each with its own PostgreSQL; a module's tests stay on one worker, so its
-# module-scoped proxy starts once. One worker when DPGATE_TEST_DSN names a single server.
+# module-scoped proxy starts once. xdist hands out the modules with the most tests first,
+# so tests/test_differential.py (one test per corpus query, the longest module) starts at
+# once rather than last. One worker when DPGATE_TEST_DSN names a single server.
 test: lint
 	$(VENV)/bin/pytest $(if $(DPGATE_TEST_DSN),,-n 2 --dist loadfile)
 
