@@ -43,7 +43,6 @@ async def _serve(config: Config, banner: str = "") -> None:
     if config.server.health_port:
         health = await start_health(proxy, config.server.health_host,
                                     config.server.health_port)
-    settled()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -51,6 +50,7 @@ async def _serve(config: Config, banner: str = "") -> None:
     host, port = config.server.listen_host, config.server.listen_port
     print(f"dpgate listening on {host}:{port}", flush=True)
     print(banner or endpoints(config).rstrip(), flush=True)
+    settled()  # after the message: whoever connects once the port answers finds it printed
     await stop.wait()
     server.close()  # before the message, so that whoever reads it finds the port closed
     print(f"dpgate shutting down: running statements get up to "
