@@ -25,10 +25,8 @@ lint: $(STAMP)
 # module-scoped proxy starts once. xdist hands out the modules with the most tests first,
 # so tests/test_differential.py (one test per corpus query, the longest module) starts at
 # once rather than last. One worker when DPGATE_TEST_DSN names a single server.
-# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: otherwise every run
-# compiles the project and rewrites the tests' asserts again (~8 s of each worker's start).
 test: lint
-	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest $(if $(DPGATE_TEST_DSN),,-n 2 --dist loadfile)
+	$(VENV)/bin/pytest $(if $(DPGATE_TEST_DSN),,-n 2 --dist loadfile)
 
 # The totality fuzzer at length (tests/test_totality_fuzz.py runs a bounded version).
 FUZZ_COUNT ?= 20000
