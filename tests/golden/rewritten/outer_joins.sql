@@ -1,0 +1,4 @@
+-- a private table left joined to a public one reads the unit from the private side [unit]
+SELECT p.category, count(*) FROM orders o LEFT JOIN products p ON o.product_id = p.product_id GROUP BY 1;
+-- expect:
+SELECT d0."k0", t.c0, t.c1, t.c2 FROM (SELECT DISTINCT "category" AS "k0" FROM "public"."products" WHERE "category" IS NOT NULL) AS d0 LEFT JOIN (SELECT w."k0", w."_dp_rows" AS "c0", w."_dp_n" AS "c1", count(*) AS "c2" FROM (SELECT g.*, CAST(sum(g."_dp_rows") OVER (PARTITION BY g."_dp_unit") AS int8) AS "_dp_n" FROM (SELECT b."_dp_unit", b."k0", count(*) AS "_dp_rows" FROM (SELECT p.category AS "k0", "o"."customer_id" AS "_dp_unit" FROM "public"."orders" AS o LEFT JOIN "public"."products" AS p ON o.product_id = p.product_id) AS b WHERE b."_dp_unit" IS NOT NULL GROUP BY b."_dp_unit", b."k0") AS g) AS w GROUP BY w."k0", w."_dp_rows", w."_dp_n") AS t ON t."k0" = d0."k0" ORDER BY d0."k0", t.c0, t.c1;
