@@ -51,8 +51,7 @@ def test_an_average_is_a_sum_centred_on_the_bounds_midpoint_over_a_count():
     plan = clinic_plan("SELECT avg(birth_year) FROM patients")
     total, count = plan.parts
     assert (total.aggregate, total.magnitude) == ("sum", 45.0)  # (2020 − 1930) / 2
-    assert count.aggregate == "count"
-    assert "- 1975.0" in plan.sql and "-45.0), 45.0)" in plan.sql
+    assert count.aggregate == "count"  # the SQL: tests/golden/rewritten/estimators.sql
 
 
 def test_the_average_of_years_does_not_collapse_to_the_lower_bound():
