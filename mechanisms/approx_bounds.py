@@ -4,16 +4,16 @@ A SUM or AVG of a column with declared bounds [lo, hi] would add noise for a val
 large as max(|lo|, |hi|) (AVG: (hi − lo)/2) even when the rows hold far smaller ones. Here
 the declared range is cut at 0 and at the powers of two inside it (a log scale, as
 ApproxBounds) into buckets; the backend returns, per group, how many values fall in each
-bucket and their sum. Then:
+bucket and their sum. One pair of bounds serves all of an answer's groups (the groups'
+bucket counts summed: proxy/engine/bounded_sums.py). Then:
 
 1. every bucket count gets discrete Laplace noise of scale Δ/ε_b, Δ the L1 sensitivity of
    the query's histogram of counts (a unit's, or a row's, rows land in one bucket each,
    so the (group × bucket) histogram has the sensitivity of the group histogram);
 2. the buckets whose noisy count exceeds t = scale·ln(buckets/0.05) must lie inside the
    chosen bounds [L, U] (none: the declared bounds); of the edges that allow, L and U are
-   those that minimise the stated error, the noise for [L, U] plus the estimated bias of
-   the rows beyond them (so the error stated never exceeds the declared bounds' by more
-   than the share of ε spent here);
+   those that minimise the noise for [L, U] plus the bias the noisy counts beyond them
+   lead one to expect;
 3. the group's sum is computed from the bucket sums exactly as if clamped to [L, U]
    (values below L count as L, above U as U: L and U are edges), and released with noise
    for the sensitivity of that clamp.
@@ -31,7 +31,11 @@ plus two standard deviations of its noise, of rows each as far as the next bucke
 (`ChosenBounds.bias_low/high`). It is an estimate, not a bound: no private bound on the
 rows beyond can be tighter than about a noise scale of rows per bucket, which at the far
 edge of a wide range would cost more than the declared bounds' own noise. Its coverage is
-measured instead (bench/accuracy.py --coverage).
+measured instead (bench/accuracy.py --coverage), and it fails on heavy tails: rows far
+beyond a bound, too few to pass the threshold (300 at 5000 among 10,000 at 10, scale 100),
+are counted one bucket away, so the stated bias is a small part of the true one. Weighing
+each bucket by its far edge would count them, but the noise of the empty far buckets at
+those distances then outweighs what any cut saves (measured: the cut is then rarely taken).
 """
 
 from __future__ import annotations

@@ -148,7 +148,7 @@ class PrivacySettings:
     # Share of a SUM's ε spent on a hidden noisy count of its values when the statement
     # has no COUNT or AVG of them: the SUM is NULL, as PostgreSQL's over no value, when
     # that count's released value is below 0.5.
-    sum_count_share: float = 0.1
+    sum_count_share: float = 0.1  # rewriter/sensitivity/calibrate.py's SUM_COUNT_SHARE
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from ..config import (
     BackendSettings,
     Config,
     LedgerSettings,
+    PrivacySettings,
     default_data_dir,
     load_policy_file,
 )
@@ -97,7 +98,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def explain_on_database(sql: str, policy: Policy, metrics: Metrics, dsn: str,
                         epsilon: float, delta: float, k: int = 0,
-                        sum_count_share: float = 0.1) -> dict[str, Any]:
+                        sum_count_share: float = PrivacySettings.sum_count_share,
+                        ) -> dict[str, Any]:
     """explain() with the inputs the proxy's planner has (planning.py): the backend's
     column catalog (unqualified columns, USING joins), and maxFreq measured, as the reader
     role, for a join column met for the first time (not stored: explain writes nothing)."""

@@ -54,6 +54,11 @@ class Release:
 # PostgreSQL's FirstNormalObjectId: the OIDs of types made in the database (enums…).
 _FIRST_USER_OID = 16384
 
+# PostgreSQL's SUM and AVG over no value are NULL: here when the noisy count of the values
+# (before the analyst's shift, a data-independent constant, as key selection) is below
+# this. One rule for both, so a SUM and an AVG sharing one count agree.
+PRESENT = 0.5
+
 
 def shift_for(draw: float, scale: float, settings: PrivacySettings) -> float:
     """The analyst's location μ_u in answer units."""
@@ -216,7 +221,7 @@ def _output_value(output: OutputColumn, keys: list[str | None], drawn: list[Draw
         # from m, not from 0; a tiny or negative count says little. Dividing by at least
         # the count's noise scale keeps a noisy count near 0 from throwing the mean to a
         # bound: the answer shrinks towards m instead (a larger count is unaffected).
-        if count.released < 1:
+        if count.plain < PRESENT:
             return None
         floor = calibration.parts[output.parts[1]].scale
         mean = _centre(output, total) + total.released / max(count.released, floor)
@@ -224,9 +229,7 @@ def _output_value(output: OutputColumn, keys: list[str | None], drawn: list[Draw
     if output.aggregate in ("count", "count_distinct"):
         # No count is negative: 0 is closer to the truth than any noisy value below it.
         return max(drawn[output.parts[0]].released, 0)
-    if output.present is not None and drawn[output.present].plain < 0.5:
-        # PostgreSQL's SUM over no value is NULL; decided from the noisy count of the
-        # values (before the analyst's shift, a data-independent constant, as key selection).
+    if output.present is not None and drawn[output.present].plain < PRESENT:
         return None
     return drawn[output.parts[0]].released
 

@@ -27,8 +27,9 @@ ColumnBounds = Callable[[exp.Column], Interval]
 # Casts that keep the value's meaning, with the range of the target type (None:
 # unbounded). Double precision (Tableau's `AVG(CAST(x AS DOUBLE PRECISION))`) is summed
 # as the NUMERIC it widens (its cast left out): a tiny NUMERIC (1e-50) fails to cast, and
-# float products of tiny values underflow, on such rows only. The exact sum is within a
-# float's rounding of PostgreSQL's; the answer keeps PostgreSQL's type (double precision).
+# float products of tiny values underflow, on such rows only. The exact sum differs from
+# PostgreSQL's float8 sum by that sum's own rounding (which already depends on the order
+# PostgreSQL adds in, e.g. across parallel workers); the answer keeps its type.
 # Not real: PostgreSQL sums reals in single precision, far from the exact sum.
 _CASTS: dict[str, float | None] = {
     "decimal": None, "bigint": 2.0 ** 63 - 1, "int": 2.0 ** 31 - 1, "smallint": 2.0 ** 15 - 1,

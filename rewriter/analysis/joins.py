@@ -207,9 +207,8 @@ def _crossable(source: Source, join: exp.Join | None) -> bool:
 
 
 def _lone_public_table(relation: Relation) -> bool:
-    """A relation that is one public base table, not yet crossed with anything."""
-    return len(relation.sources) == 1 and _public_table(relation.sources[0]) and \
-        not relation.sources[0].crossed
+    """A relation that is one public base table (so not yet crossed with anything)."""
+    return len(relation.sources) == 1 and _public_table(relation.sources[0])
 
 
 def _public_table(source: Source) -> bool:
