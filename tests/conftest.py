@@ -154,10 +154,27 @@ def demo_database(postgres: Postgres) -> DemoDatabase:
     return DemoDatabase(admin, dsn[READER], dsn[RELAY])
 
 
+def _ports_of_this_worker() -> Iterator[int]:
+    """Ports below the kernel's ephemeral range (32768+), where no outgoing connection
+    can hold one, in a slice of its own for each xdist worker, never handed out twice:
+    asking the kernel for port 0 can give two consecutive callers the same port."""
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    first = 20000 + 1500 * (worker % 8) + secrets.randbelow(500)
+    yield from range(first, first + 1000)
+
+
+_PORTS = _ports_of_this_worker()
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    for port in _PORTS:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("this test worker used up its slice of ports")
 
 
 @dataclass
