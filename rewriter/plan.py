@@ -284,6 +284,42 @@ class PrivateAggregate:
 
 
 @dataclass(frozen=True)
+class Branch:
+    """One release of a Composite: a private aggregate, and the statement it answers as a
+    statement of its own (PostgreSQL describes it for the release's column types)."""
+
+    text: str
+    plan: PrivateAggregate
+    label: str = ""  # how the NOTICE and SHOW dp.last_answers name its columns' release
+
+
+@dataclass(frozen=True)
+class Composite:
+    """A statement answered by several private releases under one charge (composite.py):
+    a quantile beside noisy aggregates, or a UNION/INTERSECT/EXCEPT of private aggregates.
+
+    Each branch is released as a PrivateAggregate with its share of ε (and δ); `combine`
+    then runs over the released rows only (post-processing), branch i's rows as a VALUES
+    list in place of `branch_table(i)`, and is the answer. The charge is the sum of the
+    branches' charges, made once, before any value leaves.
+    """
+
+    branches: tuple[Branch, ...]
+    combine: str
+    fingerprint_text: str
+
+    @property
+    def postgres_sql(self) -> bool:
+        """Whether PostgreSQL can parse the statement as written (no median)."""
+        return all(branch.plan.postgres_sql for branch in self.branches)
+
+
+def branch_table(index: int) -> str:
+    """Where a Composite's `combine` reads branch `index`'s released rows."""
+    return f"__dpgate_branch_{index}__"
+
+
+@dataclass(frozen=True)
 class EmptyStatement:
     pass
 
@@ -298,4 +334,5 @@ class ColumnProbe:
     refused: str
 
 
-Plan = Relay | SetDpSetting | ShowDpSetting | PrivateAggregate | EmptyStatement | ColumnProbe
+Plan = (Relay | SetDpSetting | ShowDpSetting | PrivateAggregate | Composite | EmptyStatement
+        | ColumnProbe)

@@ -503,6 +503,36 @@ _HANDWRITTEN = [
                  "AS \"source\""),
     ("derived", "SELECT count(*), avg(quantity), percentile_cont(0.5) WITHIN GROUP "
                 "(ORDER BY quantity) FROM orders"),
+    # -- several releases under one charge (rewriter/aggregate/composite.py) -------------
+    ("releases", "SELECT count(*), avg(quantity), percentile_cont(0.5) WITHIN GROUP "
+                 "(ORDER BY quantity) FROM orders WHERE order_date >= '2025-01-01'"),
+    ("releases", "SELECT percentile_disc(0.9) WITHIN GROUP (ORDER BY order_cost) AS p90, "
+                 "sum(quantity), count(*) AS n FROM orders"),
+    ("releases", "SELECT max(order_cost), count(*), min(quantity) FROM orders "
+                 "WHERE quantity > 2"),
+    ("releases", "SELECT mode() WITHIN GROUP (ORDER BY quantity), count(*) FROM orders"),
+    ("releases", "SELECT count(*) FROM orders UNION SELECT count(*) FROM customers"),
+    ("releases", "SELECT count(*) FROM orders INTERSECT SELECT count(*) FROM orders"),
+    ("releases", "SELECT count(*) FROM orders EXCEPT SELECT count(*) FROM customers"),
+    ("releases", "SELECT count(*) FROM orders EXCEPT ALL SELECT count(*) FROM orders"),
+    ("releases", "SELECT count(*) AS n FROM orders UNION ALL SELECT sum(order_cost) FROM orders"),
+    ("releases", "SELECT avg(quantity) FROM orders UNION ALL SELECT count(*) FROM customers "
+                 "ORDER BY 1 DESC"),
+    ("releases", "SELECT 'orders' AS t, count(*) FROM orders UNION ALL "
+                 "SELECT 'customers', count(*) FROM customers ORDER BY 2 DESC LIMIT 1"),
+    ("releases", "SELECT quantity, count(*) FROM orders GROUP BY quantity UNION ALL "
+                 "SELECT quantity, count(*) FROM orders WHERE order_cost > 100 "
+                 "GROUP BY quantity ORDER BY 1, 2"),
+    ("releases", "SELECT count(*) FROM orders UNION ALL (SELECT count(*) FROM customers "
+                 "EXCEPT SELECT count(*) FROM recommendations)"),
+    ("releases", "SELECT count(*) FROM orders UNION ALL SELECT count(*) FROM products"),
+    ("releases", "SELECT count(*) FROM orders UNION ALL SELECT 0 ORDER BY 1"),
+    ("releases", "(SELECT quantity FROM orders GROUP BY quantity) EXCEPT "
+                 "(SELECT quantity FROM orders WHERE quantity > 5 GROUP BY quantity) ORDER BY 1"),
+    ("releases", "SELECT count(*) FROM orders UNION ALL SELECT count(*), 1 FROM customers"),
+    ("releases", "WITH t AS (SELECT * FROM orders) SELECT count(*) FROM t "
+                 "UNION ALL SELECT count(*) FROM customers"),
+    ("releases", "SELECT count(*) FROM orders UNION ALL SELECT order_id FROM orders"),
     # -- issue 28, last round: a SUM over no value is NULL (from a noisy count of values)
     ("shapes", "SELECT sum(quantity) FROM orders WHERE quantity > 100"),
     ("shapes", "SELECT sum(order_cost) FROM orders WHERE quantity > 100"),

@@ -4,7 +4,9 @@ The noise is calibrated (plan_cache.py), PostgreSQL parses the statement as writ
 own errors come first), the row-independent constants are computed and the rewritten
 plan checked (plan_check.py), and the answer's shape is described: its parameter types
 and the columns the client sees. Nothing here reads a private row or charges anything;
-Describe of a private aggregate is `describe`, and nothing more.
+Describe of a private aggregate is `describe`, and nothing more. A statement answered by
+several releases (a Composite) takes these steps for each, then has its `combine` SQL
+described over no rows for the answer's columns.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rewriter.errors import Refusal
-from rewriter.plan import PrivateAggregate
-from rewriter.sensitivity.calibrate import Calibration
+from rewriter.plan import Branch, Composite, PrivateAggregate
+from rewriter.release.computed import with_branches
+from rewriter.sensitivity.calibrate import Calibration, branch_budgets, composed
 from rewriter.sqlstate import SqlState
 
 from ..config import Config
@@ -42,7 +45,7 @@ class BeforeCharge:
         self.workers = workers
         self.settings = settings
 
-    async def describe(self, text: str, plan: PrivateAggregate,
+    async def describe(self, text: str, plan: PrivateAggregate | Composite,
                        types: tuple[int, ...] = (), offset: int = 0) -> Shape:
         """Parse the statement and its rewritten SQL on the backend without running them
         (no charge).
@@ -51,32 +54,80 @@ class BeforeCharge:
         """
         async with self.pool.connection() as backend:
             written = await self._as_written(backend, text, plan, types, offset)
+            if isinstance(plan, Composite):
+                runs = [await self._run(backend, branch, None, None) for branch in plan.branches]
+                return await self._combined(written, plan, runs, types)
             sql = await self._prepare(backend, plan, None, check=False)
             return await self._shape(backend, written, sql, plan, types, None)
 
-    async def checked(self, text: str, plan: PrivateAggregate, parameters: Parameters | None,
-                      offset: int) -> tuple[Calibration, str, Shape]:
+    async def checked(self, text: str, plan: PrivateAggregate | Composite,
+                      parameters: Parameters | None, offset: int) -> Checked:
         """Everything that may fail for free, on a connection borrowed for it alone:
         calibration, PostgreSQL's parse of the statement, constants, the plan check and
-        the answer's shape. Returns the calibration, the SQL to run and the shape."""
+        the answer's shape; for a Composite, of each of its releases."""
+        if isinstance(plan, Composite):
+            return await self._checked_composite(text, plan, parameters, offset)
         async with self.pool.connection() as backend:
             calibration = await self._calibration(plan)
             sql, shape = await self._described(backend, text, plan, parameters, offset)
-        return calibration, sql, shape
+        return Checked(calibration, shape, (Run(plan, sql, calibration, shape),))
 
-    async def _calibration(self, plan: PrivateAggregate) -> Calibration:
+    async def _checked_composite(self, text: str, plan: Composite,
+                                 parameters: Parameters | None, offset: int) -> Checked:
+        """Each release checked as a statement of its own, at its share of (ε, δ)."""
+        if parameters is not None and parameters.values:
+            raise StatementError(SqlState.FEATURE_NOT_SUPPORTED, "a statement answered in "
+                                 "several releases takes no parameters yet",
+                                 hint="Write the values into the statement.")
         settings = self.settings
+        plans = tuple(branch.plan for branch in plan.branches)
+        budgets = branch_budgets(plans, settings.epsilon, settings.delta, settings.mechanism)
+        async with self.pool.connection() as backend:
+            written = await self._as_written(backend, text, plan, (), offset)
+            runs = []
+            for branch, (epsilon, delta) in zip(plan.branches, budgets, strict=True):
+                calibration = await self._calibration(branch.plan, epsilon, delta)
+                runs.append(await self._run(backend, branch, calibration, parameters))
+        shape = await self._combined(written, plan, runs, ())
+        return Checked(composed(tuple(run.calibration for run in runs)), shape, tuple(runs),
+                       plan.combine)
+
+    async def _run(self, backend: BackendConnection, branch: Branch,
+                   calibration: Calibration | None, parameters: Parameters | None) -> Run:
+        """One release of a Composite, its branch's statement described as written (its
+        columns' types), its SQL prepared (checked unless only described: no calibration)."""
+        written = await self._as_written(backend, branch.text, branch.plan, (), 0)
+        sql = await self._prepare(backend, branch.plan, parameters, check=calibration is not None)
+        shape = await self._shape(backend, written, sql, branch.plan, (), parameters)
+        label = branch.label or ", ".join(output.name for output in branch.plan.visible)
+        return Run(branch.plan, sql, calibration or Calibration(0.0, 0.0, True, (), None),
+                   shape, label)
+
+    async def _combined(self, written: Described | None, plan: Composite, runs: list[Run],
+                        types: tuple[int, ...]) -> Shape:
+        """The answer's columns: the statement's as PostgreSQL reads it, else those of
+        `combine` over no released row (a statement with median)."""
+        empty = with_branches(plan.combine, [([], run.shape.answer_types) for run in runs])
+        columns = (await self._probe(empty, ())).columns
+        if written is not None and len(written.columns) == len(columns):
+            columns = written.columns
+        return Shape(list(types), [], columns, [], columns, [])
+
+    async def _calibration(self, plan: PrivateAggregate, epsilon: float | None = None,
+                           delta: float | None = None) -> Calibration:
+        """The plan's calibration at the session's (ε, δ), or at a Composite's share."""
+        settings = self.settings
+        epsilon = settings.epsilon if epsilon is None else epsilon
+        delta = settings.delta if delta is None else delta
         try:
             share = self.config.privacy.sum_count_share
-            calibration = calibrate_cached.get(plan, settings.epsilon, settings.delta,
-                                               settings.mechanism, share)
+            calibration = calibrate_cached.get(plan, epsilon, delta, settings.mechanism, share)
             if calibration is None:
                 # The first calibration of a join scans the smooth sensitivity: off the loop,
                 # and stopped (free: nothing ran yet) when it takes longer than an analysis.
                 calibration = await self.workers.cpu_until(
                     self.config.server.analysis_timeout, calibrate_cached, plan,
-                    settings.epsilon, settings.delta, settings.mechanism, share,
-                    analyst=self.analyst)
+                    epsilon, delta, settings.mechanism, share, analyst=self.analyst)
         except Refusal as refusal:
             raise client_error(refusal) from None
         except TimeoutError:
@@ -112,8 +163,9 @@ class BeforeCharge:
             raise client_error(error) from None
 
     @staticmethod
-    async def _as_written(backend: BackendConnection, text: str, plan: PrivateAggregate,
-                          types: tuple[int, ...], offset: int) -> Described | None:
+    async def _as_written(backend: BackendConnection, text: str,
+                          plan: PrivateAggregate | Composite, types: tuple[int, ...],
+                          offset: int) -> Described | None:
         """PostgreSQL's parse analysis of the statement as written: its own errors come
         before any of dpgate's (the rewritten SQL names tables otherwise)."""
         if not plan.postgres_sql:
@@ -182,3 +234,27 @@ class Shape:
     # The aggregate's own answer (an outer query's inner one) and its type names.
     answer: list[tuple[str, int]]
     answer_types: list[str]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One release of an answer: its plan, the SQL to run, its calibration and shape;
+    `label` names it in the NOTICE of a Composite."""
+
+    plan: PrivateAggregate
+    sql: str
+    calibration: Calibration
+    shape: Shape
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A private answer after its free steps: what it is charged (a Composite's, the sum
+    of its releases'), the answer's shape, each release, and the SQL that combines their
+    released rows (a Composite's; None: the one release is the answer)."""
+
+    calibration: Calibration
+    shape: Shape
+    runs: tuple[Run, ...]
+    combine: str | None = None

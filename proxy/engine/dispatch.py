@@ -13,6 +13,7 @@ from rewriter.analysis.classify import Statement
 from rewriter.errors import Refusal
 from rewriter.plan import (
     ColumnProbe,
+    Composite,
     EmptyStatement,
     Plan,
     PrivateAggregate,
@@ -118,7 +119,7 @@ class Engine:
                       parameters: Parameters | None = None, offset: int = 0) -> Outcome:
         """Answer a plan that is not relayed: rows, or a single message."""
         match plan:
-            case PrivateAggregate():
+            case PrivateAggregate() | Composite():
                 return await self.private.answer(text, plan, parameters, offset)
             case SetDpSetting():
                 return Reply(wire.command_complete(self.settings.set(plan)))
@@ -137,7 +138,7 @@ class Engine:
     async def describe(self, text: str, plan: Plan, types: tuple[int, ...]) -> Description:
         """Parameter types and result columns, without running or charging anything."""
         match plan:
-            case PrivateAggregate():
+            case PrivateAggregate() | Composite():
                 shape = await self.private.describe(text, plan, types)
                 return Description(tuple(shape.parameters), tuple(shape.columns))
             case ShowDpSetting():

@@ -9,6 +9,7 @@ from rewriter.plan import PrivateAggregate
 from rewriter.release.unit_report import mode_notice
 from rewriter.sensitivity.calibrate import Calibration
 
+from .before_charge import Checked
 from .release import Release
 
 
@@ -17,13 +18,40 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
     """What the analyst is told after a fresh answer: cost, budget left, accuracy; `rows`
     is how many rows are sent (after the statement's own expressions)."""
     if not plan.parts:
-        return ("dpgate: nothing charged: every key of the declared domain that the WHERE "
-                "admits is listed, whatever the data holds")
+        return f"dpgate: nothing charged: {_PUBLIC_KEYS}"
+    return "; ".join([_charged(calibration, budget),
+                      *_details(plan, calibration, answer, confidence, rows)])
+
+
+def composite_notice(checked: Checked, answers: list[Release], budget: Budget,
+                     confidence: float) -> str:
+    """A statement answered by several releases: the one charge, then each release's
+    share and accuracy (named by its columns, or its branch of a set operation)."""
+    lines = [_charged(checked.calibration, budget) +
+             f"; in {len(checked.runs)} releases, their values combined afterwards at no cost"]
+    for run, answer in zip(checked.runs, answers, strict=True):
+        details = _details(run.plan, run.calibration, answer, confidence, None) \
+            if run.plan.parts else [_PUBLIC_KEYS]
+        lines.append(f"[{run.label}] epsilon {run.calibration.epsilon:g}: " +
+                     "; ".join(details))
+    return "; ".join(lines)
+
+
+_PUBLIC_KEYS = ("every key of the declared domain that the WHERE admits is listed, "
+                "whatever the data holds")
+
+
+def _charged(calibration: Calibration, budget: Budget) -> str:
     spent = f"charged epsilon {calibration.epsilon:g}"
     if calibration.delta:
         spent += f" and delta {calibration.delta:g}"
-    lines = [f"dpgate: {spent}, epsilon left {budget.epsilon_left:g} of "
-             f"{budget.epsilon_total:g}"]
+    return f"dpgate: {spent}, epsilon left {budget.epsilon_left:g} of {budget.epsilon_total:g}"
+
+
+def _details(plan: PrivateAggregate, calibration: Calibration, answer: Release,
+             confidence: float, rows: int | None) -> list[str]:
+    """The accuracy of one release and how its groups were chosen."""
+    lines = []
     if answer.bounds:
         bounds = ", ".join(f"{name} ±{bound}" for name, bound in answer.bounds.items())
         lines.append(f"{round(confidence * 100)}% accuracy: {bounds}")
@@ -51,7 +79,7 @@ def answer_notice(plan: PrivateAggregate, calibration: Calibration, answer: Rele
         lines.append("the statement's expressions were computed from the noisy values")
     elif any(o.hidden for o in plan.outputs):
         lines.append("HAVING and ORDER BY used noisy aggregates")
-    return "; ".join(lines)
+    return lines
 
 
 def _no_group(plan: PrivateAggregate, calibration: Calibration) -> str:

@@ -36,14 +36,14 @@ from accounting import (
     look_up_at_once,
 )
 from mechanisms.random_source import RandomSource
-from rewriter.plan import PrivateAggregate
+from rewriter.plan import Composite, PrivateAggregate
 from rewriter.sensitivity.calibrate import Calibration
 from rewriter.sqlstate import SqlState
 
 from ..config import Config
 from ..pgwire.backend import BackendPool, Parameters
 from ..pgwire.running import Running
-from .before_charge import BeforeCharge, Shape
+from .before_charge import BeforeCharge, Checked, Shape
 from .charge_batches import ChargeBatches
 from .connection_loss import connection_loss
 from .dp_settings import DpSettings
@@ -51,12 +51,13 @@ from .errors import StatementError, budget_exhausted, ledger_call
 from .fair import FairShares
 from .first_rows import split_limit
 from .literals import LiftedParameters, LiftFailed
-from .notice import answer_notice
+from .notice import answer_notice, composite_notice
 from .outcome import Answer, text_data_rows
 from .plan_check import PlanChecker
 from .private_query import INLINE_RELEASE_ROWS, ChargeReport, PrivateQuery
 from .reader_time import ReaderTime, reader_time
-from .recent import RecentAnswer, recent_answer, repeated_answer
+from .recent import RecentAnswer, composite_answer, recent_answer, repeated_answer
+from .release import Release
 from .workers import Workers
 
 log = logging.getLogger("dpgate.session")
@@ -103,12 +104,12 @@ class PrivateAnswers:
         # charge): a rotation by the data owner applies to sessions already open.
         self.shift = analyst.shift
 
-    async def describe(self, text: str, plan: PrivateAggregate,
+    async def describe(self, text: str, plan: PrivateAggregate | Composite,
                        types: tuple[int, ...] = ()) -> Shape:
         """Parameter types and columns, without running anything private (no charge)."""
         return await self.before_charge.describe(text, plan, types)
 
-    async def answer(self, text: str, plan: PrivateAggregate,
+    async def answer(self, text: str, plan: PrivateAggregate | Composite,
                      parameters: Parameters | None = None, offset: int = 0) -> Answer:
         """Run, noise and charge one private aggregate (or return its stored answer).
 
@@ -120,7 +121,7 @@ class PrivateAnswers:
         async with self.readers.slot(self.analyst.name):
             return await self._answer_twice(text, plan, parameters, offset)
 
-    async def _answer_twice(self, text: str, plan: PrivateAggregate,
+    async def _answer_twice(self, text: str, plan: PrivateAggregate | Composite,
                             parameters: Parameters | None, offset: int) -> Answer:
         for attempt in range(2):
             self.query.charging = False
@@ -138,7 +139,7 @@ class PrivateAnswers:
                                          hint="Ask again in a moment.") from None
         raise AssertionError("unreachable")
 
-    async def _answer_once(self, text: str, plan: PrivateAggregate,
+    async def _answer_once(self, text: str, plan: PrivateAggregate | Composite,
                            parameters: Parameters | None, offset: int) -> Answer:
         """One try of `answer`.
 
@@ -147,17 +148,17 @@ class PrivateAnswers:
         text as written is answered instead (with its own error positions and wording).
         """
         try:
-            calibration, sql, shape = await self.before_charge.checked(text, plan, parameters,
-                                                                       offset)
+            checked = await self.before_charge.checked(text, plan, parameters, offset)
         except StatementError:
             if isinstance(parameters, LiftedParameters):
                 raise LiftFailed() from None
             raise
+        calibration, shape = checked.calibration, checked.shape
         # The connection is back in the pool: the ledger's read below and its commit after
         # the query never hold one.
         # Computed constants (current_date…) are part of the question asked.
-        asked = _parameters_text(parameters) + (f" -- computed: {sql}" if plan.constants
-                                                else "")
+        asked = _parameters_text(parameters) + "".join(
+            f" -- computed: {run.sql}" for run in checked.runs if run.plan.constants)
         request = self._request(text, plan, parameters, calibration, asked)
         epsilon, mechanism = self.settings.epsilon, self.settings.mechanism
         # The stored answer, or the budget and shift: a read, no fsync. The one commit
@@ -166,7 +167,8 @@ class PrivateAnswers:
             self.workers.ledger_read, look_up, self.ledger, self.analyst.name,
             request.fingerprint, self.shift)
         outcome: Charged | Repeated | None = prior if isinstance(prior, Repeated) else None
-        limited = split_limit(plan.fingerprint_text)
+        limited = split_limit(plan.fingerprint_text) \
+            if isinstance(plan, PrivateAggregate) else None
         question = None if limited is None else fingerprint(
             limited[0] + asked, epsilon, calibration.delta, mechanism)
         if isinstance(prior, Standing) and question is not None and limited is not None:
@@ -179,8 +181,8 @@ class PrivateAnswers:
                     not prior.budget.fits(request.epsilon, request.delta):
                 raise budget_exhausted(BudgetExceeded(request.epsilon, prior.budget,
                                                       request.delta))
-            rows, notice, outcome = await self._answer(sql, plan, calibration, shape,
-                                                       prior.shift, parameters, request)
+            rows, notice, outcome = await self._answer(checked, prior.shift, parameters,
+                                                       request)
         self.report_charge(request.fingerprint, request.epsilon, request.delta,
                            isinstance(outcome, Repeated))
         if isinstance(outcome, Repeated):
@@ -200,7 +202,8 @@ class PrivateAnswers:
             if len(rows) > INLINE_RELEASE_ROWS else None
         return Answer(shape.columns, rows, f"SELECT {len(rows)}", notice, encoded)
 
-    def _request(self, text: str, plan: PrivateAggregate, parameters: Parameters | None,
+    def _request(self, text: str, plan: PrivateAggregate | Composite,
+                 parameters: Parameters | None,
                  calibration: Calibration, asked: str) -> ChargeRequest:
         """What the ledger is asked to charge: the statement as the analyst wrote it (with
         its bound values), and the question's fingerprint (`asked`: what makes it this
@@ -245,18 +248,21 @@ class PrivateAnswers:
         except sqlite3.Error:  # the thread's look-up reports it as ledger_call does
             return None
 
-    async def _answer(self, sql: str, plan: PrivateAggregate, calibration: Calibration,
-                      shape: Shape, shift: float, parameters: Parameters | None,
+    async def _answer(self, checked: Checked, shift: float, parameters: Parameters | None,
                       request: ChargeRequest
                       ) -> tuple[list[list[str | None]], str, Charged | Repeated]:
-        """Run the rewritten query, noise it, then charge and store the answer in one
-        durable commit, before anything is sent. A failure of the query may depend on the
-        rows: it is charged too (and reported only once charged)."""
-        true_rows = await self.query.rows(sql, parameters, calibration, request)
+        """Run the rewritten queries (a Composite's one after the other), noise them, then
+        charge and store the answer in one durable commit, before anything is sent. A
+        failure of a query may depend on the rows: it is charged too (and reported only
+        once charged), the whole statement's charge, whichever release failed."""
+        true_rows = []
         try:
+            for run in checked.runs:
+                true_rows.append(await self.query.rows(run.sql, parameters,
+                                                       checked.calibration, request))
             for _ in range(3):  # a rotation of the shift meanwhile: noise again with the new one
-                rows, answer = await self.query.released_rows(
-                    plan, calibration, shape, shift, true_rows, parameters, request)
+                rows, answers = await self.query.answer_rows(checked, shift, true_rows,
+                                                          parameters, request)
                 try:
                     outcome = await ledger_call(self.charges, charge, self.ledger,
                                                 AnswerCharge(request, shift, rows))
@@ -266,18 +272,32 @@ class PrivateAnswers:
                     return cast(list[list[str | None]], outcome.rows), "", outcome
                 if isinstance(outcome, Charged):
                     self.shift = outcome.shift  # a rotation applies to the next answers
-                    self._remember(recent_answer(
-                        request.statement, plan, answer.bounds,
-                        self.config.privacy.confidence, calibration.epsilon,
-                        calibration.delta, calibration.pure))
-                    return rows, answer_notice(plan, calibration, answer, outcome.budget,
-                                               self.config.privacy.confidence,
-                                               len(rows)), outcome
+                    self._remember(self._recent(request.statement, checked, answers))
+                    confidence = self.config.privacy.confidence
+                    notice = answer_notice(checked.runs[0].plan, checked.calibration,
+                                           answers[0], outcome.budget, confidence, len(rows)) \
+                        if checked.combine is None else composite_notice(
+                            checked, answers, outcome.budget, confidence)
+                    return rows, notice, outcome
                 shift = outcome.shift
         finally:
-            self.workers.free(true_rows)  # 182,000 rows take ~8 ms to free: not here
+            for rows_read in true_rows:  # 182,000 rows take ~8 ms to free: not here
+                self.workers.free(rows_read)
         raise StatementError(SqlState.IO_ERROR, "the analyst's secret shift kept changing; "
                              "nothing was released", hint="Ask again.")
+
+    def _recent(self, statement: str, checked: Checked, answers: list[Release]
+                ) -> RecentAnswer:
+        """What SHOW dp.last_answers keeps of a fresh answer."""
+        confidence, calibration = self.config.privacy.confidence, checked.calibration
+        releases = [(run.label, recent_answer(
+            statement, run.plan, answer.bounds, confidence, run.calibration.epsilon,
+            run.calibration.delta, run.calibration.pure))
+            for run, answer in zip(checked.runs, answers, strict=True)]
+        if checked.combine is None:
+            return releases[0][1]
+        return composite_answer(statement, releases, confidence, calibration.epsilon,
+                                calibration.delta)
 
     def _remember(self, answer: RecentAnswer) -> None:
         self.settings.recent.add(self.analyst.name, answer)

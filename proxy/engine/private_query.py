@@ -5,7 +5,8 @@ analyst's reader-seconds (reader_time.py). From the moment the connection is len
 failure may depend on the rows, so it is charged (`charging`). The true rows are then
 noised (release.py), on a worker thread when that takes long, and the statement's own
 expressions over released values run over those values only, as the relay role that
-cannot read private tables (`released`; tests/test_released_values.py).
+cannot read private tables (`released`; tests/test_released_values.py); so does the SQL
+that combines a Composite's releases.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from accounting import BudgetExceeded, ChargeRequest, FailureCharge, Ledger, cha
 from mechanisms.names import Mechanism
 from mechanisms.random_source import RandomSource
 from rewriter.plan import PrivateAggregate
-from rewriter.release.computed import with_rows
+from rewriter.release.computed import with_branches, with_rows
 from rewriter.release.outer import with_answer
 from rewriter.sensitivity.calibrate import Calibration
 from rewriter.sqlstate import SqlState
@@ -27,7 +28,7 @@ from rewriter.sqlstate import SqlState
 from ..config import PrivacySettings
 from ..pgwire.backend import BackendError, BackendPool, NotExecuted, Parameters, Row
 from ..pgwire.running import Running
-from .before_charge import Shape
+from .before_charge import Checked, Shape
 from .charge_batches import ChargeBatches
 from .errors import StatementError, budget_exhausted, client_error, ledger_call
 from .literals import LiftedParameters, LiftFailed
@@ -108,6 +109,24 @@ class PrivateQuery:
             f"the query failed while reading private data; its charge of epsilon "
             f"{calibration.epsilon:g} is kept",
         ) from None
+
+    async def answer_rows(self, checked: Checked, shift: float, true_rows: list[Sequence[Row]],
+                       parameters: Parameters | None, request: ChargeRequest
+                       ) -> tuple[list[list[str | None]], list[Release]]:
+        """The noisy answer as the client will see it, and each release: a Composite's
+        releases combined by its `combine` SQL over their released rows only."""
+        answers, rows = [], []
+        for run, read in zip(checked.runs, true_rows, strict=True):
+            released, answer = await self.released_rows(run.plan, run.calibration, run.shape,
+                                                        shift, read, parameters, request)
+            rows.append(released)
+            answers.append(answer)
+        if checked.combine is None:
+            return rows[0], answers
+        sql = with_branches(checked.combine, [
+            (released, run.shape.answer_types)
+            for released, run in zip(rows, checked.runs, strict=True)])
+        return await self._post_processed(sql, None, request), answers
 
     async def released_rows(self, plan: PrivateAggregate, calibration: Calibration, shape: Shape,
                         shift: float, true_rows: Sequence[Row],

@@ -95,6 +95,19 @@ def recent_answer(statement: str, plan: PrivateAggregate, bounds: dict[str, int 
     return _answer(statement, columns, confidence, epsilon, delta)
 
 
+def composite_answer(statement: str, releases: list[tuple[str, RecentAnswer]],
+                     confidence: float, epsilon: float, delta: float) -> RecentAnswer:
+    """A statement answered by several releases (each with its label): every release's
+    columns under the one charge, named with their release where a set operation's
+    branches repeat the names."""
+    columns = []
+    for label, one in releases:
+        names = ", ".join(name for name, _ in one.columns)
+        columns += [(name if label == names else f"{name} ({label})", error)
+                    for name, error in one.columns]
+    return _answer(statement, columns, confidence, epsilon, delta)
+
+
 def repeated_answer(statement: str, names: list[str], confidence: float) -> RecentAnswer:
     """A repeated question: its stored answer was returned, free."""
     return _answer(statement, [(name, "as when first answered (a repeated question is "

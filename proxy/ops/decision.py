@@ -11,6 +11,7 @@ from typing import assert_never
 from rewriter.errors import Refusal
 from rewriter.plan import (
     ColumnProbe,
+    Composite,
     EmptyStatement,
     Plan,
     PrivateAggregate,
@@ -36,7 +37,7 @@ BACKEND_ERRORS = frozenset({SqlState.CONNECTION_FAILURE, SqlState.DATA_EXCEPTION
 def plan_kind(plan: Plan | Refusal | None) -> str:
     """A short name for what the rewriter made of a statement (a metric label)."""
     match plan:
-        case PrivateAggregate():
+        case PrivateAggregate() | Composite():
             return "private"
         case Relay():
             return "relay"

@@ -19,6 +19,7 @@ from typing import assert_never
 from rewriter.errors import Refusal
 from rewriter.plan import (
     ColumnProbe,
+    Composite,
     EmptyStatement,
     PrivateAggregate,
     Relay,
@@ -223,8 +224,8 @@ class ExtendedProtocol:
                 self.session.lane.forward(
                     wire.parse_message(parse.statement, plan.text, parse.parameter_types),
                     undo=lambda: _drop(self.statements, parse.statement, prepared))
-            case (PrivateAggregate() | SetDpSetting() | ShowDpSetting() | EmptyStatement()
-                  | ColumnProbe()):
+            case (PrivateAggregate() | Composite() | SetDpSetting() | ShowDpSetting()
+                  | EmptyStatement() | ColumnProbe()):
                 await self._own_turn()
                 described = await self.session.engine.describe(parse.query, plan,
                                                                parse.parameter_types)

@@ -14,6 +14,7 @@ from rewriter.analysis.classify import Statement
 from rewriter.errors import Refusal
 from rewriter.plan import (
     ColumnProbe,
+    Composite,
     EmptyStatement,
     Plan,
     PrivateAggregate,
@@ -191,8 +192,8 @@ class Session:
                     raise await self.engine.refused(statement.text, plan, statement.offset)
             case Relay():  # reported by the relay routine
                 await self._relay(plan, statement.text)
-            case (PrivateAggregate() | SetDpSetting() | ShowDpSetting() | EmptyStatement()
-                  | ColumnProbe()):
+            case (PrivateAggregate() | Composite() | SetDpSetting() | ShowDpSetting()
+                  | EmptyStatement() | ColumnProbe()):
                 with self.ops.statement(plan, statement.text):
                     self.refuse_if_aborted(plan)
                     match await self.engine.answer(statement):

@@ -17,7 +17,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import Token, TokenType
 
-from ..aggregate.private import plan_private_aggregate
+from ..aggregate.composite import plan_query
 from ..aggregate.released import ONLY_AGGREGATES
 from ..errors import SYNTAX_ERROR, Refusal, policy_refusal, unsupported
 from ..plan import ColumnProbe, EmptyStatement, Plan, Relay, SetDpSetting, ShowDpSetting
@@ -189,7 +189,8 @@ def _classify_query(text: str, policy: Policy, metrics: Metrics, offset: int) ->
         refuse_catalogs_with_private(tables, policy, offset)
         limit = probe_limit(tree)  # before the analysis changes the tree
         try:
-            return plan_private_aggregate(tree, policy, offset, metrics)
+            return plan_query(tree, policy, offset, metrics, lambda leaf: _relay_branch(
+                leaf, offset))
         except Refusal as refusal:
             if limit is None or refusal.sqlstate == SYNTAX_ERROR:
                 raise
@@ -221,6 +222,13 @@ def _relay(text: str, tree: exp.Expression, tables: list[exp.Table], offset: int
     if policy is not None:  # after the checks: the notes call no function they refuse
         changed = annotate_columns(tree, policy) or changed
     return Relay(tree.sql(dialect="postgres") if changed else text)
+
+
+def _relay_branch(leaf: exp.Expression, offset: int) -> None:
+    """A set operation's branch over public tables, checked (and its row counts
+    neutralised, in place) as the relayed query it would be on its own."""
+    check_catalog_query(leaf, _real_tables(leaf), offset)
+    _refuse_writes_and_side_effects(leaf, offset, relayed=True)
 
 
 def _classify_cursor(text: str, tokens: list[Token], policy: Policy, offset: int) -> Relay:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from ..errors import unsupported
+from ..plan import branch_table
 from ..sql.positions import position_of
 
 ROWS = "__dpgate_released__"  # the proxy puts the released rows here
@@ -82,6 +83,24 @@ def with_rows(sql: str, rows: list[list[str | None]], type_names: list[str]) -> 
     """`post_sql` reading the released rows (each value cast to its PostgreSQL type)."""
     names = [f"o{i}" for i in range(len(type_names))]
     return sql.replace(f"{ROWS} AS r", values_table(rows, type_names, "r", names), 1)
+
+
+def branch_source(number: int) -> exp.Table:
+    """The FROM item of a Composite's `combine` that with_branches fills with branch
+    `number`'s released rows."""
+    table = exp.to_table(branch_table(number))
+    table.set("alias", exp.TableAlias(this=exp.to_identifier(f"b{number}", quoted=True)))
+    return table
+
+
+def with_branches(sql: str, branches: list[tuple[list[list[str | None]], list[str]]]
+                  ) -> str:
+    """A Composite's `combine` reading each branch's released rows and type names."""
+    for number, (rows, type_names) in enumerate(branches):
+        source = branch_source(number).sql(dialect="postgres")
+        names = [f"c{column}" for column in range(len(type_names))]
+        sql = sql.replace(source, values_table(rows, type_names, f"b{number}", names), 1)
+    return sql
 
 
 def values_table(rows: list[list[str | None]], type_names: list[str], alias: str,

@@ -9,6 +9,7 @@ from ..analysis.classify import classify, parse_query
 from ..errors import Refusal
 from ..plan import (
     ColumnProbe,
+    Composite,
     EmptyStatement,
     NoisyPart,
     OutputColumn,
@@ -18,7 +19,14 @@ from ..plan import (
     ShowDpSetting,
 )
 from ..policy.model import Policy
-from ..sensitivity.calibrate import SUM_COUNT_SHARE, Calibration, PartCalibration, calibrate
+from ..sensitivity.calibrate import (
+    SUM_COUNT_SHARE,
+    Calibration,
+    PartCalibration,
+    branch_budgets,
+    calibrate,
+    composed,
+)
 from ..sensitivity.metrics import Metrics, MissingMetrics
 from ..sqlstate import SqlState
 from .error_bars import noise_bound
@@ -52,6 +60,9 @@ def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: f
             case ColumnProbe():
                 return {"supported": True, "kind": "column probe", "rows": 0,
                         "charged": False}
+            case Composite():
+                return _composite_report(plan, epsilon, delta, k, 1 - confidence,
+                                         sum_count_share)
             case PrivateAggregate():
                 pass
             case _:
@@ -117,6 +128,24 @@ def _report(plan: PrivateAggregate, calibration: Calibration, beta: float
     if hidden:
         report["hidden_aggregates"] = hidden  # noised for HAVING / ORDER BY, not sent
     return report
+
+
+def _composite_report(plan: Composite, epsilon: float, delta: float, k: int, beta: float,
+                      sum_count_share: float) -> dict[str, Any]:
+    """Several releases under one charge: each branch's report at its share of (ε, δ),
+    and `combine`, the SQL run over their released values (free)."""
+    plans = tuple(branch.plan for branch in plan.branches)
+    calibrations = tuple(
+        calibrate(branch, share, part_delta, k, sum_count_share=sum_count_share)
+        for branch, (share, part_delta) in zip(plans, branch_budgets(plans, epsilon, delta),
+                                               strict=True))
+    total = composed(calibrations)
+    return {"supported": True, "kind": "composite", "epsilon": total.epsilon,
+            "delta": total.delta, "pure": total.pure,
+            "branches": [{"statement": branch.text, **_report(branch.plan, calibration, beta)}
+                         for branch, calibration in zip(plan.branches, calibrations,
+                                                        strict=True)],
+            "combine_sql": plan.combine}
 
 
 def _error_bar(plan: PrivateAggregate, calibration: Calibration, output: OutputColumn,

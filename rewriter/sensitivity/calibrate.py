@@ -129,8 +129,7 @@ def _budget(plan: PrivateAggregate, epsilon: float, delta: float, chosen: Mechan
                       "the Gaussian mechanism is available only for queries without joins of "
                       "private tables and without key selection",
                       hint="SET dp.mechanism = 'shifted_laplace' (the default) for this one.")
-    additive = [part for part in plan.parts if not part.choice]
-    delta_users = (0 if pure and not gaussian else len(additive)) + (1 if selecting else 0)
+    delta_users = _delta_users(plan, chosen)
     if delta_users and not 0 < delta < 1:
         raise Refusal(INVALID_PARAMETER_VALUE,
                       "this query needs a delta between 0 and 1 (joins of private tables and "
@@ -140,6 +139,39 @@ def _budget(plan: PrivateAggregate, epsilon: float, delta: float, chosen: Mechan
     # For a pure part the smooth bound is only reported, so any valid δ will do.
     reported_delta = part_delta if part_delta else (delta if 0 < delta < 1 else 1e-9)
     return _Budget(part_delta, reported_delta, delta_users, pure, gaussian, selecting)
+
+
+def _delta_users(plan: PrivateAggregate, chosen: Mechanism) -> int:
+    """How many parts (and key selection) of the plan spend a share of δ."""
+    pure = not any(part.elastic.depends_on_k for part in plan.parts)
+    selecting = plan.grouping is not None and plan.grouping.key_selection
+    additive = [part for part in plan.parts if not part.choice]
+    return (0 if pure and chosen != Mechanism.GAUSSIAN else len(additive)) + \
+        (1 if selecting else 0)
+
+
+def branch_budgets(plans: tuple[PrivateAggregate, ...], epsilon: float, delta: float,
+                   mechanism: str = Mechanism.SHIFTED_LAPLACE
+                   ) -> tuple[tuple[float, float], ...]:
+    """Each release's (ε, δ) in a statement answered by several (plan.Composite): ε in
+    proportion to the aggregates each asks for, so every part gets what it would in one
+    plan holding them all; δ evenly over the releases that spend one. The charge, the sum
+    of the releases', is then at most (ε, δ) (sequential composition)."""
+    asked = [sum(1 for part in plan.parts if part.presence_of is None) for plan in plans]
+    spending = [_delta_users(plan, Mechanism(mechanism)) > 0 for plan in plans]
+    total, users = sum(asked), sum(spending)
+    return tuple((epsilon * count / total if total else 0.0,
+                  delta / users if spends else delta)
+                 for count, spends in zip(asked, spending, strict=True))
+
+
+def composed(calibrations: tuple[Calibration, ...]) -> Calibration:
+    """A statement answered by several releases (branch_budgets): charged the sum of their
+    ε and δ; its parts are theirs, in order."""
+    return Calibration(sum(c.epsilon for c in calibrations), sum(c.delta for c in calibrations),
+                       all(c.pure for c in calibrations),
+                       tuple(part for c in calibrations for part in c.parts), None,
+                       calibrations[0].mechanism)
 
 
 def _additive(part: NoisyPart, epsilon: float, budget: _Budget, plan: PrivateAggregate,

@@ -1,0 +1,164 @@
+"""Statements answered by several private releases under one charge (plan.Composite): a
+quantile or mode beside noisy aggregates, or of several columns, and a set operation
+(UNION [ALL], INTERSECT [ALL], EXCEPT [ALL]) whose branches are private aggregates.
+
+Each part is planned as a statement of its own (plan_private_aggregate) and released with
+its share of ε (calibrate.branch_budgets). What joins the parts — the statement's column
+order, the set operation's de-duplication and type resolution, its ORDER BY and LIMIT —
+is the `combine` SQL, which PostgreSQL runs over the released rows only: post-processing,
+at no further cost. The charge is the sum of the parts' (sequential composition), made
+once, before any value leaves (docs/queries.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from sqlglot import exp
+
+from ..errors import Refusal, unsupported
+from ..plan import Branch, Composite, PrivateAggregate
+from ..policy.model import Policy
+from ..release.computed import branch_source
+from ..sensitivity.metrics import Metrics
+from ..sql.nodes import name_of, unalias
+from ..sql.positions import position_of
+from ..sql.scopes import cte_reference_ids
+from .choice import choice_spec
+from .private import plan_private_aggregate
+
+# A branch over public tables only (or none), checked as a relayed query would be; it
+# stays in `combine` as it is, run as the relay role (classify.py gives it).
+PublicBranch = Callable[[exp.Expression], None]
+_CHOICES = (exp.Min, exp.Max, exp.Median, exp.WithinGroup)
+# What a statement split into parts must not have: each is a clause over the whole row.
+_WHOLE_ROW = ("group", "having", "order", "limit", "offset", "distinct", "windows",
+              "qualify")
+
+
+def plan_query(tree: exp.Expression, policy: Policy, offset: int, metrics: Metrics,
+               public: PublicBranch) -> PrivateAggregate | Composite:
+    """The plan of a query over private tables: one release, or a Composite of several.
+
+    Raises Refusal for what is not answered, MissingMetrics as plan_private_aggregate."""
+    if isinstance(tree, exp.SetOperation):
+        return _set_operation(tree, policy, offset, metrics, public)
+    parts = _choice_parts(tree, offset) if isinstance(tree, exp.Select) else None
+    if parts is None or not isinstance(tree, exp.Select):
+        return plan_private_aggregate(tree, policy, offset, metrics)
+    return _split(tree, parts, policy, offset, metrics)
+
+
+def _choice_parts(tree: exp.Select, offset: int) -> list[list[int]] | None:
+    """The select list's indexes by release: the noisy outputs together, then the choices
+    of each column (one exponential mechanism each). None when the statement is one
+    release, or cannot be split by column (a choice inside an expression, GROUP BY,
+    HAVING, ORDER BY, LIMIT: the planner's own message then explains)."""
+    if any(tree.args.get(clause) for clause in _WHOLE_ROW):
+        return None
+    noisy: list[int] = []
+    choices: dict[tuple[str, str], list[int]] = {}
+    for index, projection in enumerate(tree.expressions):
+        node = unalias(projection)
+        try:
+            spec = choice_spec(node, offset)
+        except Refusal:
+            return None
+        if spec is not None:
+            key = (spec.kind, spec.column.sql(dialect="postgres"))
+            choices.setdefault(key, []).append(index)
+        elif node.find(*_CHOICES):
+            return None
+        else:
+            noisy.append(index)
+    parts = ([noisy] if noisy else []) + list(choices.values())
+    return parts if choices and len(parts) > 1 else None
+
+
+def _split(tree: exp.Select, parts: list[list[int]], policy: Policy, offset: int,
+           metrics: Metrics) -> Composite:
+    """One branch per part, each the statement with that part's columns; `combine` puts
+    the columns back in the statement's order (each branch has one row)."""
+    branches, columns = [], {}
+    for number, indexes in enumerate(parts):
+        part = tree.copy()
+        part.set("expressions", [tree.expressions[i].copy() for i in indexes])
+        text = part.sql(dialect="postgres")
+        branches.append(Branch(text, plan_private_aggregate(part, policy, offset, metrics)))
+        for column, index in enumerate(indexes):
+            columns[index] = exp.column(f"c{column}", table=f"b{number}", quoted=True)
+    combine = exp.select(*[
+        columns[index].as_(name_of(projection), quoted=True)
+        for index, projection in enumerate(tree.expressions)])
+    for number in range(len(parts)):
+        combine = combine.join(branch_source(number), join_type="cross") if number else \
+            combine.from_(branch_source(number))
+    return _composite(branches, combine)
+
+
+def _set_operation(tree: exp.SetOperation, policy: Policy, offset: int, metrics: Metrics,
+                   public: PublicBranch) -> Composite:
+    """Each branch reading private tables released on its own; the others, over public
+    tables, run in `combine` as relayed queries would."""
+    combine = tree.copy()
+    shared = combine.args.get("with_")
+    if shared is not None:
+        # A WITH before the set operation names queries its branches read: each branch
+        # gets its own copy (PostgreSQL runs a CTE where it is read; none may change state).
+        combine.set("with_", None)
+        for leaf in _leaves(combine):
+            own = leaf.args.get("with_")
+            if shared.args.get("recursive") or not isinstance(leaf, exp.Select) or \
+                    (own is not None and own.args.get("recursive")):
+                raise unsupported(f"this WITH before {tree.key.upper()} over private tables "
+                                  "is not supported", hint="Write the WITH inside each "
+                                  "branch, in parentheses.", position=position_of(tree, offset))
+            leaf.set("with_", exp.With(expressions=[
+                *(cte.copy() for cte in shared.expressions),
+                *(own.expressions if own is not None else [])]))
+    ctes = cte_reference_ids(combine)
+    branches: list[Branch] = []
+    for leaf in list(_leaves(combine)):
+        if not any(policy.is_private(table.db, table.name)
+                   for table in leaf.find_all(exp.Table)
+                   if isinstance(table.this, exp.Identifier) and id(table) not in ctes):
+            public(leaf)
+            if leaf.args.get("with_") is not None and not isinstance(leaf.parent, exp.Subquery):
+                leaf.replace(exp.Subquery(this=leaf.copy()))  # a WITH given it above
+            continue
+        text = leaf.sql(dialect="postgres")
+        plan = plan_private_aggregate(leaf.copy(), policy, offset, metrics)
+        number = len(branches)
+        branches.append(Branch(text, plan, f"branch {number + 1}"))
+        leaf.replace(exp.select(*[
+            exp.column(f"c{column}", table=f"b{number}", quoted=True).as_(output.name,
+                                                                        quoted=True)
+            for column, output in enumerate(plan.visible)]).from_(branch_source(number)))
+    if combine.find(exp.Placeholder, exp.Parameter):
+        raise unsupported(f"parameters in the ORDER BY or LIMIT of {tree.key.upper()} over "
+                          "private tables are not supported", hint="Write the value.",
+                          position=position_of(tree, offset))
+    return _composite(branches, combine)
+
+
+def _leaves(node: exp.Expression) -> Iterator[exp.Expression]:
+    """The queries a set operation combines, left to right."""
+    if isinstance(node, exp.SetOperation):
+        yield from _leaves(node.this)
+        yield from _leaves(node.expression)
+    elif isinstance(node, exp.Subquery):
+        yield from _leaves(node.this)
+    else:
+        yield node
+
+
+def _composite(branches: list[Branch], combine: exp.Expression) -> Composite:
+    for branch in branches:
+        if branch.plan.outer is not None:  # its released rows are not its answer's
+            raise unsupported("a query over an aggregate subquery is not supported as a "
+                              "part of a statement answered in several releases",
+                              hint="Ask it in a statement of its own.")
+    sql = combine.sql(dialect="postgres")
+    # The question: how the branches combine, and each branch's question.
+    fingerprint = " -- ".join([sql, *(branch.plan.fingerprint_text for branch in branches)])
+    return Composite(tuple(branches), sql, fingerprint)
