@@ -23,6 +23,7 @@ from psycopg import errors
 from proxy.engine.weighted_sums import Layout, layout, rows_at
 from rewriter.aggregate.private import plan_private_aggregate
 from rewriter.analysis.classify import parse_query
+from rewriter.plan import PrivateAggregate
 from rewriter.sensitivity.calibrate import calibrate
 from tests.conftest import (
     DemoDatabase,
@@ -105,6 +106,21 @@ def test_the_issues_join_count_is_exact_when_no_customer_exceeds_tau(unit_proxy,
     rows, notices = through_proxy(dsn, JOIN_COUNT)
     assert rows == on_postgres(demo_database, JOIN_COUNT)
     assert any("counted with at most 10 rows" in n and "not counted" in n for n in notices)
+
+
+def test_a_composite_is_exact_when_no_customer_exceeds_tau(unit_proxy, demo_database):
+    """Several releases under one charge in unit mode: each release bounded per customer
+    (at most τ = 10 orders of product 1 each, and one row per customer): PostgreSQL's
+    rows; the quantile beside them is a grid point within the bounds."""
+    dsn, _ = unit_proxy
+    union = ("SELECT count(*) FROM orders WHERE product_id = 1 UNION ALL "
+             "SELECT count(*) FROM customers ORDER BY 1")
+    rows, notices = through_proxy(dsn, union)
+    assert rows == on_postgres(demo_database, union)
+    assert any("[branch 1]" in n and "[branch 2]" in n for n in notices)
+    mixed = "SELECT count(*), max(quantity) FROM orders WHERE product_id = 1"
+    ((count, most),), _ = through_proxy(dsn, mixed)
+    assert count == on_postgres(demo_database, mixed)[0][0] and 1 <= most <= 10
 
 
 def test_a_chosen_tau_counts_every_row_without_noise(choosing_proxy, demo_database):
@@ -425,6 +441,38 @@ def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
             policy.unit, max_groups=2, max_group_contributions=3))
     metrics = measured_metrics(small_database)
     plan = plan_private_aggregate(parse_query(sql), policy, 0, metrics)
+    _moves_by_at_most(small_database, sql, plan, bound)
+
+
+@pytest.mark.parametrize(("sql", "bounds"), [
+    ("SELECT count(*), avg(quantity), percentile_cont(0.5) WITHIN GROUP (ORDER BY quantity) "
+     "FROM orders", [LIMIT, TAU]),
+    ("SELECT max(order_cost), sum(quantity) FROM orders WHERE quantity > 1",
+     [LIMIT * 10, TAU]),  # the noisy release first: quantity ≤ 10, weighed at any τ
+    ("SELECT count(*) FROM orders UNION ALL SELECT count(*) FROM customers", [LIMIT, LIMIT]),
+    ("SELECT quantity, count(*) FROM orders GROUP BY quantity EXCEPT "
+     "SELECT quantity, count(*) FROM orders WHERE order_cost > 10 GROUP BY quantity",
+     [GROUPS, GROUPS]),
+])
+def test_each_release_of_a_composite_moves_by_at_most_its_sensitivity(
+        small_database: str, sql: str, bounds: list[int]):
+    """A statement answered in several releases (rewriter/aggregate/composite.py): a unit
+    of 1,000 rows moves each release by at most that release's own sensitivity, and the
+    charge is the sum of the releases' ε."""
+    from rewriter.aggregate.composite import plan_query
+    from rewriter.plan import Composite
+
+    plan = plan_query(parse_query(sql), demo_policy(), 0, measured_metrics(small_database),
+                      lambda leaf: None)
+    assert isinstance(plan, Composite) and len(plan.branches) == len(bounds)
+    for branch, bound in zip(plan.branches, bounds, strict=True):
+        _moves_by_at_most(small_database, branch.text, branch.plan, bound)
+
+
+def _moves_by_at_most(small_database: str, sql: str, plan: PrivateAggregate, bound: int
+                      ) -> None:
+    """The plan's first part moves by at most `bound`, its stated sensitivity, when one
+    customer with 1,000 orders joins the small database."""
     sensitivity = calibrate(plan, 1.0, 1e-6).parts[0].elastic_sensitivity
     assert sensitivity == bound
     with psycopg.connect(small_database) as connection:
