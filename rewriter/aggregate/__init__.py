@@ -1,6 +1,8 @@
 """Private aggregates: validated, bounded and rewritten into the SQL the backend runs.
 
-`private` is the entry point; `pipeline` lists the passes (PASSES) that run the modules
+`private` is the entry point of one release; `composite` that of a statement answered by
+several under one charge (a quantile beside noisy aggregates, a set operation of private
+aggregates), each part planned by `private`; `pipeline` lists the passes (PASSES) that run the modules
 below in order, each with one job, reading the `scope` (the statement and its
 relations) and returning its part:
 
