@@ -75,8 +75,11 @@ class PrivateQuery:
         after the connection went back to the pool. Failing to get a connection ran
         nothing, so it is not charged (and PrivateAnswers.answer may try again). Nor is a
         query refused because the analyst's earlier ones used up its reader-seconds
-        (reader_time.py)."""
-        wait = self.reader_seconds.wait(self.analyst)
+        (reader_time.py). After an earlier release of the same statement (a Composite's)
+        read private rows, every failure is charged and nothing is refused for free: the
+        earlier query's run time, say, depends on the rows."""
+        earlier = self.charging
+        wait = 0.0 if earlier else self.reader_seconds.wait(self.analyst)
         if wait > 0:
             raise StatementError(
                 SqlState.INSUFFICIENT_RESOURCES, "your private queries have used their share "
@@ -91,12 +94,16 @@ class PrivateQuery:
                         return (await backend.fetch(sql)).rows
                     return (await backend.fetch_bound(sql, parameters)).rows
         except NotExecuted as error:
-            # Refused at Parse or Bind (a value its type does not take): no row was read,
-            # so PostgreSQL's own error, free, as the plan check's would have been.
-            self.charging = False
-            if isinstance(parameters, LiftedParameters):
-                raise LiftFailed() from None
-            raise client_error(error) from None
+            if earlier:
+                log.warning("private query refused after an earlier one ran, charged: %s",
+                            error)
+            else:
+                # Refused at Parse or Bind (a value its type does not take): no row was
+                # read, so PostgreSQL's own error, free, as the plan check's would have been.
+                self.charging = False
+                if isinstance(parameters, LiftedParameters):
+                    raise LiftFailed() from None
+                raise client_error(error) from None
         except (BackendError, OSError, asyncio.IncompleteReadError) as error:
             if not self.charging:
                 raise
