@@ -511,6 +511,10 @@ _HANDWRITTEN = [
     ("releases", "SELECT max(order_cost), count(*), min(quantity) FROM orders "
                  "WHERE quantity > 2"),
     ("releases", "SELECT mode() WITHIN GROUP (ORDER BY quantity), count(*) FROM orders"),
+    ("releases", "SELECT count(*), percentile_cont(0.25) WITHIN GROUP (ORDER BY order_cost) "
+                 "FROM orders ORDER BY 1 LIMIT 5"),
+    ("releases", "SELECT count(*) AS n, percentile_disc(0.5) WITHIN GROUP (ORDER BY quantity) "
+                 "FROM orders ORDER BY quantity"),
     ("releases", "SELECT count(*) FROM orders UNION SELECT count(*) FROM customers"),
     ("releases", "SELECT count(*) FROM orders INTERSECT SELECT count(*) FROM orders"),
     ("releases", "SELECT count(*) FROM orders EXCEPT SELECT count(*) FROM customers"),

@@ -86,17 +86,27 @@ def test_choices_of_different_columns_are_one_release_each():
 
 @pytest.mark.unit
 @pytest.mark.parametrize(("sql", "words"), [
-    # a choice inside an expression, or beside GROUP BY / ORDER BY: one release, refused
+    # a choice inside an expression, or beside GROUP BY / HAVING: one release, refused
     ("SELECT max(order_cost) - min(order_cost), count(*) FROM orders",
      "inside an expression"),
     ("SELECT quantity, median(order_cost) FROM orders GROUP BY quantity", "cannot share"),
-    ("SELECT count(*), median(order_cost) FROM orders ORDER BY 1", "cannot share"),
+    ("SELECT count(*), median(order_cost) FROM orders HAVING count(*) > 5", "cannot share"),
     ("SELECT count(*) FROM orders UNION ALL SELECT order_id FROM orders", "would reveal"),
     ("WITH RECURSIVE t AS (SELECT 1) SELECT count(*) FROM orders UNION SELECT 1 FROM t",
      "WITH"),
 ])
 def test_what_is_not_split_keeps_a_refusal(sql: str, words: str):
     assert words in refusal(sql).message
+
+
+@pytest.mark.unit
+def test_limit_and_offset_apply_to_the_combined_row():
+    plan = composite("SELECT count(*), median(order_cost) FROM orders ORDER BY 1 LIMIT 1 "
+                     "OFFSET 0")
+    assert [b.text for b in plan.branches] == [
+        "SELECT COUNT(*) FROM orders",
+        "SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY order_cost) FROM orders"]
+    assert plan.combine.endswith("LIMIT 1 OFFSET 0")  # ORDER BY of one row: nothing to do
 
 
 @pytest.mark.unit

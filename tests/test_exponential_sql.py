@@ -104,11 +104,11 @@ def test_utility_sensitivity_follows_the_stability_of_the_from():
     ("SELECT min(order_id) FROM orders", "42501", "bounds"),
     ("SELECT median(o.order_cost) FROM orders o JOIN customers c "
      "ON o.customer_id = c.customer_id", "0A000", "join of private tables"),
-    ("SELECT count(*), median(order_cost) FROM orders", "0A000", "separate|own"),
+    # (beside other aggregates, or of other columns, they are releases of their own under
+    # one charge: tests/test_composite.py; not with GROUP BY or HAVING)
+    ("SELECT count(*), median(order_cost) FROM orders HAVING count(*) > 1", "0A000",
+     "separate|own"),
     ("SELECT quantity, median(order_cost) FROM orders GROUP BY quantity", "0A000", "GROUP BY"),
-    ("SELECT median(order_cost), median(quantity) FROM orders", "0A000", "one column"),
-    ("SELECT mode() WITHIN GROUP (ORDER BY quantity), median(quantity) FROM orders", "0A000",
-     "one column"),
     ("SELECT percentile_cont(1.5) WITHIN GROUP (ORDER BY order_cost) FROM orders", "0A000",
      "between 0 and 1"),
     ("SELECT min(order_cost + 1) FROM orders", "0A000", "plain column"),

@@ -31,9 +31,11 @@ from .private import plan_private_aggregate
 # stays in `combine` as it is, run as the relay role (classify.py gives it).
 PublicBranch = Callable[[exp.Expression], None]
 _CHOICES = (exp.Min, exp.Max, exp.Median, exp.WithinGroup)
-# What a statement split into parts must not have: each is a clause over the whole row.
-_WHOLE_ROW = ("group", "having", "order", "limit", "offset", "distinct", "windows",
-              "qualify")
+# What a statement split into parts must not have: clauses over the groups or the rows
+# the parts would each compute. (ORDER BY over the one row changes nothing; LIMIT and
+# OFFSET apply to the combined row.)
+_WHOLE_ROW = ("group", "having", "distinct", "windows", "qualify")
+_ROWS = ("limit", "offset")
 
 
 def plan_query(tree: exp.Expression, policy: Policy, offset: int, metrics: Metrics,
@@ -53,7 +55,7 @@ def _choice_parts(tree: exp.Select, offset: int) -> list[list[int]] | None:
     """The select list's indexes by release: the noisy outputs together, then the choices
     of each column (one exponential mechanism each). None when the statement is one
     release, or cannot be split by column (a choice inside an expression, GROUP BY,
-    HAVING, ORDER BY, LIMIT: the planner's own message then explains)."""
+    HAVING: the planner's own message then explains)."""
     if any(tree.args.get(clause) for clause in _WHOLE_ROW):
         return None
     noisy: list[int] = []
@@ -83,6 +85,8 @@ def _split(tree: exp.Select, parts: list[list[int]], policy: Policy, offset: int
     for number, indexes in enumerate(parts):
         part = tree.copy()
         part.set("expressions", [tree.expressions[i].copy() for i in indexes])
+        for clause in ("order", *_ROWS):
+            part.set(clause, None)
         text = part.sql(dialect="postgres")
         branches.append(Branch(text, plan_private_aggregate(part, policy, offset, metrics)))
         for column, index in enumerate(indexes):
@@ -93,7 +97,10 @@ def _split(tree: exp.Select, parts: list[list[int]], policy: Policy, offset: int
     for number in range(len(parts)):
         combine = combine.join(branch_source(number), join_type="cross") if number else \
             combine.from_(branch_source(number))
-    return _composite(branches, combine)
+    for clause in _ROWS:
+        if tree.args.get(clause) is not None:
+            combine.set(clause, tree.args[clause].copy())
+    return _composite(branches, combine, tree, offset)
 
 
 def _set_operation(tree: exp.SetOperation, policy: Policy, offset: int, metrics: Metrics,
@@ -134,11 +141,7 @@ def _set_operation(tree: exp.SetOperation, policy: Policy, offset: int, metrics:
             exp.column(f"c{column}", table=f"b{number}", quoted=True).as_(output.name,
                                                                         quoted=True)
             for column, output in enumerate(plan.visible)]).from_(branch_source(number)))
-    if combine.find(exp.Placeholder, exp.Parameter):
-        raise unsupported(f"parameters in the ORDER BY or LIMIT of {tree.key.upper()} over "
-                          "private tables are not supported", hint="Write the value.",
-                          position=position_of(tree, offset))
-    return _composite(branches, combine)
+    return _composite(branches, combine, tree, offset)
 
 
 def _leaves(node: exp.Expression) -> Iterator[exp.Expression]:
@@ -152,7 +155,12 @@ def _leaves(node: exp.Expression) -> Iterator[exp.Expression]:
         yield node
 
 
-def _composite(branches: list[Branch], combine: exp.Expression) -> Composite:
+def _composite(branches: list[Branch], combine: exp.Expression, tree: exp.Expression,
+               offset: int) -> Composite:
+    if combine.find(exp.Placeholder, exp.Parameter):
+        raise unsupported("parameters outside the parts of a statement answered in several "
+                          "releases (its ORDER BY, LIMIT or OFFSET) are not supported",
+                          hint="Write the value.", position=position_of(tree, offset))
     for branch in branches:
         if branch.plan.outer is not None:  # its released rows are not its answer's
             raise unsupported("a query over an aggregate subquery is not supported as a "
