@@ -527,6 +527,9 @@ _HANDWRITTEN = [
     ("releases", "SELECT quantity, count(*) FROM orders GROUP BY quantity UNION ALL "
                  "SELECT quantity, count(*) FROM orders WHERE order_cost > 100 "
                  "GROUP BY quantity ORDER BY 1, 2"),
+    ("releases", "SELECT quantity, count(*) FROM orders WHERE order_cost > 4000 GROUP BY quantity "
+                 "UNION SELECT quantity, count(*) FROM orders WHERE order_cost < 5 "
+                 "GROUP BY quantity ORDER BY 2 DESC, 1 LIMIT 3"),
     ("releases", "SELECT count(*) FROM orders UNION ALL (SELECT count(*) FROM customers "
                  "EXCEPT SELECT count(*) FROM recommendations)"),
     ("releases", "SELECT count(*) FROM orders UNION ALL SELECT count(*) FROM products"),

@@ -134,7 +134,9 @@ def _set_operation(tree: exp.SetOperation, policy: Policy, offset: int, metrics:
                 leaf.replace(exp.Subquery(this=leaf.copy()))  # a WITH given it above
             continue
         text = leaf.sql(dialect="postgres")
-        plan = plan_private_aggregate(leaf.copy(), policy, offset, metrics)
+        # PostgreSQL combines the groups that exist: a branch over a declared domain
+        # releases only the keys whose noisy count is above 0 (groups.occupied_by).
+        plan = plan_private_aggregate(leaf.copy(), policy, offset, metrics, occupied=True)
         number = len(branches)
         branches.append(Branch(text, plan, f"branch {number + 1}"))
         leaf.replace(exp.select(*[
