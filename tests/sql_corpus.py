@@ -515,6 +515,11 @@ _HANDWRITTEN = [
                  "FROM orders ORDER BY 1 LIMIT 5"),
     ("releases", "SELECT count(*) AS n, percentile_disc(0.5) WITHIN GROUP (ORDER BY quantity) "
                  "FROM orders ORDER BY quantity"),
+    ("releases", "SELECT count(*) * 2 AS twice, round(avg(order_cost), 2), percentile_cont(0.5) "
+                 "WITHIN GROUP (ORDER BY order_cost) FROM orders"),
+    ("releases", "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY quantity) FROM orders "
+                 "UNION ALL SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY order_cost) "
+                 "FROM orders"),
     ("releases", "SELECT count(*) FROM orders UNION SELECT count(*) FROM customers"),
     ("releases", "SELECT count(*) FROM orders INTERSECT SELECT count(*) FROM orders"),
     ("releases", "SELECT count(*) FROM orders EXCEPT SELECT count(*) FROM customers"),
