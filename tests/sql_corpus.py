@@ -545,6 +545,7 @@ _HANDWRITTEN = [
     ("releases", "WITH t AS (SELECT * FROM orders) SELECT count(*) FROM t "
                  "UNION ALL SELECT count(*) FROM customers"),
     ("releases", "SELECT count(*) FROM orders UNION ALL SELECT order_id FROM orders"),
+    ("releases", "SELECT count(*) FROM orders UNION ALL SELECT count(*) FROM pg_class"),
     # -- issue 28, last round: a SUM over no value is NULL (from a noisy count of values)
     ("shapes", "SELECT sum(quantity) FROM orders WHERE quantity > 100"),
     ("shapes", "SELECT sum(order_cost) FROM orders WHERE quantity > 100"),
