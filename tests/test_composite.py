@@ -153,6 +153,17 @@ def test_delta_goes_only_to_the_releases_that_spend_one():
     assert [b["delta"] for b in report["branches"]] == pytest.approx([1e-8, 0.0])
 
 
+@pytest.mark.unit
+def test_the_plan_cache_weighs_every_release():
+    from proxy.engine.plan_cache import PlanCache
+    from rewriter.analysis.classify import Statement
+
+    plan = composite(MIXED)
+    cache = PlanCache(size=10, max_bytes=1 << 20)
+    cache.put((MIXED, 0), [Statement(MIXED, 0, plan)])
+    assert cache.bytes > len(plan.combine) + sum(len(b.plan.sql) for b in plan.branches)
+
+
 # -- through dpgate ------------------------------------------------------------------------
 
 def fresh(proxy: RunningProxy, epsilon: float = 5.0) -> str:

@@ -10,7 +10,7 @@ import threading
 
 from mechanisms.names import Mechanism
 from rewriter.analysis.classify import Statement
-from rewriter.plan import PrivateAggregate
+from rewriter.plan import Composite, PrivateAggregate
 from rewriter.sensitivity.calibrate import SUM_COUNT_SHARE, Calibration, calibrate
 
 from .shapes import Remembered
@@ -41,10 +41,16 @@ class PlanCache:
 def _weight(key: CacheKey, statements: list[Statement]) -> int:
     """About what an entry holds: the text as key and in each statement, and the SQL each
     plan keeps (plans hold strings and small tuples, no syntax trees)."""
-    plans: list[str] = [getattr(s.plan, "sql", None) or getattr(s.plan, "text", None) or ""
-                        for s in statements]
-    return len(key[0]) + sum(len(s.text) for s in statements) + sum(len(p) for p in plans) \
+    return len(key[0]) + sum(len(s.text) + _held(s.plan) for s in statements) \
         + 512 * len(statements)
+
+
+def _held(plan: object) -> int:
+    """The SQL a plan keeps: a Composite's, that of each of its releases too."""
+    if isinstance(plan, Composite):
+        return len(plan.combine) + sum(len(branch.text) + len(branch.plan.sql)
+                                       for branch in plan.branches)
+    return len(getattr(plan, "sql", None) or getattr(plan, "text", None) or "")
 
 
 class CalibrationCache:
