@@ -285,6 +285,27 @@ def test_prepared_statements_describe_the_combined_columns(proxy: RunningProxy):
         assert len(cursor.fetchall()) == 2
 
 
+def test_bound_values_reach_every_release(proxy: RunningProxy):
+    """Parameters (the extended protocol, psycopg's server-side binding): each release is
+    bound to all of them, typed as PostgreSQL types the whole statement's."""
+    dsn = fresh(proxy)
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT count(*) FROM orders WHERE product_id = %s UNION ALL "
+            "SELECT count(*) FROM customers WHERE customer_id < %s", (3, 100)).fetchall()
+        assert len(rows) == 2
+        cursor = connection.execute(
+            "SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY order_cost) "
+            "FROM orders WHERE quantity > %s", (2,), prepare=True)
+        assert [d.type_code for d in cursor.description] == [INT8, FLOAT8]
+        assert len(cursor.fetchall()) == 1
+        with pytest.raises(errors.FeatureNotSupported):
+            connection.execute("SELECT count(*), median(order_cost) FROM orders "
+                               "WHERE quantity > %s", (2,))
+        spent = connection.execute("SHOW dp.budget").fetchone()[1]
+    assert spent == pytest.approx(0.2)
+
+
 # -- zero noise: PostgreSQL's rows ---------------------------------------------------------
 
 @pytest.fixture(scope="module")

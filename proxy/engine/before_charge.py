@@ -11,7 +11,7 @@ described over no rows for the answer's columns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rewriter.errors import Refusal
 from rewriter.plan import Branch, Composite, PrivateAggregate
@@ -55,7 +55,9 @@ class BeforeCharge:
         async with self.pool.connection() as backend:
             written = await self._as_written(backend, text, plan, types, offset)
             if isinstance(plan, Composite):
-                runs = [await self._run(backend, branch, None, None) for branch in plan.branches]
+                types = tuple(written.parameters) if written is not None else types
+                runs = [await self._run(backend, branch, None, None, types)
+                        for branch in plan.branches]
                 return await self._combined(written, plan, runs, types)
             sql = await self._prepare(backend, plan, None, check=False)
             return await self._shape(backend, written, sql, plan, types, None)
@@ -70,35 +72,44 @@ class BeforeCharge:
         async with self.pool.connection() as backend:
             calibration = await self._calibration(plan)
             sql, shape = await self._described(backend, text, plan, parameters, offset)
-        return Checked(calibration, shape, (Run(plan, sql, calibration, shape),))
+        return Checked(calibration, shape, (Run(plan, sql, calibration, shape),), parameters)
 
     async def _checked_composite(self, text: str, plan: Composite,
                                  parameters: Parameters | None, offset: int) -> Checked:
-        """Each release checked as a statement of its own, at its share of (ε, δ)."""
-        if parameters is not None and parameters.values:
-            raise StatementError(SqlState.FEATURE_NOT_SUPPORTED, "a statement answered in "
-                                 "several releases takes no parameters yet",
-                                 hint="Write the values into the statement.")
+        """Each release checked as a statement of its own, at its share of (ε, δ). Bound
+        values go to every release with the types PostgreSQL gives the whole statement's
+        parameters, so a release that reads only some of them is bound to all."""
         settings = self.settings
         plans = tuple(branch.plan for branch in plan.branches)
         budgets = branch_budgets(plans, settings.epsilon, settings.delta, settings.mechanism)
+        types = parameters.types if parameters is not None else ()
         async with self.pool.connection() as backend:
-            written = await self._as_written(backend, text, plan, (), offset)
+            written = await self._as_written(backend, text, plan, types, offset)
+            if parameters is not None and parameters.values:
+                if written is None:
+                    raise StatementError(SqlState.FEATURE_NOT_SUPPORTED, "parameters in a "
+                                         "statement with median answered in several "
+                                         "releases are not supported",
+                                         hint="Write the values into the statement, or "
+                                         "use percentile_cont(0.5) WITHIN GROUP (…).")
+                parameters = replace(parameters, types=tuple(written.parameters))
+            types = tuple(written.parameters) if written is not None else types
             runs = []
             for branch, (epsilon, delta) in zip(plan.branches, budgets, strict=True):
                 calibration = await self._calibration(branch.plan, epsilon, delta)
-                runs.append(await self._run(backend, branch, calibration, parameters))
-        shape = await self._combined(written, plan, runs, ())
+                runs.append(await self._run(backend, branch, calibration, parameters, types))
+        shape = await self._combined(written, plan, runs, types)
         return Checked(composed(tuple(run.calibration for run in runs)), shape, tuple(runs),
-                       plan.combine)
+                       parameters, plan.combine)
 
     async def _run(self, backend: BackendConnection, branch: Branch,
-                   calibration: Calibration | None, parameters: Parameters | None) -> Run:
+                   calibration: Calibration | None, parameters: Parameters | None,
+                   types: tuple[int, ...]) -> Run:
         """One release of a Composite, its branch's statement described as written (its
         columns' types), its SQL prepared (checked unless only described: no calibration)."""
-        written = await self._as_written(backend, branch.text, branch.plan, (), 0)
+        written = await self._as_written(backend, branch.text, branch.plan, types, 0)
         sql = await self._prepare(backend, branch.plan, parameters, check=calibration is not None)
-        shape = await self._shape(backend, written, sql, branch.plan, (), parameters)
+        shape = await self._shape(backend, written, sql, branch.plan, types, parameters)
         label = branch.label or ", ".join(output.name for output in branch.plan.visible)
         return Run(branch.plan, sql, calibration or Calibration(0.0, 0.0, True, (), None),
                    shape, label)
@@ -251,10 +262,12 @@ class Run:
 @dataclass(frozen=True)
 class Checked:
     """A private answer after its free steps: what it is charged (a Composite's, the sum
-    of its releases'), the answer's shape, each release, and the SQL that combines their
-    released rows (a Composite's; None: the one release is the answer)."""
+    of its releases'), the answer's shape, each release, the values bound to every
+    release, and the SQL that combines their released rows (a Composite's; None: the one
+    release is the answer)."""
 
     calibration: Calibration
     shape: Shape
     runs: tuple[Run, ...]
+    parameters: Parameters | None = None
     combine: str | None = None

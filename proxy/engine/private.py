@@ -257,6 +257,7 @@ class PrivateAnswers:
         once charged), the whole statement's charge, whichever release failed."""
         true_rows = []
         try:
+            parameters = checked.parameters  # a Composite's: typed for every release
             for run in checked.runs:
                 true_rows.append(await self.query.rows(run.sql, parameters,
                                                        checked.calibration, request))
