@@ -520,6 +520,9 @@ _HANDWRITTEN = [
     ("releases", "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY quantity) FROM orders "
                  "UNION ALL SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY order_cost) "
                  "FROM orders"),
+    ("releases", "SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY quantity) "
+                 "FROM orders UNION ALL SELECT count(*), percentile_cont(0.5) WITHIN GROUP "
+                 "(ORDER BY order_cost) FROM orders WHERE quantity > 2 ORDER BY 1"),
     ("releases", "SELECT count(*) FROM orders UNION SELECT count(*) FROM customers"),
     ("releases", "SELECT count(*) FROM orders INTERSECT SELECT count(*) FROM orders"),
     ("releases", "SELECT count(*) FROM orders EXCEPT SELECT count(*) FROM customers"),

@@ -127,6 +127,17 @@ def test_set_operation_branches_are_releases_and_public_branches_stay_in_the_com
 
 
 @pytest.mark.unit
+def test_a_branch_mixing_a_quantile_with_counts_is_split_in_turn():
+    plan = composite("SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY quantity) "
+                     "FROM orders UNION ALL SELECT 0, 0 UNION ALL SELECT count(*), "
+                     "percentile_cont(0.5) WITHIN GROUP (ORDER BY order_cost) FROM orders "
+                     "ORDER BY 1")
+    assert [b.label for b in plan.branches] == ["branch 1", "branch 1", "branch 3",
+                                                "branch 3"]
+    assert plan.combine.count("CROSS JOIN") == 2 and "SELECT 0, 0" in plan.combine
+
+
+@pytest.mark.unit
 def test_each_release_gets_what_it_would_in_one_plan_and_the_charge_is_their_sum():
     plan = composite(MIXED)
     plans = tuple(b.plan for b in plan.branches)

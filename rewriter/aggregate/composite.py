@@ -79,28 +79,37 @@ def _choice_parts(tree: exp.Select, offset: int) -> list[list[int]] | None:
 
 def _split(tree: exp.Select, parts: list[list[int]], policy: Policy, offset: int,
            metrics: Metrics) -> Composite:
-    """One branch per part, each the statement with that part's columns; `combine` puts
-    the columns back in the statement's order (each branch has one row)."""
+    branches, combine = _split_parts(tree, parts, policy, offset, metrics, 0, "")
+    return _composite(branches, combine, tree, offset)
+
+
+def _split_parts(tree: exp.Select, parts: list[list[int]], policy: Policy, offset: int,
+                 metrics: Metrics, first: int, label: str
+                 ) -> tuple[list[Branch], exp.Select]:
+    """One branch per part (numbered from `first`), each the statement with that part's
+    columns, and the SELECT that puts the columns back in the statement's order (each
+    branch has one row)."""
     branches, columns = [], {}
-    for number, indexes in enumerate(parts):
+    for number, indexes in enumerate(parts, first):
         part = tree.copy()
         part.set("expressions", [tree.expressions[i].copy() for i in indexes])
         for clause in ("order", *_ROWS):
             part.set(clause, None)
-        text = part.sql(dialect="postgres")
-        branches.append(Branch(text, plan_private_aggregate(part, policy, offset, metrics)))
+        branches.append(Branch(part.sql(dialect="postgres"),
+                               plan_private_aggregate(part.copy(), policy, offset, metrics),
+                               label))
         for column, index in enumerate(indexes):
             columns[index] = exp.column(f"c{column}", table=f"b{number}", quoted=True)
     combine = exp.select(*[
         columns[index].as_(name_of(projection), quoted=True)
         for index, projection in enumerate(tree.expressions)])
-    for number in range(len(parts)):
-        combine = combine.join(branch_source(number), join_type="cross") if number else \
-            combine.from_(branch_source(number))
+    for number in range(first, first + len(parts)):
+        combine = combine.join(branch_source(number), join_type="cross") if number > first \
+            else combine.from_(branch_source(number))
     for clause in _ROWS:
         if tree.args.get(clause) is not None:
             combine.set(clause, tree.args[clause].copy())
-    return _composite(branches, combine, tree, offset)
+    return branches, combine
 
 
 def _set_operation(tree: exp.SetOperation, policy: Policy, offset: int, metrics: Metrics,
@@ -125,7 +134,7 @@ def _set_operation(tree: exp.SetOperation, policy: Policy, offset: int, metrics:
                 *(own.expressions if own is not None else [])]))
     ctes = cte_reference_ids(combine)
     branches: list[Branch] = []
-    for leaf in list(_leaves(combine)):
+    for place, leaf in enumerate(list(_leaves(combine)), 1):
         if not any(policy.is_private(table.db, table.name)
                    for table in leaf.find_all(exp.Table)
                    if isinstance(table.this, exp.Identifier) and id(table) not in ctes):
@@ -133,12 +142,20 @@ def _set_operation(tree: exp.SetOperation, policy: Policy, offset: int, metrics:
             if leaf.args.get("with_") is not None and not isinstance(leaf.parent, exp.Subquery):
                 leaf.replace(exp.Subquery(this=leaf.copy()))  # a WITH given it above
             continue
+        number = len(branches)
+        parts = _choice_parts(leaf, offset) if isinstance(leaf, exp.Select) else None
+        if parts is not None and isinstance(leaf, exp.Select):  # itself several releases
+            split, select = _split_parts(leaf, parts, policy, offset, metrics, number,
+                                         f"branch {place}")
+            branches += split
+            leaf.replace(select if select.args.get("limit") is None and
+                         select.args.get("offset") is None else exp.Subquery(this=select))
+            continue
         text = leaf.sql(dialect="postgres")
         # PostgreSQL combines the groups that exist: a branch over a declared domain
         # releases only the keys whose noisy count is above 0 (groups.occupied_by).
         plan = plan_private_aggregate(leaf.copy(), policy, offset, metrics, occupied=True)
-        number = len(branches)
-        branches.append(Branch(text, plan, f"branch {number + 1}"))
+        branches.append(Branch(text, plan, f"branch {place}"))
         leaf.replace(exp.select(*[
             exp.column(f"c{column}", table=f"b{number}", quoted=True).as_(output.name,
                                                                         quoted=True)
