@@ -317,6 +317,20 @@ def test_bound_values_reach_every_release(proxy: RunningProxy):
     assert spent == pytest.approx(0.2)
 
 
+def test_statements_differing_in_where_literals_share_one_plan(proxy: RunningProxy):
+    """A quantile beside a count, asked for two products: the second answered with the
+    first one's plan, its literal as a parameter (literals.py); the ledger keeps each
+    statement as written."""
+    dsn = fresh(proxy)
+    sql = ("SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY order_cost) "
+           "FROM orders WHERE product_id = {}")
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        for product in (11, 12):
+            ((count, median),) = connection.execute(sql.format(product)).fetchall()
+            assert count >= 0 and 0 <= median <= 5000
+    assert [c["statement"] for c in charges(proxy, dsn)] == [sql.format(11), sql.format(12)]
+
+
 # -- zero noise: PostgreSQL's rows ---------------------------------------------------------
 
 @pytest.fixture(scope="module")

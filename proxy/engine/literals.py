@@ -37,7 +37,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from rewriter.analysis.classify import Statement
-from rewriter.plan import PrivateAggregate, Relay
+from rewriter.plan import Composite, PrivateAggregate, Relay
 
 from ..pgwire.backend import Parameters
 
@@ -123,13 +123,20 @@ def lift(sql: str) -> Lifted | None:
 
 def usable(statements: list[Statement]) -> bool:
     """Whether the lifted text's plan can answer with parameters: one private aggregate
-    whose SQL PostgreSQL runs with them, nothing computed or counted before it (those run
-    without parameters) and no post-processing (which runs over released values)."""
-    if len(statements) != 1 or not isinstance(statements[0].plan, PrivateAggregate):
+    (or a Composite of them, each bound to all the parameters) whose SQL PostgreSQL runs
+    with them, nothing computed or counted before it (those run without parameters) and
+    no post-processing (which runs over released values)."""
+    if len(statements) != 1:
         return False
     plan = statements[0].plan
-    return (not plan.constants and plan.checks.cells_sql is None and plan.computed is None
-            and plan.outer is None)
+    if isinstance(plan, Composite):
+        plans = [branch.plan for branch in plan.branches]
+    elif isinstance(plan, PrivateAggregate):
+        plans = [plan]
+    else:
+        return False
+    return all(not p.constants and p.checks.cells_sql is None and p.computed is None
+               and p.outer is None for p in plans)
 
 
 def relayed_as_written(statements: list[Statement], lifted: Lifted) -> Statement | None:
