@@ -124,6 +124,12 @@ def test_set_operation_branches_are_releases_and_public_branches_stay_in_the_com
     assert all(b.text.startswith("WITH t AS (SELECT quantity FROM orders WHERE quantity > 2)")
                for b in shared.branches)
     assert "WITH" not in shared.combine
+    # A branch reading none of the WITH's private queries stays public.
+    mixed = composite("WITH t AS (SELECT quantity FROM orders), u AS (SELECT * FROM t) "
+                      "SELECT count(*) FROM u UNION ALL SELECT count(*) FROM products")
+    (branch,) = mixed.branches
+    assert branch.text.startswith("WITH t AS (SELECT quantity FROM orders), u AS")
+    assert mixed.combine.endswith("UNION ALL SELECT COUNT(*) FROM products")
 
 
 @pytest.mark.unit

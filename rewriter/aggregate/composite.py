@@ -129,9 +129,10 @@ def _set_operation(tree: exp.SetOperation, policy: Policy, offset: int, metrics:
                 raise unsupported(f"this WITH before {tree.key.upper()} over private tables "
                                   "is not supported", hint="Write the WITH inside each "
                                   "branch, in parentheses.", position=position_of(tree, offset))
-            leaf.set("with_", exp.With(expressions=[
-                *(cte.copy() for cte in shared.expressions),
-                *(own.expressions if own is not None else [])]))
+            given = _read_ctes(shared.expressions, leaf)
+            if given or own is not None:
+                leaf.set("with_", exp.With(expressions=[
+                    *(cte.copy() for cte in given), *(own.expressions if own else [])]))
     ctes = cte_reference_ids(combine)
     branches: list[Branch] = []
     for place, leaf in enumerate(list(_leaves(combine)), 1):
@@ -161,6 +162,16 @@ def _set_operation(tree: exp.SetOperation, policy: Policy, offset: int, metrics:
                                                                         quoted=True)
             for column, output in enumerate(plan.visible)]).from_(branch_source(number)))
     return _composite(branches, combine, tree, offset)
+
+
+def _read_ctes(ctes: list[exp.CTE], leaf: exp.Expression) -> list[exp.CTE]:
+    """The CTEs a branch reads, directly or through another, in their order: a branch
+    over public tables stays one, whatever the WITH names for the others."""
+    read = {table.name for table in leaf.find_all(exp.Table) if not table.db}
+    for cte in reversed(ctes):  # a CTE reads only those before it
+        if cte.alias in read:
+            read |= {table.name for table in cte.this.find_all(exp.Table) if not table.db}
+    return [cte for cte in ctes if cte.alias in read]
 
 
 def _leaves(node: exp.Expression) -> Iterator[exp.Expression]:
