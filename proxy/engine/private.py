@@ -181,8 +181,7 @@ class PrivateAnswers:
                     not prior.budget.fits(request.epsilon, request.delta):
                 raise budget_exhausted(BudgetExceeded(request.epsilon, prior.budget,
                                                       request.delta))
-            rows, notice, outcome = await self._answer(checked, prior.shift, parameters,
-                                                       request)
+            rows, notice, outcome = await self._answer(checked, prior.shift, request)
         self.report_charge(request.fingerprint, request.epsilon, request.delta,
                            isinstance(outcome, Repeated))
         if isinstance(outcome, Repeated):
@@ -248,8 +247,7 @@ class PrivateAnswers:
         except sqlite3.Error:  # the thread's look-up reports it as ledger_call does
             return None
 
-    async def _answer(self, checked: Checked, shift: float, parameters: Parameters | None,
-                      request: ChargeRequest
+    async def _answer(self, checked: Checked, shift: float, request: ChargeRequest
                       ) -> tuple[list[list[str | None]], str, Charged | Repeated]:
         """Run the rewritten queries (a Composite's one after the other), noise them, then
         charge and store the answer in one durable commit, before anything is sent. A
@@ -257,13 +255,12 @@ class PrivateAnswers:
         once charged), the whole statement's charge, whichever release failed."""
         true_rows = []
         try:
-            parameters = checked.parameters  # a Composite's: typed for every release
             for run in checked.runs:
-                true_rows.append(await self.query.rows(run.sql, parameters,
+                true_rows.append(await self.query.rows(run.sql, checked.parameters,
                                                        checked.calibration, request))
             for _ in range(3):  # a rotation of the shift meanwhile: noise again with the new one
                 rows, answers = await self.query.answer_rows(checked, shift, true_rows,
-                                                          parameters, request)
+                                                             request)
                 try:
                     outcome = await ledger_call(self.charges, charge, self.ledger,
                                                 AnswerCharge(request, shift, rows))

@@ -117,15 +117,16 @@ class PrivateQuery:
             f"{calibration.epsilon:g} is kept",
         ) from None
 
-    async def answer_rows(self, checked: Checked, shift: float, true_rows: list[Sequence[Row]],
-                       parameters: Parameters | None, request: ChargeRequest
-                       ) -> tuple[list[list[str | None]], list[Release]]:
+    async def answer_rows(self, checked: Checked, shift: float,
+                          true_rows: list[Sequence[Row]], request: ChargeRequest
+                          ) -> tuple[list[list[str | None]], list[Release]]:
         """The noisy answer as the client will see it, and each release: a Composite's
         releases combined by its `combine` SQL over their released rows only."""
         answers, rows = [], []
         for run, read in zip(checked.runs, true_rows, strict=True):
             released, answer = await self.released_rows(run.plan, run.calibration, run.shape,
-                                                        shift, read, parameters, request)
+                                                        shift, read, checked.parameters,
+                                                        request)
             rows.append(released)
             answers.append(answer)
         if checked.combine is None:
