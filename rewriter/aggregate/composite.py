@@ -188,14 +188,16 @@ def _leaves(node: exp.Expression) -> Iterator[exp.Expression]:
 def _composite(branches: list[Branch], combine: exp.Expression, tree: exp.Expression,
                offset: int) -> Composite:
     if combine.find(exp.Placeholder, exp.Parameter):
-        raise unsupported("parameters outside the parts of a statement answered in several "
-                          "releases (its ORDER BY, LIMIT or OFFSET) are not supported",
-                          hint="Write the value.", position=position_of(tree, offset))
+        raise unsupported("parameters outside the private parts of a statement answered in "
+                          "several releases (in its ORDER BY, LIMIT or OFFSET, or a public "
+                          "branch) are not supported", hint="Write the value.",
+                          position=position_of(tree, offset))
     for branch in branches:
         if branch.plan.outer is not None:  # its released rows are not its answer's
             raise unsupported("a query over an aggregate subquery is not supported as a "
                               "part of a statement answered in several releases",
-                              hint="Ask it in a statement of its own.")
+                              hint="Ask it in a statement of its own.",
+                              position=position_of(tree, offset))
     sql = combine.sql(dialect="postgres")
     # The question: how the branches combine, and each branch's question.
     fingerprint = " -- ".join([sql, *(branch.plan.fingerprint_text for branch in branches)])
