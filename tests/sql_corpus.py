@@ -547,6 +547,8 @@ _HANDWRITTEN = [
     ("releases", "SELECT count(*) FROM orders UNION ALL SELECT count(*), 1 FROM customers"),
     ("releases", "WITH t AS (SELECT * FROM orders) SELECT count(*) FROM t "
                  "UNION ALL SELECT count(*) FROM customers"),
+    ("releases", "SELECT count(*) AS n FROM orders UNION ALL SELECT n * 2 FROM "
+                 "(SELECT count(*) AS n FROM customers) AS s"),
     ("releases", "SELECT count(*) FROM orders UNION ALL SELECT order_id FROM orders"),
     ("releases", "SELECT count(*) FROM orders UNION ALL SELECT count(*) FROM pg_class"),
     # -- issue 28, last round: a SUM over no value is NULL (from a noisy count of values)

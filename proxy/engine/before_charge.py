@@ -11,7 +11,7 @@ described over no rows for the answer's columns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from rewriter.errors import Refusal
 from rewriter.plan import Branch, Composite, PrivateAggregate
@@ -111,14 +111,15 @@ class BeforeCharge:
         sql = await self._prepare(backend, branch.plan, parameters, check=calibration is not None)
         shape = await self._shape(backend, written, sql, branch.plan, types, parameters)
         label = branch.label or ", ".join(output.name for output in branch.plan.visible)
+        names = await self._type_names(backend, tuple(t for _, t in shape.columns))
         return Run(branch.plan, sql, calibration or Calibration(0.0, 0.0, True, (), None),
-                   shape, label)
+                   shape, label, names)
 
     async def _combined(self, written: Described | None, plan: Composite, runs: list[Run],
                         types: tuple[int, ...]) -> Shape:
         """The answer's columns: the statement's as PostgreSQL reads it, else those of
         `combine` over no released row (a statement with median)."""
-        empty = with_branches(plan.combine, [([], run.shape.answer_types) for run in runs])
+        empty = with_branches(plan.combine, [([], run.type_names) for run in runs])
         columns = (await self._probe(empty, ())).columns
         if written is not None and len(written.columns) == len(columns):
             columns = written.columns
@@ -206,15 +207,20 @@ class BeforeCharge:
         released = (await self._probe(plan.computed.probe_sql, types)).columns \
             if plan.computed is not None else []
         oids = tuple(t for _, t in released + columns)
-        names = self.checker.type_names.get(oids)  # an OID names one type for good
-        if names is None:
-            names = await type_names(backend, list(oids))
-            self.checker.type_names.put(oids, names)
+        names = await self._type_names(backend, oids)
         return Shape(described.parameters, key_types,
                      outer.columns if plan.outer is not None and outer else columns,
                      [(name, t) for name, (_, t) in zip(names[:len(released)], released,
                                                         strict=True)],
                      columns, names[len(released):])
+
+    async def _type_names(self, backend: BackendConnection, oids: tuple[int, ...]
+                          ) -> list[str]:
+        names = self.checker.type_names.get(oids)  # an OID names one type for good
+        if names is None:
+            names = await type_names(backend, list(oids))
+            self.checker.type_names.put(oids, names)
+        return names
 
     async def _probe(self, sql: str, types: tuple[int, ...]) -> Described:
         """The probe of the released outputs' types, described (never run) as the role
@@ -250,13 +256,15 @@ class Shape:
 @dataclass(frozen=True)
 class Run:
     """One release of an answer: its plan, the SQL to run, its calibration and shape;
-    `label` names it in the NOTICE of a Composite."""
+    for a Composite's, `label` names it in the NOTICE and `type_names` are those of the
+    columns it gives the SQL that combines the releases."""
 
     plan: PrivateAggregate
     sql: str
     calibration: Calibration
     shape: Shape
     label: str = ""
+    type_names: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

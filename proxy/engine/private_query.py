@@ -132,7 +132,7 @@ class PrivateQuery:
         if checked.combine is None:
             return rows[0], answers
         sql = with_branches(checked.combine, [
-            (released, run.shape.answer_types)
+            (released, run.type_names)
             for released, run in zip(rows, checked.runs, strict=True)])
         return await self._post_processed(sql, None, request), answers
 

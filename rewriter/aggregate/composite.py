@@ -158,10 +158,18 @@ def _set_operation(tree: exp.SetOperation, policy: Policy, offset: int, metrics:
         plan = plan_private_aggregate(leaf.copy(), policy, offset, metrics, occupied=True)
         branches.append(Branch(text, plan, f"branch {place}"))
         leaf.replace(exp.select(*[
-            exp.column(f"c{column}", table=f"b{number}", quoted=True).as_(output.name,
-                                                                        quoted=True)
-            for column, output in enumerate(plan.visible)]).from_(branch_source(number)))
+            exp.column(f"c{column}", table=f"b{number}", quoted=True).as_(name, quoted=True)
+            for column, name in enumerate(_names(leaf, plan))]).from_(branch_source(number)))
     return _composite(branches, combine, tree, offset)
+
+
+def _names(leaf: exp.Expression, plan: PrivateAggregate) -> list[str]:
+    """The names of a branch's columns: its outputs', or for a query over an aggregate
+    subquery (release/outer.py) its own select list's."""
+    if plan.outer is None or not isinstance(leaf, exp.Select) or \
+            any(isinstance(unalias(p), exp.Star) or p.find(exp.Star) for p in leaf.expressions):
+        return [output.name for output in plan.visible]
+    return [name_of(projection) for projection in leaf.expressions]
 
 
 def _read_ctes(ctes: list[exp.CTE], leaf: exp.Expression) -> list[exp.CTE]:
@@ -192,12 +200,6 @@ def _composite(branches: list[Branch], combine: exp.Expression, tree: exp.Expres
                           "several releases (in its ORDER BY, LIMIT or OFFSET, or a public "
                           "branch) are not supported", hint="Write the value.",
                           position=position_of(tree, offset))
-    for branch in branches:
-        if branch.plan.outer is not None:  # its released rows are not its answer's
-            raise unsupported("a query over an aggregate subquery is not supported as a "
-                              "part of a statement answered in several releases",
-                              hint="Ask it in a statement of its own.",
-                              position=position_of(tree, offset))
     sql = combine.sql(dialect="postgres")
     # The question: how the branches combine, and each branch's question.
     fingerprint = " -- ".join([sql, *(branch.plan.fingerprint_text for branch in branches)])
