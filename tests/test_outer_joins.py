@@ -65,10 +65,35 @@ def test_where_equalities_never_become_an_outer_join_condition():
     assert "cross join" in refusal.message
 
 
-def test_full_join_using_is_refused_with_a_hint():
-    refusal = refusal_of("SELECT count(*) FROM orders o FULL JOIN customers c USING "
-                         "(customer_id)")
-    assert refusal.sqlstate == "0A000" and "FULL JOIN … ON" in (refusal.hint or "")
+FULL_USING = "FROM orders o FULL JOIN customers c USING (customer_id)"
+
+
+@pytest.mark.parametrize("k", [0, 1, 132])
+@pytest.mark.parametrize("where", ["", " WHERE customer_id > 5", " WHERE c.customer_id IS NULL"])
+def test_full_join_using_has_the_stability_of_full_join_on(k, where):
+    on = "FROM orders o FULL JOIN customers c ON o.customer_id = c.customer_id"
+    assert elastic_at(f"SELECT count(*) {FULL_USING}{where}", k) == \
+        elastic_at(f"SELECT count(*) {on}", k) == 2 * (100 + k)
+    assert elastic_at(f"SELECT count(customer_id) {FULL_USING}{where}", k) == 2 * (100 + k)
+
+
+@pytest.mark.parametrize(("sql", "message"), [
+    # The merged column is COALESCE(o.customer_id, c.customer_id): computed, so neither a
+    # key with a domain, nor bounded, nor a join key.
+    (f"SELECT customer_id, count(*) {FULL_USING} GROUP BY 1", "computed column"),
+    (f"SELECT sum(customer_id) {FULL_USING}", "needs declared bounds"),
+    (f"SELECT count(*) {FULL_USING} JOIN recommendations r USING (customer_id)",
+     "merged column of a FULL JOIN"),
+])
+def test_the_merged_column_of_full_join_using_is_computed(sql, message):
+    assert message in refusal_of(sql).message
+
+
+def test_using_after_a_left_join_using_joins_the_merged_column():
+    # PostgreSQL's merged o ⟕ c column is o.customer_id: the next USING joins on it.
+    sql = ("SELECT count(*) FROM orders o LEFT JOIN customers c USING (customer_id) "
+           "JOIN recommendations r USING (customer_id)")
+    assert elastic_at(sql, 0) == 250 * 2 * 100
 
 
 @pytest.mark.parametrize("side", ["", "LEFT", "RIGHT", "FULL"])
