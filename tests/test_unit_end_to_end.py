@@ -142,6 +142,11 @@ def test_a_histogram_with_a_chosen_tau_is_postgresqls_without_noise(choosing_pro
     # a subquery grouped by the unit: one row per customer
     "SELECT count(*) FROM (SELECT customer_id, count(*) AS n FROM orders "
     "GROUP BY customer_id) AS s WHERE n > 20",
+    # outer joins that pad a private table on the unit: one row per customer
+    "SELECT count(*), count(o.order_id) FROM customers c LEFT JOIN orders o "
+    "ON o.customer_id = c.customer_id AND o.order_id = c.customer_id",
+    "SELECT count(customer_id), count(o.order_id) FROM orders o RIGHT JOIN customers c "
+    "USING (customer_id) WHERE c.customer_id % 7 = 0 AND o.order_id IS NULL",
 ])
 def test_shapes_whose_rows_no_customer_repeats_are_postgresqls_without_noise(
         unit_proxy, demo_database, sql):
@@ -415,6 +420,14 @@ TIGHT = "kappa=2,tau_g=3"  # κ·τ_g < τ: the group bounds lower the noise, an
      "SELECT customer_id, order_date FROM orders) u", TAU),
     ("SELECT count(*) FROM (SELECT customer_id, quantity FROM orders UNION "
      "SELECT customer_id, product_id FROM orders) u", TAU),
+    # outer joins padding a private table: each row the unit of its first non-NULL column
+    ("SELECT count(*) FROM orders o FULL JOIN customers c USING (customer_id)", LIMIT),
+    ("SELECT count(*) FROM orders o RIGHT JOIN customers c ON o.customer_id = c.customer_id "
+     "AND o.quantity > 3", LIMIT),
+    ("SELECT count(*) FROM customers c LEFT JOIN recommendations r USING (customer_id)",
+     LIMIT),
+    ("SELECT sum(o.quantity) FROM customers c LEFT JOIN orders o "
+     "ON o.customer_id = c.customer_id AND o.product_id <= 5", LIMIT * 10),
 ])
 def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
         small_database: str, sql: str, bound: int):
