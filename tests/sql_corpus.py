@@ -97,6 +97,9 @@ _HANDWRITTEN = [
     ("literals", "SELECT n_live_tup, 0x1F AS hex, 1_000 AS thousand FROM pg_stat_user_tables "
                  "WHERE relname = 'no_such_table'"),
     ("literals", "SELECT count(*) FROM orders WHERE quantity > 0x3 AND order_cost < 1_000"),
+    ("literals", "SELECT count(*) FROM products WHERE product_id > 17 AND price < 0x1F"),
+    ("literals", "SELECT name FROM products WHERE product_id < 3 AND name <> 'a'\n'b' "
+                 "ORDER BY 1"),
     ("literals", "SELECT 'a' 'b'"),
     ("literals", "SELECT 'a' -- one string, continued on the next line\n'b'"),
     ("literals", "SELECT count(*) FROM orders WHERE order_date > '2025' '-01-01'"),

@@ -29,6 +29,7 @@ import pytest
 from rewriter.analysis.classify import classify, parse_query
 from rewriter.errors import Refusal
 from rewriter.plan import Relay
+from rewriter.sql.lexer import as_postgresql_reads
 from rewriter.sql.lexical import PINNED, check_setting, startup_settings
 from tests.conftest import Postgres
 from tests.test_flex import POLICY
@@ -226,6 +227,13 @@ def test_numbers_postgresql_16_cannot_read_are_its_syntax_errors(postgres: Postg
         classify(sql, POLICY)
     assert refused.value.sqlstate == failed.value.sqlstate == "42601"
     assert refused.value.message == failed.value.diag.message_primary
+
+
+def test_a_rewritten_literal_ends_where_it_did():
+    # proxy/engine/literals.py maps a relayed statement back to the text as written by
+    # the statement's ends: a literal that ends it must end at the same character.
+    assert as_postgresql_reads("SELECT 0x1F") == "SELECT   31"
+    assert as_postgresql_reads("SELECT 'a'\n'b' ;") == "SELECT    'ab' ;"
 
 
 def test_a_number_keeps_its_position_in_decimal():

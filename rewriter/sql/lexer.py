@@ -190,7 +190,8 @@ _MAYBE_CONTINUED = re.compile(r"'[ \t\f\v]*(?:--[^\n\r]*)?[\n\r]")
 def as_postgresql_reads(sql: str) -> str:
     """The text with PostgreSQL 16's other ways of writing a number (`1_000`, `0x1F`,
     `0o17`, `0b101`) written in decimal, and each string continued across a newline
-    (`'a'\n'b'`) written as the one literal it is, each padded with spaces to its length.
+    (`'a'\n'b'`) written as the one literal it is, each preceded by spaces to its length
+    (so it ends where it did: a statement ending with one ends at the same character).
     sqlglot reads `1_000` as `1 AS _000`, writes `0x1F` back as a bit string and the
     parts of a string as two; so it and every position in the text agree with
     PostgreSQL. The same value in decimal is the same constant to PostgreSQL (int4, int8
@@ -221,7 +222,7 @@ def as_postgresql_reads(sql: str) -> str:
         replaced.append((start, end, prefix + "".join(sql[a:b] for a, b in bodies) + "'"))
     pieces, at = [], 0
     for start, end, text in sorted(replaced):
-        pieces += [sql[at:start], text.ljust(end - start)]
+        pieces += [sql[at:start], text.rjust(end - start)]
         at = end
     return "".join(pieces) + sql[at:]
 
