@@ -98,7 +98,7 @@ _HANDWRITTEN = [
                  "WHERE relname = 'no_such_table'"),
     ("literals", "SELECT count(*) FROM orders WHERE quantity > 0x3 AND order_cost < 1_000"),
     ("literals", "SELECT count(*) FROM products WHERE product_id > 17 AND price < 0x1F"),
-    ("literals", "SELECT name FROM products WHERE product_id < 3 AND name <> 'a'\n'b' "
+    ("literals", "SELECT name FROM products WHERE product_id < 3 AND name <> 'a' -- continued\n'b' "
                  "ORDER BY 1"),
     ("literals", "SELECT 'a' 'b'"),
     ("literals", "SELECT 'a' -- one string, continued on the next line\n'b'"),

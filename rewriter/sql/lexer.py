@@ -181,10 +181,11 @@ _PG_NUMBERS = [(kind, re.compile(pattern)) for kind, pattern in [
         _NUMERIC, rf"(?:{_DECIMAL}|{_NUMERIC})[Ee][-+]?{_DECIMAL}")),
 ]]
 _BASES = {"hex": 16, "oct": 8, "bin": 2}
-# A digit then a letter or `_`: where such a number may be (or a name such as a1_b).
-_MAYBE_OTHER_NUMBER = re.compile(rf"\d{_START}")
-# A quote, then spaces holding a newline: where a string may be continued.
-_MAYBE_CONTINUED = re.compile(r"'[ \t\f\v]*(?:--[^\n\r]*)?[\n\r]")
+# Where such a number may be: a digit that starts a word, then a letter or `_` (a name
+# such as a1_b does not start with its digit). Only then is the text scanned again.
+_MAYBE_OTHER_NUMBER = re.compile(rf"(?<![A-Za-z_0-9$\x80-\U0010ffff])\d[\d_.]*{_START}")
+# A quote, then spaces holding a newline, then a quote: a string may be continued.
+_MAYBE_CONTINUED = re.compile("'" + _CONTINUATION.pattern)
 
 
 def as_postgresql_reads(sql: str) -> str:
