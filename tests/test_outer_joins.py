@@ -160,6 +160,15 @@ def test_unit_mode_pads_a_private_table_whose_unit_the_join_equates(sql, unit):
     # Equal within the preserved side only: a padded row of r has o's unit, r's NULL.
     ("SELECT count(*) FROM orders o LEFT JOIN recommendations r "
      "ON o.product_id = r.product_id", "mixes rows"),
+    # Two earlier units made one only through a padded table's NULLs: an order and a
+    # recommendation of two customers match on product, c matches neither.
+    ("SELECT count(*) FROM orders o LEFT JOIN recommendations r ON o.product_id = "
+     "r.product_id LEFT JOIN customers c ON c.customer_id = o.customer_id "
+     "AND c.customer_id = r.customer_id", "mixes rows"),
+    # The same within one table: o.customer_id and o.product_id differ where c is padded.
+    ("SELECT count(*) FROM orders o LEFT JOIN customers c ON c.customer_id = o.customer_id "
+     "AND c.customer_id = o.product_id JOIN recommendations r "
+     "ON r.customer_id = o.product_id", "mixes rows"),
     # A derived table padded: its unit column is not read here.
     ("SELECT count(*) FROM orders o LEFT JOIN (SELECT customer_id FROM recommendations) r "
      "ON r.customer_id = o.customer_id", "derived table"),

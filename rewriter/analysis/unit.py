@@ -85,8 +85,19 @@ def _rows_unit(tree: exp.Select, analyzer: Analyzer, relation: Relation
                              "table's own column names", "Drop the column alias list.")
     padded = _padded_units(tree, relation)
     classes = _Classes()
-    for a, b in _equalities(tree, analyzer, relation):
+    always, outer = _equalities(tree, analyzer, relation)
+    for a, b in always:
         classes.union(a, b)
+    for side, across in outer:
+        # An outer join's equalities hold on its matched rows only; elsewhere one side is
+        # NULL as a whole. Taken only when the columns of each side that a padded row
+        # keeps are one class already: `a = c.x AND b = c.x` would make a and b one
+        # class through the NULLs of a padded c.
+        kept = ([[x for x, _ in across]] if side in ("LEFT", "FULL") else []) + \
+            ([[y for _, y in across]] if side in ("RIGHT", "FULL") else [])
+        if across and all(len({classes.find(node) for node in nodes}) == 1 for nodes in kept):
+            for x, y in across:
+                classes.union(x, y)
     hops = _Hops([], [], [])
     nodes = [_unit_node(source, relation, classes, analyzer, hops, source.alias in padded)
              for source in relation.sources if source.private]
@@ -363,36 +374,42 @@ def _check_unique_key(table: str, key: str, analyzer: Analyzer) -> None:
 
 
 def _equalities(tree: exp.Select, analyzer: Analyzer, relation: Relation
-                ) -> list[tuple[Node, Node]]:
-    """Column equalities every row of the join satisfies: ON, USING and WHERE conjuncts."""
+                ) -> tuple[list[tuple[Node, Node]], list[tuple[str, list[tuple[Node, Node]]]]]:
+    """Column equalities of the join: those every row satisfies (inner ON and USING,
+    WHERE, dpgate's anti-join, whose ON says whose rows decide which rows it keeps), and
+    per outer join in order, its side and its equalities across its two sides as
+    (earlier, new)."""
     conditions: list[exp.Expression] = []
     where = tree.args.get("where")
     if where is not None:
         conditions += conjuncts(where.this)
     pairs: list[tuple[Node, Node]] = []
+    outer_pairs: list[tuple[str, list[tuple[Node, Node]]]] = []
     seen: list[Source] = [relation.sources[0]] if relation.sources else []
+    merged: dict[str, list[str]] = {}  # USING columns so far: whose column the name reads
     for join in tree.args.get("joins") or []:
-        # An outer join's condition holds on its matched rows; on a padded row the side
-        # without a match is NULL. So an equality across its two sides leaves every row
-        # with equal values or a NULL (a unit class, `_padded_units`); one within a side
-        # does not hold on the rows it fails to match. dpgate's own anti-join keeps only
-        # padded rows, and its ON says whose rows decide that.
-        outer = bool(join.args.get("side")) and not _anti_join(join)
+        side = (join.args.get("side") or "").upper()
+        outer = bool(side) and not _anti_join(join)
         alias = join.this.alias_or_name
-        if join.args.get("on") is not None:
-            across = {alias}, {s.alias for s in seen}
-            pairs += [pair for pair in _column_pairs(conjuncts(join.args["on"]), analyzer,
-                                                     relation)
-                      if not outer or {pair[0][0], pair[1][0]} in
-                      ({a, b} for a in across[0] for b in across[1])]
-        right = next((s for s in relation.sources if s.alias == alias), None)
+        found = _column_pairs(conjuncts(join.args["on"]), analyzer, relation) \
+            if join.args.get("on") is not None else []
         for name in join.args.get("using") or []:
             column = name.name
-            pairs += [((left.alias, column), (alias, column)) for left in seen
-                      if analyzer.resolver.has_column(left, column)]
+            lefts = merged.get(column) or [left.alias for left in seen
+                                            if analyzer.resolver.has_column(left, column)]
+            found += [((left, column), (alias, column)) for left in lefts]
+            merged[column] = {"RIGHT": [alias], "FULL": [*lefts, alias]}.get(side, lefts)
+        if outer:
+            earlier = {s.alias for s in seen}
+            outer_pairs.append((side, [(a, b) if b[0] == alias else (b, a) for a, b in found
+                                       if {a[0], b[0]} <= earlier | {alias} and
+                                       (a[0] == alias) != (b[0] == alias)]))
+        else:
+            pairs += found
+        right = next((s for s in relation.sources if s.alias == alias), None)
         if right is not None:
             seen.append(right)
-    return pairs + _column_pairs(conditions, analyzer, relation)
+    return pairs + _column_pairs(conditions, analyzer, relation), outer_pairs
 
 
 def _column_pairs(conditions: list[exp.Expression], analyzer: Analyzer, relation: Relation
