@@ -92,6 +92,21 @@ _HANDWRITTEN = [
     ("errors", "SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.id"),
     ("errors", "SELECT avg(order_date) FROM orders"),
     ("errors", "SELECT count(*) FROM orders WHERE order_date > 5"),
+    # -- literals as PostgreSQL 16 reads them (relayed, hidden row counts, private) ------
+    ("literals", "SELECT 0x1F, 1_000, 0o17, 0b101, 1_000.5, .5e1_0"),
+    ("literals", "SELECT n_live_tup, 0x1F AS hex, 1_000 AS thousand FROM pg_stat_user_tables "
+                 "WHERE relname = 'no_such_table'"),
+    ("literals", "SELECT count(*) FROM orders WHERE quantity > 0x3 AND order_cost < 1_000"),
+    ("literals", "SELECT count(*) FROM products WHERE product_id > 17 AND price < 0x1F"),
+    ("literals", "SELECT name FROM products WHERE product_id < 3 AND name <> 'a' -- continued\n'b' "
+                 "ORDER BY 1"),
+    ("literals", "SELECT 'a' 'b'"),
+    ("literals", "SELECT 'a' -- one string, continued on the next line\n'b'"),
+    ("literals", "SELECT count(*) FROM orders WHERE order_date > '2025' '-01-01'"),
+    ("literals", "SELECT count(*) FROM orders WHERE order_date > '2025' -- continued\n'-01-01'"),
+    ("literals", "SELECT 123abc"),
+    ("literals", "SELECT count(*) FROM orders WHERE quantity > 1__0"),
+    ("literals", "SELECT 0x"),
     # -- DP SQL workloads: joins, public tables, subqueries --------------------------------
     ("joins", "SELECT count(*) FROM orders o JOIN customers c ON o.customer_id = c.customer_id"),
     ("joins", "SELECT count(*) FROM orders o JOIN products p ON o.product_id = p.product_id "
@@ -134,6 +149,10 @@ _HANDWRITTEN = [
     ("joins", "SELECT count(*) FROM orders o LEFT JOIN customers c USING (customer_id) "
               "WHERE c.customer_id IS NULL"),
     ("joins", "SELECT count(*) FROM orders o FULL JOIN customers c USING (customer_id)"),
+    ("joins", "SELECT count(customer_id), count(o.order_id) FROM orders o FULL JOIN customers c "
+              "USING (customer_id) WHERE customer_id < 5000"),
+    ("joins", "SELECT count(*) FROM orders o LEFT JOIN customers c USING (customer_id) "
+              "JOIN recommendations r USING (customer_id)"),
     ("joins", "SELECT count(*) FROM orders WHERE quantity > ALL "
               "(SELECT product_id FROM products WHERE product_id < 4)"),
     ("joins", "SELECT count(*) FROM orders WHERE product_id <> ALL "
@@ -225,6 +244,10 @@ _HANDWRITTEN = [
                 "ORDER BY 1"),
     ("derived", "SELECT sum(quantity::float8 * 2) FROM orders WHERE order_cost > 100"),
     ("derived", "SELECT sum(quantity / 2) FROM orders"),
+    ("derived", "SELECT avg(quantity / 3), sum(quantity % 4), sum(order_cost / 4) FROM orders"),
+    ("derived", "SELECT quantity, sum((quantity + 1) / -2) FROM orders GROUP BY 1 ORDER BY 1"),
+    ("derived", "SELECT sum(CASE WHEN quantity > 5 THEN order_cost % 100 ELSE quantity / 2 END) "
+                "FROM orders"),
     ("derived", "SELECT count(DISTINCT product_id) FROM orders"),
     ("derived", "SELECT count(DISTINCT quantity) FROM orders WHERE order_cost > 1000"),
     # -- BI tools: Superset ---------------------------------------------------------------
@@ -436,6 +459,8 @@ _HANDWRITTEN = [
               "LIMIT (SELECT count(*) FROM orders WHERE customer_id = 1)"),
     ("audit", "SELECT count(*) FROM orders WHERE order_cost * 1e100 > 0"),
     ("audit", "SELECT count(*) FROM orders WHERE order_cost::numeric(10, 2) > 100"),
+    ("audit", "SELECT count(*), sum(quantity) FROM orders WHERE order_cost::numeric(5, 1) < 1000 "
+              "AND quantity::decimal(3) > 2"),
     # -- PostgreSQL's exact answer shape (issue 28) --------------------------------------
     ("shapes", "SELECT avg(quantity), sum(quantity) / 10 FROM orders"),
     ("shapes", "SELECT avg(quantity), sum(quantity), count(*) * 2 FROM orders"),
@@ -588,6 +613,17 @@ _HANDWRITTEN = [
     ("session", "SELECT now() IS NOT NULL"),
     ("session", "SELECT current_user IS NOT NULL"),
 ]
+
+
+# Refused on purpose: no sound answer as written, argued in docs/queries.md ("Refused on
+# purpose"); the coverage page says so, and each refusal must carry a hint.
+REFUSED_ON_PURPOSE = frozenset({
+    "SELECT count(*) FROM customers c WHERE c.customer_id NOT IN "
+    "(SELECT customer_id FROM orders)",
+    "SELECT count(*) FROM customers c WHERE EXISTS "
+    "(SELECT 1 FROM orders o WHERE o.quantity < c.customer_id)",
+    "SELECT count(*) FROM orders WHERE order_cost * 1e100 > 0",
+})
 
 
 def corpus() -> list[tuple[str, str]]:

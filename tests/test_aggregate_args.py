@@ -4,6 +4,7 @@ derived bounds contain every value of in-bounds inputs, checked against brute fo
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 from sqlglot import exp, parse_one
@@ -64,38 +65,46 @@ def test_every_value_of_in_bounds_inputs_lies_within_the_interval(sql):
         assert lo - 1e-9 <= value <= hi + 1e-9, (row, value)
 
 
-def _evaluate(node: exp.Expression, row: dict[str, float]) -> float:
-    """A small evaluator of the forms above (numbers only, no NULL)."""
+def _evaluate(node: exp.Expression, row: dict[str, float],
+              integers: frozenset[str] | set[str] = frozenset()) -> float:
+    """A small evaluator of the forms above (numbers only, no NULL); a division of
+    `integers` columns by an integer truncates, as PostgreSQL's."""
     if isinstance(node, exp.Paren):
-        return _evaluate(node.this, row)
+        return _evaluate(node.this, row, integers)
     if isinstance(node, exp.Column):
         return row[node.name]
     if isinstance(node, exp.Literal):
         return float(node.this)
     if isinstance(node, exp.Neg):
-        return -_evaluate(node.this, row)
+        return -_evaluate(node.this, row, integers)
     if isinstance(node, exp.Abs):
-        return abs(_evaluate(node.this, row))
+        return abs(_evaluate(node.this, row, integers))
     if isinstance(node, (exp.Greatest, exp.Least)):
-        values = [_evaluate(e, row) for e in [node.this, *node.expressions]]
+        values = [_evaluate(e, row, integers) for e in [node.this, *node.expressions]]
         return max(values) if isinstance(node, exp.Greatest) else min(values)
     if isinstance(node, exp.Case):
         for branch in node.args["ifs"]:
             condition = branch.this
             assert isinstance(condition, exp.GT)
-            if _evaluate(condition.this, row) > _evaluate(condition.expression, row):
-                return _evaluate(branch.args["true"], row)
-        return _evaluate(node.args["default"], row)
-    left, right = _evaluate(node.this, row), _evaluate(node.expression, row)
+            if _evaluate(condition.this, row, integers) > \
+                    _evaluate(condition.expression, row, integers):
+                return _evaluate(branch.args["true"], row, integers)
+        return _evaluate(node.args["default"], row, integers)
+    left = _evaluate(node.this, row, integers)
+    right = _evaluate(node.expression, row, integers)
     operations = {exp.Add: left + right, exp.Sub: left - right, exp.Mul: left * right}
     if isinstance(node, exp.Div):
-        return left / right
+        whole = node.expression.is_int and \
+            all(c.name in integers for c in node.this.find_all(exp.Column))
+        return float(int(left / right)) if whole else left / right
+    if isinstance(node, exp.Mod):
+        return math.fmod(left, right)
     return operations[type(node)]
 
 
 @pytest.mark.parametrize("sql", [
-    "a / 2",  # integer division in PostgreSQL: refused rather than answered differently
-    "a / 0.0", "a / b", "a % 3", "a::numeric(4, 1)", "a::text", "power(a, 2)",
+    "a / 2",  # integer division when a is an integer: refused when its type is unknown
+    "a / 0.0", "a / b", "a % b", "a % 0", "a::numeric(4, 1)", "a::text", "power(a, 2)",
     "CAST(a * 1e30 AS int)", "CAST(a * 1e40 AS real)", "length(x)", "a * 1e300 * 1e300",
     # PostgreSQL sums reals in single precision, far from the exact sum
     "a::real * b::real", "CAST(b AS real)",
@@ -135,3 +144,67 @@ def test_arithmetic_after_an_integer_cast_runs_in_numeric():
                                 bounds_of)
     assert all(isinstance(cast.parent, exp.Cast) and cast.parent.to.is_type("decimal")
                for cast in node.find_all(exp.Cast) if cast.to.is_type("smallint"))
+
+
+# -- division and modulo by constants, with the columns' types -------------------------
+
+TYPES = {"a": "integer", "b": "integer", "p": "numeric", "d": "numeric", "s": "smallint",
+         "m": "integer", "g": "bigint"}
+TYPED_BOUNDS = {**BOUNDS, "s": (-2.0 ** 15, 7.0), "m": (-2.0 ** 31, 0.0),
+                "g": (-2.0 ** 31, 0.0)}
+
+
+def typed(sql: str) -> tuple[float, float]:
+    return interval(parse_one(sql, read="postgres"), lambda c: TYPED_BOUNDS[c.name],
+                    lambda c: TYPES[c.name])
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("a / 2", (0.0, 5.0)),  # integer division truncates toward zero
+    ("b / 2", (-1.0, 2.0)),
+    ("b / -2", (-2.0, 1.0)),
+    ("a / -1", (-10.0, -1.0)),
+    ("(a + b) / 3", (0.0, 5.0)),
+    ("a::numeric / 4", (0.25, 2.5)),  # numeric division
+    ("p / 3", (0.0, 200.0 / 3)),
+    ("a / 2.0", (0.5, 5.0)),
+    ("a % 3", (0.0, 2.0)),  # the sign of the dividend, below the divisor's magnitude
+    ("b % 4", (-3.0, 3.0)),
+    ("b % -2", (-1.0, 1.0)),
+    ("p % 7.5", (0.0, 7.5)),
+    ("g / -1", (0.0, 2.0 ** 31)),  # bigint holds 2^31
+])
+def test_division_and_modulo_by_a_constant(sql, expected):
+    assert typed(sql) == pytest.approx(expected)
+
+
+def test_an_integer_division_that_can_overflow_its_type_is_refused():
+    # INT_MIN / -1 overflows integer, and it lies within m's bounds.
+    with pytest.raises(NoBounds, match="can overflow integer"):
+        typed("m / -1")
+    # smallint / integer constant is integer division in integer (int2 / int4): 32,768.
+    assert typed("s / -1") == (-7.0, 2.0 ** 15)
+
+
+@pytest.mark.parametrize("sql", ["a / 3", "b / -2", "(a - b) / 4", "a % 3", "b % -4",
+                                 "(a * b) % 7", "p / 3 + b % 2"])
+def test_every_truncated_quotient_and_remainder_lies_within_the_interval(sql):
+    """PostgreSQL's integer / and % (truncation toward zero, the dividend's sign) over
+    every integer of the columns' bounds."""
+    tree = parse_one(sql, read="postgres")
+    lo, hi = interval(tree, bounds_of, lambda c: TYPES[c.name])
+    for a in range(1, 11):
+        for b in range(-3, 6):
+            for p in (0.0, 0.5, 77.25, 200.0):
+                value = _evaluate(tree, {"a": a, "b": b, "p": p}, {"a", "b"})
+                assert lo - 1e-9 <= value <= hi + 1e-9, (a, b, p, value)
+
+
+def test_integer_division_is_computed_by_div_and_numeric_division_as_written():
+    types = lambda c: TYPES[c.name]  # noqa: E731
+    node = with_clamped_columns(parse_one("a / 2 + p / 3 + a % 3", read="postgres"),
+                                bounds_of, types)
+    written = node.sql(dialect="postgres")
+    assert written.startswith("DIV(CASE WHEN a IS NULL THEN NULL ELSE "
+                              "LEAST(GREATEST(CAST(a AS DECIMAL), 1.0), 10.0) END, 2) + ")
+    assert "END / 3 + " in written and written.endswith("END % 3")

@@ -55,8 +55,8 @@ def test_unknown_tables_are_private_by_default():
     ("SELECT count(*) FROM orders WHERE quantity / 0 = 1", "0A000", "numbers of a known type"),
     ("SELECT count(*) FROM orders WHERE quantity::int2 = 1", "0A000", "can fail"),
     ("SELECT count(*) FROM orders WHERE pg_sleep(1) IS NULL", "42501", "pg_sleep"),
-    ("SELECT count(*) FROM orders o FULL JOIN customers c USING (customer_id)",
-     "0A000", "FULL JOIN"),
+    ("SELECT count(*) FROM orders o FULL JOIN customers c USING (customer_id) "
+     "JOIN recommendations r USING (customer_id)", "0A000", "merged column of a FULL JOIN"),
     ("DELETE FROM orders", "42501", "read-only"),
     ("DROP TABLE orders", "42501", "read-only"),
     ("COPY orders TO STDOUT", "42501", "COPY is refused"),
@@ -92,6 +92,18 @@ def test_refusals_carry_sqlstate_and_a_useful_message(sql, sqlstate, words):
     assert isinstance(plan, Refusal), plan
     assert plan.sqlstate == sqlstate
     assert words in plan.message
+
+
+@pytest.mark.parametrize("sql", [
+    # not yet: a sound answer needs two releases (docs/queries.md, "Refused on purpose")
+    "SELECT count(*) FROM orders WHERE order_id = (SELECT max(order_id) FROM orders)",
+    "SELECT quantity, count(*) FROM orders GROUP BY quantity "
+    "LIMIT (SELECT count(*) FROM orders WHERE customer_id = 1)",
+])
+def test_a_value_over_private_rows_is_asked_for_first(sql):
+    plan = plan_of(sql)
+    assert isinstance(plan, Refusal) and plan.sqlstate == "0A000"
+    assert "statement of its own" in (plan.hint or "")
 
 
 def test_refusals_point_at_the_offending_construct():

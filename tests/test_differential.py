@@ -40,7 +40,7 @@ from tests.conftest import (
     wait_for_port,
     write_config,
 )
-from tests.sql_corpus import corpus
+from tests.sql_corpus import REFUSED_ON_PURPOSE, corpus
 
 pytestmark = pytest.mark.end_to_end
 
@@ -58,6 +58,7 @@ class Outcome:
     notices: list[str] = field(default_factory=list)
     sqlstate: str | None = None
     message: str = ""
+    hint: str = ""
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +100,7 @@ def run(dsn: str, sql: str, connection: psycopg.Connection | None = None) -> Out
     except psycopg.Error as error:
         outcome.sqlstate = error.sqlstate or "?"
         outcome.message = error.diag.message_primary or str(error)
+        outcome.hint = error.diag.message_hint or ""
     finally:
         connection.remove_notice_handler(notice)
     return outcome
@@ -143,14 +145,16 @@ def contained(part: list[tuple], whole: list[tuple], ordered: bool) -> bool:
 
 def compare(sql: str, direct: Outcome, proxied: Outcome) -> tuple[str, str]:
     """(status, detail): status is "supported", "postgres error", "refused for privacy",
-    "not yet", "columns only" (a column probe) or "MISMATCH"."""
+    "refused on purpose" (tests/sql_corpus.py's REFUSED_ON_PURPOSE), "not yet", "columns
+    only" (a column probe) or "MISMATCH"."""
     if proxied.sqlstate is not None:
         if direct.sqlstate is not None:
             if direct.sqlstate != proxied.sqlstate:
                 return "MISMATCH", (f"PostgreSQL {direct.sqlstate} {direct.message}, dpgate "
                                     f"{proxied.sqlstate} {proxied.message}")
             return "postgres error", f"{proxied.sqlstate}: {proxied.message}"
-        status = "refused for privacy" if proxied.sqlstate == "42501" else "not yet"
+        status = "refused for privacy" if proxied.sqlstate == "42501" else \
+            "refused on purpose" if sql in REFUSED_ON_PURPOSE else "not yet"
         return status, f"{proxied.sqlstate}: {proxied.message}"
     if direct.sqlstate is not None:
         if sql.upper().startswith("SHOW DP."):
@@ -239,6 +243,16 @@ def test_the_coverage_page_lists_every_query(differential: Differential):
     assert tracked.returncode == 0, f"{COVERAGE} was out of date: regenerated, commit it"
 
 
+@pytest.mark.parametrize("sql", sorted(REFUSED_ON_PURPOSE))
+def test_a_refusal_on_purpose_is_argued_and_says_what_to_write(differential: Differential,
+                                                                sql: str):
+    assert sql in dict((s, g) for g, s in QUERIES)
+    status, detail, _ = differential.check(sql)
+    assert status == "refused on purpose", detail
+    proxied = run("", sql, differential.to_dpgate)
+    assert proxied.hint, f"{sql}: refused without a hint"
+
+
 def _proxy_policy(directory: Path, database: DemoDatabase) -> Policy:
     """The policy of the proxy under test, loaded from the same configuration."""
     config = directory / "dpgate.toml"
@@ -273,7 +287,8 @@ def coverage_table(results: list[tuple[str, str, str, str]]) -> str:
         "`tests/sql_corpus.py` run through dpgate with zero noise and directly on PostgreSQL.",
         "*supported*: answered with PostgreSQL's columns, types and rows (a histogram over a",
         "declared domain also lists its empty keys); *postgres error*: PostgreSQL fails too,",
-        "and dpgate answers with its SQLSTATE; *refused for privacy* (42501) and *not yet*",
+        "and dpgate answers with its SQLSTATE; *refused for privacy* (42501), *refused on",
+        "purpose* (no sound answer as written: docs/queries.md argues each) and *not yet*",
         "(dpgate does not answer this shape yet) name the reason dpgate gives; *columns only*:",
         "a statement refused as a question, asked with LIMIT 0 or 1 as BI tools ask for a",
         "query's columns, gets PostgreSQL's columns and no row (docs/bi-tools.md).",

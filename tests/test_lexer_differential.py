@@ -29,6 +29,7 @@ import pytest
 from rewriter.analysis.classify import classify, parse_query
 from rewriter.errors import Refusal
 from rewriter.plan import Relay
+from rewriter.sql.lexer import as_postgresql_reads
 from rewriter.sql.lexical import PINNED, check_setting, startup_settings
 from tests.conftest import Postgres
 from tests.test_flex import POLICY
@@ -94,8 +95,10 @@ def _name(rng: random.Random) -> str:
 
 
 def _number(rng: random.Random) -> str:
-    # 1_000 and 0x1F are refused: sqlglot reads them as 1 AS _000 and x'1F'.
-    return rng.choice(["1", "2.5", ".5", "1e3", "1.5E-2", "007", "10."] * 3 + ["1_000", "0x1F"])
+    # 1_000 and 0x1F are written in decimal first (sqlglot reads them as 1 AS _000 and
+    # x'1F'); 12ab is PostgreSQL 16's syntax error.
+    return rng.choice(["1", "2.5", ".5", "1e3", "1.5E-2", "007", "10."] * 3 +
+                      ["1_000", "0x1F", "0o17", "0b1_01", "1_0.0_1e1_0", "12ab", "0x_"])
 
 
 ITEMS: list[Callable[[random.Random], str]] = [_plain, _escaped, _unicode, _dollar,
@@ -187,6 +190,13 @@ def test_dpgate_reads_text_as_postgresql_does(postgres: Postgres, settings: dict
     "SELECT /* /* ' */ */ 'x'",
     "SELECT 1; SELECT ';'; SELECT 3",
     "SELECT U&'d!0061t' UESCAPE '!'",
+    # PostgreSQL 16's numbers, in decimal for sqlglot at the same positions (lexer.py)
+    "SELECT 1_000, 0x1F, 0X_ff, 0o17, 0b101, 1_000.000_5, .5e1_0, 0x7FFF_FFFF, 0x8000_0000",
+    "SELECT 0x1F AS a; SELECT 1_0 -- 0x1F\n, '1_000'",
+    # continued strings, written as the one literal they are (lexer.py): the continued
+    # part of an E'' string keeps its escapes (sqlglot alone reads it as a plain string)
+    "SELECT E'a'\n'b\\'c'",
+    "SELECT E'a\\n' -- x\n'b\\'c', x'1F'\n'0', 1 FROM (SELECT 'd'\n  'e' AS t) s WHERE t = 'de'",
 ])
 def test_known_shapes_agree(postgres: Postgres, sql: str):
     outcomes: Counter = Counter()
@@ -197,15 +207,40 @@ def test_known_shapes_agree(postgres: Postgres, sql: str):
 
 @pytest.mark.parametrize("sql", [
     "SELECT /*/* */ ' */ 1 --'",  # nested without a space: sqlglot ended the comment early
-    "SELECT E'a'\n'b\\'c'",  # the continued part of an E'' string keeps its escapes
-    "SELECT 1_000",  # 1000 to PostgreSQL 16, 1 AS _000 to sqlglot
-    "SELECT 0x1F",  # an integer to PostgreSQL 16, a bit string once sqlglot writes it back
+    "SELECT 0xFFFFFFFFFFFF",  # longer in decimal: not written at the same positions
     "SELECT U&'\\0041' UESCAPE '\\'",  # sqlglot cannot write this back
     'SELECT 1 AS U&"a"',  # sqlglot does not read U&"…" names
 ])
 def test_shapes_read_otherwise_are_refused(sql: str):
     with pytest.raises(Refusal):
         classify(sql, POLICY)
+
+
+@pytest.mark.parametrize("sql", ["SELECT 123abc", "SELECT 1__0", "SELECT 1_", "SELECT 0x",
+                                 "SELECT 0b2", "SELECT 1e", "SELECT 1e+", "SELECT 0x1Fg",
+                                 "SELECT 1.5_", "SELECT 1; SELECT 7days"])
+def test_numbers_postgresql_16_cannot_read_are_its_syntax_errors(postgres: Postgres, sql: str):
+    with psycopg.connect(postgres.admin_dsn, autocommit=True) as connection:
+        with pytest.raises(psycopg.Error) as failed:
+            connection.execute(sql)
+    with pytest.raises(Refusal) as refused:
+        classify(sql, POLICY)
+    assert refused.value.sqlstate == failed.value.sqlstate == "42601"
+    assert refused.value.message == failed.value.diag.message_primary
+
+
+def test_a_rewritten_literal_ends_where_it_did():
+    # proxy/engine/literals.py maps a relayed statement back to the text as written by
+    # the statement's ends: a literal that ends it must end at the same character.
+    assert as_postgresql_reads("SELECT 0x1F") == "SELECT   31"
+    assert as_postgresql_reads("SELECT 'a'\n'b' ;") == "SELECT    'ab' ;"
+
+
+def test_a_number_keeps_its_position_in_decimal():
+    sql = "SELECT 0x1F + 1_000 AS n, order_id FROM orders WHERE 0b1 = 1"
+    (statement,) = classify(sql, POLICY)
+    assert isinstance(statement.plan, Refusal)
+    assert statement.plan.position == sql.index("order_id") + 1
 
 
 REFUSED_VALUES = [("standard_conforming_strings", value) for value in ("off", "false", "0", "of")] \

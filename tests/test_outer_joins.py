@@ -65,10 +65,35 @@ def test_where_equalities_never_become_an_outer_join_condition():
     assert "cross join" in refusal.message
 
 
-def test_full_join_using_is_refused_with_a_hint():
-    refusal = refusal_of("SELECT count(*) FROM orders o FULL JOIN customers c USING "
-                         "(customer_id)")
-    assert refusal.sqlstate == "0A000" and "FULL JOIN … ON" in (refusal.hint or "")
+FULL_USING = "FROM orders o FULL JOIN customers c USING (customer_id)"
+
+
+@pytest.mark.parametrize("k", [0, 1, 132])
+@pytest.mark.parametrize("where", ["", " WHERE customer_id > 5", " WHERE c.customer_id IS NULL"])
+def test_full_join_using_has_the_stability_of_full_join_on(k, where):
+    on = "FROM orders o FULL JOIN customers c ON o.customer_id = c.customer_id"
+    assert elastic_at(f"SELECT count(*) {FULL_USING}{where}", k) == \
+        elastic_at(f"SELECT count(*) {on}", k) == 2 * (100 + k)
+    assert elastic_at(f"SELECT count(customer_id) {FULL_USING}{where}", k) == 2 * (100 + k)
+
+
+@pytest.mark.parametrize(("sql", "message"), [
+    # The merged column is COALESCE(o.customer_id, c.customer_id): computed, so neither a
+    # key with a domain, nor bounded, nor a join key.
+    (f"SELECT customer_id, count(*) {FULL_USING} GROUP BY 1", "computed column"),
+    (f"SELECT sum(customer_id) {FULL_USING}", "needs declared bounds"),
+    (f"SELECT count(*) {FULL_USING} JOIN recommendations r USING (customer_id)",
+     "merged column of a FULL JOIN"),
+])
+def test_the_merged_column_of_full_join_using_is_computed(sql, message):
+    assert message in refusal_of(sql).message
+
+
+def test_using_after_a_left_join_using_joins_the_merged_column():
+    # PostgreSQL's merged o ⟕ c column is o.customer_id: the next USING joins on it.
+    sql = ("SELECT count(*) FROM orders o LEFT JOIN customers c USING (customer_id) "
+           "JOIN recommendations r USING (customer_id)")
+    assert elastic_at(sql, 0) == 250 * 2 * 100
 
 
 @pytest.mark.parametrize("side", ["", "LEFT", "RIGHT", "FULL"])
@@ -96,10 +121,63 @@ def test_unit_mode_bounds_a_private_table_left_joined_to_a_public_one():
     "SELECT count(*) FROM products p LEFT JOIN orders o ON o.product_id = p.product_id",
     "SELECT count(*) FROM orders o RIGHT JOIN products p ON o.product_id = p.product_id",
     "SELECT count(*) FROM orders o FULL JOIN products p ON o.product_id = p.product_id",
-    f"SELECT count(*) FROM orders o LEFT JOIN customers c {ORDERS_CUSTOMERS}",
+    "SELECT count(*) FROM products p LEFT JOIN orders o ON o.product_id = p.product_id "
+    "LEFT JOIN customers c ON c.customer_id = o.customer_id",
 ])
-def test_unit_mode_refuses_padding_a_private_table(sql):
-    with pytest.raises(Refusal, match="pads rows of a private table"):
+def test_unit_mode_refuses_rows_padded_on_every_private_table(sql):
+    # A product without orders is a row of no unit: one customer's order removes it.
+    with pytest.raises(Refusal, match="pads rows of every private table"):
+        unit_plan_of(sql)
+
+
+@pytest.mark.parametrize(("sql", "unit"), [
+    (f"SELECT count(*) FROM orders o LEFT JOIN customers c {ORDERS_CUSTOMERS}",
+     'COALESCE("o"."customer_id", "c"."customer_id")'),
+    (f"SELECT count(*) FROM customers c LEFT JOIN orders o {ORDERS_CUSTOMERS}",
+     'COALESCE("c"."customer_id", "o"."customer_id")'),
+    (f"SELECT count(*) FROM orders o RIGHT JOIN customers c {ORDERS_CUSTOMERS} "
+     "AND o.quantity > 5", 'COALESCE("o"."customer_id", "c"."customer_id")'),
+    (f"SELECT count(*) FROM orders o FULL JOIN customers c {ORDERS_CUSTOMERS}",
+     'COALESCE("o"."customer_id", "c"."customer_id")'),
+    (f"SELECT count(*) {FULL_USING}", 'COALESCE("o"."customer_id", "c"."customer_id")'),
+    (f"SELECT sum(o.quantity) {FULL_USING} JOIN recommendations r "
+     "ON r.customer_id = o.customer_id",
+     'COALESCE("o"."customer_id", "c"."customer_id", "r"."customer_id")'),
+])
+def test_unit_mode_pads_a_private_table_whose_unit_the_join_equates(sql, unit):
+    """The outer join's own equality on the unit leaves every row with equal unit columns
+    or NULL ones: the row's unit is the first that is not NULL, and one unit's rows
+    change only that unit's rows (tests/test_unit_end_to_end.py measures τ)."""
+    plan = unit_plan_of(sql)
+    # One unit's rows: τ (a count's chosen τ at most the policy's limit, 100), whatever
+    # the join's row-level stability.
+    elastic = plan.parts[0].elastic
+    assert plan.unit is not None and elastic.at(0) == elastic.at(50) <= 100
+    assert f"{unit} AS \"_dp_unit\"" in plan.sql
+
+
+@pytest.mark.parametrize(("sql", "reason"), [
+    # Equal within the preserved side only: a padded row of r has o's unit, r's NULL.
+    ("SELECT count(*) FROM orders o LEFT JOIN recommendations r "
+     "ON o.product_id = r.product_id", "mixes rows"),
+    # Two earlier units made one only through a padded table's NULLs: an order and a
+    # recommendation of two customers match on product, c matches neither.
+    ("SELECT count(*) FROM orders o LEFT JOIN recommendations r ON o.product_id = "
+     "r.product_id LEFT JOIN customers c ON c.customer_id = o.customer_id "
+     "AND c.customer_id = r.customer_id", "mixes rows"),
+    # The same within one table: o.customer_id and o.product_id differ where c is padded.
+    ("SELECT count(*) FROM orders o LEFT JOIN customers c ON c.customer_id = o.customer_id "
+     "AND c.customer_id = o.product_id JOIN recommendations r "
+     "ON r.customer_id = o.product_id", "mixes rows"),
+    # A derived table padded: its unit column is not read here.
+    ("SELECT count(*) FROM orders o LEFT JOIN (SELECT customer_id FROM recommendations) r "
+     "ON r.customer_id = o.customer_id", "derived table"),
+    # Inside a derived table, the unit is no column of its own.
+    ("SELECT count(*) FROM (SELECT o.customer_id FROM orders o LEFT JOIN customers c "
+     "USING (customer_id)) s", "pads a private table"),
+])
+def test_unit_mode_refuses_other_padded_private_rows(sql, reason):
+    with pytest.raises(Refusal, match=reason):
         unit_plan_of(sql)
 
 

@@ -158,6 +158,11 @@ def test_a_histogram_with_a_chosen_tau_is_postgresqls_without_noise(choosing_pro
     # a subquery grouped by the unit: one row per customer
     "SELECT count(*) FROM (SELECT customer_id, count(*) AS n FROM orders "
     "GROUP BY customer_id) AS s WHERE n > 20",
+    # outer joins that pad a private table on the unit: one row per customer
+    "SELECT count(*), count(o.order_id) FROM customers c LEFT JOIN orders o "
+    "ON o.customer_id = c.customer_id AND o.order_id = c.customer_id",
+    "SELECT count(customer_id), count(o.order_id) FROM orders o RIGHT JOIN customers c "
+    "USING (customer_id) WHERE c.customer_id % 7 = 0 AND o.order_id IS NULL",
 ])
 def test_shapes_whose_rows_no_customer_repeats_are_postgresqls_without_noise(
         unit_proxy, demo_database, sql):
@@ -431,6 +436,14 @@ TIGHT = "kappa=2,tau_g=3"  # κ·τ_g < τ: the group bounds lower the noise, an
      "SELECT customer_id, order_date FROM orders) u", TAU),
     ("SELECT count(*) FROM (SELECT customer_id, quantity FROM orders UNION "
      "SELECT customer_id, product_id FROM orders) u", TAU),
+    # outer joins padding a private table: each row the unit of its first non-NULL column
+    ("SELECT count(*) FROM orders o FULL JOIN customers c USING (customer_id)", LIMIT),
+    ("SELECT count(*) FROM orders o RIGHT JOIN customers c ON o.customer_id = c.customer_id "
+     "AND o.quantity > 3", LIMIT),
+    ("SELECT count(*) FROM customers c LEFT JOIN recommendations r USING (customer_id)",
+     LIMIT),
+    ("SELECT sum(o.quantity) FROM customers c LEFT JOIN orders o "
+     "ON o.customer_id = c.customer_id AND o.product_id <= 5", LIMIT * 10),
 ])
 def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
         small_database: str, sql: str, bound: int):
@@ -514,3 +527,33 @@ def _moves_by_at_most(small_database: str, sql: str, plan: PrivateAggregate, bou
         # all of its cells in fractions: its L1 stays τ, the number of cells it reaches not)
         changed = sum(after.get(k, 0) != before.get(k, 0) for k in before.keys() | after.keys())
         assert plan.unit is not None and changed <= min(plan.unit.max_groups, bound)
+
+
+# -- row level: one row added or removed ---------------------------------------------
+
+@pytest.mark.parametrize("neighbour", [
+    "DELETE FROM customers WHERE customer_id = 3",  # its 4 orders become padded rows
+    "INSERT INTO customers VALUES (1000001, 'New Street')",  # a padded customer
+    "INSERT INTO orders VALUES (1000001, 3, 1, 1, 100, DATE '2024-01-01')",
+    "UPDATE orders SET customer_id = 7 WHERE order_id = 1",  # one row changed
+])
+@pytest.mark.parametrize("sql", [
+    "SELECT count(c.customer_id) FROM orders o FULL JOIN customers c USING (customer_id)",
+    "SELECT count(customer_id) FROM orders o FULL JOIN customers c USING (customer_id) "
+    "WHERE o.order_id IS NULL OR c.address IS NULL",
+])
+def test_one_row_moves_a_full_join_using_by_at_most_its_elastic_sensitivity(
+        small_database: str, sql: str, neighbour: str):
+    """FULL JOIN … USING at row level: FLEX's outer-join bound ES(0) (the database itself
+    is at distance 0) bounds what one added, removed or changed row does to the count."""
+    metrics = measured_metrics(small_database)
+    plan = plan_private_aggregate(parse_query(sql), demo_policy(unit=False), 0, metrics)
+    bound = plan.parts[0].elastic.at(0)
+    with psycopg.connect(small_database) as connection:
+        (before,) = connection.execute(sql).fetchone()
+        connection.execute(neighbour)
+        (after,) = connection.execute(sql).fetchone()
+        connection.rollback()
+    assert abs(after - before) <= bound
+    if neighbour.startswith("DELETE"):  # customer 3's 1 + 3 % 4 orders flip, not vacuous
+        assert abs(after - before) == 4 and bound == 2 * 4

@@ -55,16 +55,20 @@ class ValueBounds:
         """An expression of columns with declared bounds: by interval arithmetic
         (aggregate_args.py), which the rewrite then clamps its columns for."""
         try:
-            return interval(argument, self.columns(what, position))
+            return interval(argument, self.columns(what, position), self.types)
         except NoBounds as missing:
             raise unsupported(f"{what} takes a column with declared bounds, or +, -, *, "
-                              "a division by a decimal constant, casts to numbers, CASE, "
+                              "a division or modulo by a constant, casts to numbers, CASE, "
                               f"COALESCE, LEAST, GREATEST or abs of them: {missing}",
                               position=position) from None
 
     def columns(self, what: str, position: int | None
                 ) -> Callable[[exp.Column], tuple[float, float]]:
         return lambda column: self.of_column(column, what, position)
+
+    def types(self, column: exp.Column) -> str | None:
+        """The column's type (the catalog's), which tells integer division apart."""
+        return self.scope.analyzer.resolver.type_of(column, self.scope.relation)
 
     def _case(self, case: exp.Case, what: str, position: int | None) -> tuple[float, float]:
         """sum(CASE WHEN … THEN 1 ELSE 0 END): the bounds span the branches' values, each

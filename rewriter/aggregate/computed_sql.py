@@ -65,7 +65,9 @@ class _Computed:
                           exp.Window)
         if found is not None:
             raise unsupported(f"{clause} takes a constant or a parameter over private "
-                              "aggregates", hint=f"Write the number of rows: {clause} 10.",
+                              "aggregates", hint=f"Write the number of rows: {clause} 10 "
+                              "(a count over private rows: ask it in a statement of its "
+                              "own, then write its answer).",
                               position=self.released.scope.position(found))
 
     def _substitute(self, node: exp.Expression) -> exp.Expr:

@@ -131,7 +131,8 @@ class Released:
         bounds = self.bounds.of_aggregate(node, position)
         if expression:
             argument = with_clamped_columns(argument, self.bounds.columns(node.key.upper(),
-                                                                          position))
+                                                                          position),
+                                            self.bounds.types)
             node = node.copy()  # summed with each column clamped first (aggregate_args.py)
             node.set("this", argument)
         lo, hi = bounds

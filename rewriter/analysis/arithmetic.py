@@ -33,7 +33,8 @@ outside years 100 to 9899 (infinity aside, which it keeps) give NULL.
 
 Where PostgreSQL would have raised an error the total form gives NULL (or a number where
 an integer would have overflowed); elsewhere it gives the same value, as numeric. Casts
-are allowed only where they are total: to text, and from a narrower number to a wider one.
+are allowed only where they are total: to text, and from a narrower number to a wider one;
+a number cast to numeric(p, s) is guarded instead (NULL where it would not fit).
 A date is cast to a timestamp guarded like date_trunc (NULL past timestamp's last year).
 Everything else is refused. The rewritten nodes are marked so that totality.py trusts them.
 """
@@ -177,6 +178,10 @@ def _total_cast(node: exp.Cast, type_of: Callable[[exp.Column], str | None]
         return _marked(node.copy())
     if source == "date" and target in _TIMESTAMP_TYPES:
         return _date_to_timestamp(node)
+    if source in NUMBER_TYPES and base in ("numeric", "decimal"):
+        guarded = _to_precision(node)
+        if guarded is not None:
+            return guarded
     raise NotTotal(f"a cast to {target} can fail on some values; only casts to text and "
                    "from a narrower number to a wider one are allowed on private rows")
 
@@ -190,6 +195,27 @@ def _date_to_timestamp(node: exp.Cast) -> exp.Expression:
                        exp.Literal.string(_TIMESTAMP_END), "date")),
                    exp.EQ(this=value.copy(), expression=exp.cast(
                        exp.Literal.string("infinity"), "date")))
+    return _marked(exp.Case(ifs=[exp.If(this=fits, true=node.copy())]))
+
+
+def _to_precision(node: exp.Cast) -> exp.Expression | None:
+    """CAST(x AS numeric(p, s)) where it cannot fail, NULL where PostgreSQL's fails
+    ("numeric field overflow": x rounded to s decimals has more than p − s digits before
+    the point, or is infinite); NaN fits any precision. None for a typmod not of that
+    form (a negative scale)."""
+    try:
+        precision, *rest = (int(param.this.this) for param in node.to.expressions)
+        scale = rest[0] if rest else 0
+    except (AttributeError, ValueError):
+        return None
+    if len(rest) > 1 or scale < 0 or not 1 <= precision <= 1000:
+        return None
+    value = _numeric(node.this)
+    rounded = exp.Anonymous(this="round", expressions=[value, exp.Literal.number(scale)])
+    fits = exp.or_(
+        exp.LT(this=exp.Abs(this=rounded),
+               expression=exp.Literal.number(f"1e{precision - scale}")),
+        exp.EQ(this=value.copy(), expression=exp.cast(exp.Literal.string("NaN"), "numeric")))
     return _marked(exp.Case(ifs=[exp.If(this=fits, true=node.copy())]))
 
 

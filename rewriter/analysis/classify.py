@@ -26,7 +26,7 @@ from ..relay.catalog import check_catalog_query, refuse_catalogs_with_private
 from ..relay.comments import annotate_columns
 from ..sensitivity.metrics import Metrics
 from ..sql.functions import changes_state, function_name, is_denied
-from ..sql.lexer import tokenize
+from ..sql.lexer import as_postgresql_reads, tokenize
 from ..sql.lexical import check_setting, guarded
 from ..sql.positions import position_of
 from ..sql.scopes import cte_reference_ids
@@ -85,6 +85,7 @@ def classify(sql: str, policy: Policy, metrics: Metrics | None = None) -> list[S
     Raises MissingMetrics when a join needs a column's maxFreq that nobody measured.
     """
     metrics = metrics or Metrics()
+    sql = as_postgresql_reads(sql)  # 1_000, 0x1F, 'a'\n'b' as PostgreSQL 16 reads them
     statements = []
     for tokens in _split(sql):
         start, end = tokens[0].start, tokens[-1].end + 1

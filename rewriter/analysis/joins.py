@@ -66,10 +66,8 @@ class Joiner:
             side = _side_of(join)
             relation = self._join(relation, joined, pairs, side)
             if join is not None and join.args.get("using"):
-                # The merged column is the preserved side's value (PostgreSQL's COALESCE).
                 relation = replace(relation, merged={
-                    **relation.merged, **{c.this.name: (c.expression if side == "RIGHT"
-                                                        else c.this).table
+                    **relation.merged, **{c.this.name: _merged_sides(c, side)
                                           for _, _, c in pairs}})
         return relation, filters + pool
 
@@ -108,11 +106,6 @@ class Joiner:
         if join.args.get("method"):
             raise unsupported(f"{join.args['method']} JOIN is not supported; use JOIN … ON",
                               hint=JOIN_HINT, position=position_of(join, self.offset))
-        if _side_of(join) == "FULL" and join.args.get("using"):
-            raise unsupported("FULL JOIN … USING over private tables is not supported: its "
-                              "merged column is computed from both sides",
-                              hint="Write FULL JOIN … ON with qualified columns.",
-                              position=position_of(join.this, self.offset))
         if join.args.get("using"):
             return [self._using_condition(name.name, relation, source, join)
                     for name in join.args["using"]]
@@ -122,7 +115,14 @@ class Joiner:
 
     def _using_condition(self, name: str, relation: Relation, source: Source,
                          join: exp.Join) -> exp.Expression:
-        having = [s for s in relation.sources if self.resolver.has_column(s, name)]
+        merged = relation.merged.get(name, ())
+        if len(merged) > 1:
+            raise unsupported(f"USING ({name}) here joins on the merged column of a FULL "
+                              f"JOIN … USING, COALESCE of both sides' {name}: a join key must "
+                              "be a plain column", hint=JOIN_HINT,
+                              position=position_of(join, self.offset))
+        having = [s for s in relation.sources if s.alias in merged] or \
+            [s for s in relation.sources if self.resolver.has_column(s, name)]
         if not having and len(relation.sources) == 1:
             having = list(relation.sources)
         if len(having) != 1:
@@ -219,6 +219,14 @@ def _unconditioned(join: exp.Join | None) -> bool:
     """An inner join without any condition (CROSS JOIN, a comma item)."""
     return not _side_of(join) and (join is None or not any(
         join.args.get(key) for key in ("on", "using", "method")))
+
+
+def _merged_sides(condition: exp.Expression, side: str) -> tuple[str, ...]:
+    """The aliases whose column a USING column's unqualified name reads: PostgreSQL's
+    COALESCE(left, right) keeps an inner or LEFT join's left value (they are equal or the
+    right one is NULL), a RIGHT join's right one, and a FULL join's first non-NULL one."""
+    left, right = condition.this.table, condition.expression.table
+    return {"RIGHT": (right,), "FULL": (left, right)}.get(side, (left,))
 
 
 def _side_of(join: exp.Join | None) -> str:

@@ -38,7 +38,10 @@ class Resolver:
     def resolve(self, column: exp.Column, relation: Relation) -> Resolved:
         """The frequency and origin of a column reference; refuses unknown or ambiguous."""
         name = column.name
-        qualifier = column.table or relation.merged.get(name)
+        merged = () if column.table else relation.merged.get(name, ())
+        if len(merged) > 1:
+            return self._coalesced(name, merged, relation)
+        qualifier = column.table or (merged[0] if merged else None)
         if qualifier is not None:
             candidates = [s for s in relation.sources if s.alias == qualifier]
             if not candidates:
@@ -62,6 +65,13 @@ class Resolver:
         frequency, origin, branches = self._source_column(source, name, column)
         return Resolved(None if frequency is None or source.crossed else
                         multiply(frequency, source.factor), origin, source, branches)
+
+    def _coalesced(self, name: str, aliases: tuple[str, ...], relation: Relation) -> Resolved:
+        """A FULL JOIN … USING column: COALESCE of both sides' columns, a computed value
+        (frequency ∞) read from every side's base column."""
+        sides = [self.resolve(exp.column(name, table=alias), relation) for alias in aliases]
+        return Resolved(None, None, sides[0].source,
+                        frozenset().union(*(side.bases for side in sides)))
 
     def _source_column(self, source: Source, name: str, column: exp.Column
                        ) -> tuple[Elastic | None, ColumnKey | None, frozenset[ColumnKey]]:

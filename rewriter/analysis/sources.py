@@ -74,8 +74,9 @@ class Relation:
     sources: tuple[Source, ...]
     base_tables: frozenset[str]
     private_tables: int  # D: private base tables in the tree, the degree bound of ES(k)
-    # Columns merged by JOIN … USING: an unqualified name means the left side's column.
-    merged: Mapping[str, str] = field(default_factory=dict)
+    # Columns merged by JOIN … USING: an unqualified name means this side's column, or
+    # (FULL JOIN) the first non-NULL of both sides' (joins.py, _merged_sides).
+    merged: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ column of its own, or a foreign-key chain through other tables of the query). Th
 equalities (ON, USING and WHERE conjuncts `a.x = b.y`) put columns in classes of equal
 values; when every private table's unit column falls in one class, each row of the join
 belongs to exactly one unit, and bounding the rows per unit after the join is sound. Public
-tables need no path: they belong to nobody.
+tables need no path: they belong to nobody. An outer join may pad a private table when its
+own condition equates that table's unit with the preserved side's: the row's unit is then
+the first of its unit columns that is not NULL (`_padded_units`).
 """
 
 from __future__ import annotations
@@ -81,12 +83,23 @@ def _rows_unit(tree: exp.Select, analyzer: Analyzer, relation: Relation
         if source.private and source.renamed is not None:
             raise NotOneUnit(f"{source.alias} renames its columns; unit mode needs the "
                              "table's own column names", "Drop the column alias list.")
-    _refuse_padded_units(tree, relation)
+    padded = _padded_units(tree, relation)
     classes = _Classes()
-    for a, b in _equalities(tree, analyzer, relation):
+    always, outer = _equalities(tree, analyzer, relation)
+    for a, b in always:
         classes.union(a, b)
+    for side, across in outer:
+        # An outer join's equalities hold on its matched rows only; elsewhere one side is
+        # NULL as a whole. Taken only when the columns of each side that a padded row
+        # keeps are one class already: `a = c.x AND b = c.x` would make a and b one
+        # class through the NULLs of a padded c.
+        kept = ([[x for x, _ in across]] if side in ("LEFT", "FULL") else []) + \
+            ([[y for _, y in across]] if side in ("RIGHT", "FULL") else [])
+        if across and all(len({classes.find(node) for node in nodes}) == 1 for nodes in kept):
+            for x, y in across:
+                classes.union(x, y)
     hops = _Hops([], [], [])
-    nodes = [_unit_node(source, relation, classes, analyzer, hops)
+    nodes = [_unit_node(source, relation, classes, analyzer, hops, source.alias in padded)
              for source in relation.sources if source.private]
     tables = {source.alias: source.table for source in relation.sources} | hops.aliases
     columns = None if derived_units else frozenset(
@@ -106,17 +119,24 @@ def _rows_unit(tree: exp.Select, analyzer: Analyzer, relation: Relation
                         unit.max_group_contributions)
     for table in hops.scans:
         analyzer.findings.scans[table] += 1  # PostgreSQL's plan reads it: plan_check.py
-    return UnitOfRows(exp.column(first[1], table=first[0], quoted=True), bounds,
-                      tuple(hops.tables), tuple(hops.conditions), columns), classes
+    expression: exp.Expression = exp.column(first[1], table=first[0], quoted=True)
+    if padded:
+        # A padded row's unit columns on the padded side are NULL, the others equal.
+        expression = exp.Coalesce(this=expression, expressions=[
+            exp.column(name, table=alias, quoted=True)
+            for alias, name in dict.fromkeys(nodes[1:]) if (alias, name) != first])
+    return UnitOfRows(expression, bounds, tuple(hops.tables), tuple(hops.conditions),
+                      columns), classes
 
 
 def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: Analyzer,
-               hops: _Hops) -> Node:
+               hops: _Hops, padded: bool = False) -> Node:
     """The column whose value is the unit of `source`'s rows, following its path.
 
     A hop through a table the query joins on the path uses that join; otherwise dpgate
     joins the hop table itself (`_dp_hopN`). Either way the hop's key must be unique
-    (maxFreq 1), or one row would reach several units.
+    (maxFreq 1), or one row would reach several units. A table an outer join pads must
+    hold its unit itself: a hop joined to its NULLs would drop the padded rows.
     """
     table = source.table or ""
     path = analyzer.policy.unit_path(table)
@@ -126,6 +146,10 @@ def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: 
             f"the private table {table} has no path to the privacy unit",
             f"Ask about the tables that reach the unit (SHOW dp.policy), or ask the data "
             f"owner to say how {name} reaches it.", f"[tables.{name}] unit")
+    if padded and path.hops:
+        raise NotOneUnit(f"an outer join pads rows of {table}, whose unit is reached "
+                         "through other tables", "Use an inner JOIN, or keep the table on "
+                         "the preserved side of the outer join.")
     node: Node = (source.alias, path.column)
     node_table = table
     for hop in path.hops:
@@ -215,7 +239,8 @@ def _query_unit(query: exp.Expr, analyzer: Analyzer, alias: str) -> tuple[int, s
     rows, classes = _rows_unit(query, analyzer, relation)
     if rows.tables:
         raise _not_derived(alias, "its unit is reached through a table it does not join")
-    assert isinstance(rows.expression, exp.Column)
+    if not isinstance(rows.expression, exp.Column):
+        raise _not_derived(alias, "an outer join in it pads a private table")
     unit = (rows.expression.table, rows.expression.name)
     keys = _group_keys(query)
     if keys is not None and not any(
@@ -263,9 +288,13 @@ def _width(query: exp.Expr) -> int:
     return len(query.expressions)
 
 
-def _refuse_padded_units(tree: exp.Select, relation: Relation) -> None:
-    """An outer join's padded rows carry NULL in every column of the side without a match:
-    a private table there would give them no unit (a public one has none to give)."""
+def _padded_units(tree: exp.Select, relation: Relation) -> set[str]:
+    """The private tables an outer join pads with NULLs. Their padded rows still belong to
+    a unit when the join's own condition equates their unit with the preserved side's
+    (`_equalities` takes such conditions; every private table's unit must then fall in
+    one class): the unit is the first of the rows' unit columns that is not NULL. A
+    derived table padded is refused (its unit column is not read here)."""
+    padded: set[str] = set()
     seen: list[Source] = list(relation.sources[:1])
     for join in tree.args.get("joins") or []:
         source = next((s for s in relation.sources if s.alias == join.this.alias_or_name),
@@ -273,15 +302,28 @@ def _refuse_padded_units(tree: exp.Select, relation: Relation) -> None:
         side = (join.args.get("side") or "").upper()
         if _anti_join(join):  # its kept rows are the padded ones: the left side's units
             continue
-        padded = ([source] if side in ("LEFT", "FULL") else []) + \
-            (seen if side in ("RIGHT", "FULL") else [])
-        if any(s is None or _reads_private(s) for s in padded):
-            raise NotOneUnit(f"the {side} JOIN pads rows of a private table with NULLs, so "
-                             "those rows have no unit",
-                             "Keep private tables on the preserved side of an outer join "
-                             "(FROM private LEFT JOIN public), or use an inner JOIN.")
+        for pads in ([source] if side in ("LEFT", "FULL") else []) + \
+                (seen if side in ("RIGHT", "FULL") else []):
+            if pads is None or (pads.derived is not None and _reads_private(pads)):
+                raise NotOneUnit(f"the {side} JOIN pads rows of a derived table with NULLs, "
+                                 "so those rows have no unit",
+                                 "Keep derived tables on the preserved side of an outer "
+                                 "join, or use an inner JOIN.")
+            if pads.private:
+                padded.add(pads.alias)
         if source is not None:
             seen.append(source)
+    private = [s for s in relation.sources if _reads_private(s)]
+    joins = tree.args.get("joins") or []
+    lone_full = len(relation.sources) == 2 == len(private) and len(joins) == 1 and \
+        (joins[0].args.get("side") or "").upper() == "FULL"
+    if padded and not lone_full and all(s.alias in padded for s in private):
+        # A row padded on every private table (a product without orders) has no unit.
+        raise NotOneUnit("an outer join pads rows of every private table with NULLs, so "
+                         "some rows have no unit",
+                         "Keep a private table on the preserved side of the outer join "
+                         "(FROM private LEFT JOIN …), or use an inner JOIN.")
+    return padded
 
 
 def _anti_join(join: exp.Join) -> bool:
@@ -332,28 +374,48 @@ def _check_unique_key(table: str, key: str, analyzer: Analyzer) -> None:
 
 
 def _equalities(tree: exp.Select, analyzer: Analyzer, relation: Relation
-                ) -> list[tuple[Node, Node]]:
-    """Column equalities every row of the join satisfies: ON, USING and WHERE conjuncts."""
+                ) -> tuple[list[tuple[Node, Node]], list[tuple[str, list[tuple[Node, Node]]]]]:
+    """Column equalities of the join: those every row satisfies (inner ON and USING,
+    WHERE, dpgate's anti-join, whose ON says whose rows decide which rows it keeps), and
+    per outer join in order, its side and its equalities across its two sides as
+    (earlier, new)."""
     conditions: list[exp.Expression] = []
     where = tree.args.get("where")
     if where is not None:
         conditions += conjuncts(where.this)
     pairs: list[tuple[Node, Node]] = []
+    outer_pairs: list[tuple[str, list[tuple[Node, Node]]]] = []
     seen: list[Source] = [relation.sources[0]] if relation.sources else []
+    merged: dict[str, list[str]] = {}  # USING columns so far: whose column the name reads
     for join in tree.args.get("joins") or []:
-        # An outer join's condition does not hold on its padded rows; dpgate's own
-        # anti-join keeps only padded rows, and its ON says whose rows decide that.
-        outer = bool(join.args.get("side")) and not _anti_join(join)
-        if join.args.get("on") is not None and not outer:
-            conditions += conjuncts(join.args["on"])
+        side = (join.args.get("side") or "").upper()
+        outer = bool(side) and not _anti_join(join)
         alias = join.this.alias_or_name
-        right = next((s for s in relation.sources if s.alias == alias), None)
-        for name in [] if outer else join.args.get("using") or []:
+        found = _column_pairs(conjuncts(join.args["on"]), analyzer, relation) \
+            if join.args.get("on") is not None else []
+        for name in join.args.get("using") or []:
             column = name.name
-            pairs += [((left.alias, column), (alias, column)) for left in seen
-                      if analyzer.resolver.has_column(left, column)]
+            lefts = merged.get(column) or [left.alias for left in seen
+                                            if analyzer.resolver.has_column(left, column)]
+            found += [((left, column), (alias, column)) for left in lefts]
+            merged[column] = {"RIGHT": [alias], "FULL": [*lefts, alias]}.get(side, lefts)
+        if outer:
+            earlier = {s.alias for s in seen}
+            outer_pairs.append((side, [(a, b) if b[0] == alias else (b, a) for a, b in found
+                                       if {a[0], b[0]} <= earlier | {alias} and
+                                       (a[0] == alias) != (b[0] == alias)]))
+        else:
+            pairs += found
+        right = next((s for s in relation.sources if s.alias == alias), None)
         if right is not None:
             seen.append(right)
+    return pairs + _column_pairs(conditions, analyzer, relation), outer_pairs
+
+
+def _column_pairs(conditions: list[exp.Expression], analyzer: Analyzer, relation: Relation
+                  ) -> list[tuple[Node, Node]]:
+    """The `a.x = b.y` conditions among `conditions`, as class members."""
+    pairs = []
     for condition in conditions:
         if isinstance(condition, exp.EQ) and isinstance(condition.this, exp.Column) and \
                 isinstance(condition.expression, exp.Column):

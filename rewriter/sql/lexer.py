@@ -75,6 +75,8 @@ class Reading:
     quoted: dict[tuple[int, int], bool] = field(default_factory=dict)
     numbers: list[tuple[int, int]] = field(default_factory=list)
     semicolons: set[int] = field(default_factory=set)
+    # Strings continued across a newline ('a'\n'b'): (start, end, each part's body).
+    continued: list[tuple[int, int, list[tuple[int, int]]]] = field(default_factory=list)
 
 
 def scan(sql: str) -> Reading:
@@ -123,10 +125,14 @@ def _string(sql: str, start: int, at: int, body: re.Pattern[str], reading: Readi
     tokenizes it, and what separates the parts is opaque."""
     end = _body_end(body, sql, at, "quoted string")
     reading.quoted[(start, end)] = False
+    bodies = [(at, end - 1)]
     while (more := _CONTINUATION.match(sql, end)) is not None:
         part = more.end() - 1
         end = _body_end(body, sql, part + 1, "quoted string")
         reading.quoted[(part, end)] = False
+        bodies.append((part + 1, end - 1))
+    if len(bodies) > 1:
+        reading.continued.append((start, end, bodies))
     reading.kinds[start:end] = bytes(end - start)
     return end
 
@@ -154,6 +160,82 @@ def _dollar(sql: str, at: int, reading: Reading) -> int:
         return end
     parameter = _PARAMETER.match(sql, at)
     return parameter.end() if parameter else at + 1
+
+
+# PostgreSQL 16's numbers (scan.l): in flex's way, the longest match wins, and the rule
+# written first among equals. `_` separates digits; 0x, 0o and 0b integers.
+_DECIMAL = r"\d(?:_?\d)*"
+_NUMERIC = rf"(?:{_DECIMAL}\.(?:{_DECIMAL})?|\.{_DECIMAL})"
+_START = r"[A-Za-z_\x80-\U0010ffff]"
+_PG_NUMBERS = [(kind, re.compile(pattern)) for kind, pattern in [
+    ("integer", _DECIMAL),
+    ("hex", r"0[xX](?:_?[0-9A-Fa-f])+"), ("oct", r"0[oO](?:_?[0-7])+"),
+    ("bin", r"0[bB](?:_?[01])+"),
+    ("invalid hexadecimal integer", r"0[xX]_?"), ("invalid octal integer", r"0[oO]_?"),
+    ("invalid binary integer", r"0[bB]_?"),
+    ("numeric", _NUMERIC), ("integer", rf"{_DECIMAL}(?=\.\.)"),  # 1..2: 1, then ..
+    ("numeric", rf"(?:{_DECIMAL}|{_NUMERIC})[Ee][-+]?{_DECIMAL}"),
+    ("junk", rf"(?:{_DECIMAL}|{_NUMERIC})[Ee][-+]"),
+    *(("junk", rf"{number}{_START}") for number in (
+        _DECIMAL, r"0[xX](?:_?[0-9A-Fa-f])+", r"0[oO](?:_?[0-7])+", r"0[bB](?:_?[01])+",
+        _NUMERIC, rf"(?:{_DECIMAL}|{_NUMERIC})[Ee][-+]?{_DECIMAL}")),
+]]
+_BASES = {"hex": 16, "oct": 8, "bin": 2}
+# Where such a number may be: a digit that starts a word, then a letter or `_` (a name
+# such as a1_b does not start with its digit). Only then is the text scanned again.
+_MAYBE_OTHER_NUMBER = re.compile(rf"(?<![A-Za-z_0-9$\x80-\U0010ffff])\d[\d_.]*{_START}")
+# A quote, then spaces holding a newline, then a quote: a string may be continued.
+_MAYBE_CONTINUED = re.compile("'" + _CONTINUATION.pattern)
+
+
+def as_postgresql_reads(sql: str) -> str:
+    """The text with PostgreSQL 16's other ways of writing a number (`1_000`, `0x1F`,
+    `0o17`, `0b101`) written in decimal, and each string continued across a newline
+    (`'a'\n'b'`) written as the one literal it is, each preceded by spaces to its length
+    (so it ends where it did: a statement ending with one ends at the same character).
+    sqlglot reads `1_000` as `1 AS _000`, writes `0x1F` back as a bit string and the
+    parts of a string as two; so it and every position in the text agree with
+    PostgreSQL. The same value in decimal is the same constant to PostgreSQL (int4, int8
+    or numeric by its size), and the parts of a string share its prefix and escapes.
+
+    Raises Refusal: 42601 where PostgreSQL's lexer fails (`123abc`, `0x`), 0A000 for a
+    number whose decimal form is longer than the text (a long hexadecimal one).
+    """
+    if _MAYBE_OTHER_NUMBER.search(sql) is None and _MAYBE_CONTINUED.search(sql) is None:
+        return sql
+    reading = scan(sql)
+    replaced: list[tuple[int, int, str]] = []
+    for start, _ in reading.numbers:
+        kind, text = _pg_number(sql, start)
+        if kind == "junk" or kind.startswith("invalid"):
+            what = "trailing junk after numeric literal" if kind == "junk" else kind
+            raise Refusal(SYNTAX_ERROR, f'{what} at or near "{text}"', position=start + 1)
+        if kind in _BASES or "_" in text:
+            digits = text.replace("_", "")
+            value = str(int(digits[2:], _BASES[kind])) if kind in _BASES else digits
+            if len(value) > len(text):
+                raise Refusal(FEATURE_NOT_SUPPORTED, f"{text} is longer in decimal: dpgate "
+                              "reads numbers in decimal", hint=f"Write it as {value}.",
+                              position=start + 1)
+            replaced.append((start, start + len(text), value))
+    for start, end, bodies in reading.continued:
+        prefix = sql[start:bodies[0][0]]  # E', U&', B' … with its quote
+        replaced.append((start, end, prefix + "".join(sql[a:b] for a, b in bodies) + "'"))
+    pieces, at = [], 0
+    for start, end, text in sorted(replaced):
+        pieces += [sql[at:start], text.rjust(end - start)]
+        at = end
+    return "".join(pieces) + sql[at:]
+
+
+def _pg_number(sql: str, at: int) -> tuple[str, str]:
+    """(kind, text) of the number PostgreSQL's lexer reads at `at`."""
+    best = ("", "")
+    for kind, pattern in _PG_NUMBERS:
+        found = pattern.match(sql, at)
+        if found is not None and len(found.group()) > len(best[1]):
+            best = (kind, found.group())
+    return best
 
 
 def tokenize(sql: str) -> list[Token]:

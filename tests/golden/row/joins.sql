@@ -60,3 +60,10 @@ SELECT count(*) FROM (SELECT customer_id FROM orders INTERSECT SELECT customer_i
 SELECT COUNT(*) AS "c0" FROM (SELECT customer_id FROM "public"."orders" INTERSECT SELECT customer_id FROM "public"."recommendations") AS s;
 -- part: count ES(k)=2 S*=2 k*=0 scale=20 flex_scale=40
 -- privacy: global sensitivity (ES/ε), delta 0
+-- ----
+-- FULL JOIN … USING: FULL JOIN … ON's stability; the merged column COALESCE(o.x, c.x)
+SELECT count(customer_id) FROM orders o FULL JOIN customers c USING (customer_id) WHERE customer_id > 5;
+-- expect:
+SELECT COUNT(customer_id) AS "c0" FROM "public"."orders" AS o FULL JOIN "public"."customers" AS c USING (customer_id) WHERE customer_id > 5;
+-- part: count ES(k)=200 + 2k S*=365.3595583 k*=282 scale=7307.191167 flex_scale=7307.191167
+-- privacy: smooth sensitivity (2S*/ε), delta 1e-08

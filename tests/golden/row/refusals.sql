@@ -13,10 +13,10 @@ SELECT count(*) FROM orders o JOIN customers c ON o.customer_id < c.customer_id;
 -- expect:
 -- refused: 0A000 cross join of c: no equality of columns links it to the tables before it (cross, non-equi and OR joins are refused, but for a public table crossed with the rest)
 -- ----
--- FULL JOIN … USING: its merged column is computed from both sides
-SELECT count(*) FROM orders o FULL JOIN customers c USING (customer_id);
+-- USING after FULL JOIN … USING joins on the merged column, computed from both sides
+SELECT count(*) FROM orders o FULL JOIN customers c USING (customer_id) JOIN recommendations r USING (customer_id);
 -- expect:
--- refused: 0A000 FULL JOIN … USING over private tables is not supported: its merged column is computed from both sides
+-- refused: 0A000 USING (customer_id) here joins on the merged column of a FULL JOIN … USING, COALESCE of both sides' customer_id: a join key must be a plain column
 -- ----
 -- a sum without bounds
 SELECT sum(customer_id) FROM orders;
