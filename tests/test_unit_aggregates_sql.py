@@ -139,3 +139,10 @@ def test_rows_of_no_unit_are_left_out_by_the_sort_as_by_the_aggregates(
     assert plan.unit is not None and "row_number" in plan.sql
     tau = plan.unit.max_contributions
     assert int(result[0][0]) == sum(min(n, tau) for n in _sizes(rows).values())
+    # With no unit above the caps (40 rows at most), a lone count and the sum of a
+    # histogram's cells are the same rows: the rows of units, none of no unit.
+    _, counts, _ = _run(dsn, "SELECT count(*) FROM orders")
+    _, cells, _ = _run(dsn, "SELECT quantity, count(*) FROM orders GROUP BY quantity")
+    total = sum(int(c) * int(units) for c, units in counts)
+    assert total == sum(int(m) * int(units) for _, m, _, units in cells if m is not None)
+    assert total == len(rows) - 5
