@@ -92,6 +92,14 @@ def histogram_hedge(cells: int, choice: BoundChoice, epsilon: float) -> int:
     return round(HEDGE * math.log(reach / max(cells, 1)) / math.log(reach))
 
 
+def cell_resolution(cells: int) -> int:
+    """Q: a histogram's cells are released in steps of 1/Q rows, Q a power of two at least
+    64 times the number of cells (public: the domain's size). Rounding each cell to the
+    grid moves it by at most half a step, so a unit moves the cells by at most Q·τ +
+    cells steps: the noise's sensitivity, at most 1/64 of a row above τ."""
+    return 1 << math.ceil(math.log2(64 * max(cells, 1)))
+
+
 def privacy_map(choice: BoundChoice, units: int = 1) -> float:
     """ε of the choice between databases `units` units apart (add/remove one unit each):
     ε₁ + ε₂ per unit, by group privacy beyond one."""

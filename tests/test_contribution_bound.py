@@ -229,7 +229,8 @@ def _cell_rows(units: list[dict[int, int]]) -> list[tuple[bytes | None, ...]]:
 def test_a_histograms_cells_at_tau_move_by_at_most_tau_when_a_unit_comes():
     """The cells are released in steps of 1/Q rows: a unit moves them by at most Q·τ
     steps plus the rounding of each of the 10 cells, the sensitivity their noise has."""
-    from proxy.engine.chosen_bound import cell_resolution, count_at_bound
+    from mechanisms.contribution_bound import cell_resolution
+    from proxy.engine.chosen_bound import count_at_bound
 
     plan = plan_private_aggregate(parse_query(
         "SELECT quantity, count(*) FROM orders GROUP BY quantity"), demo_policy(), 0, METRICS)

@@ -30,6 +30,7 @@ from mechanisms.accuracy import laplace_bound, shifted_laplace_bound
 from mechanisms.contribution_bound import (
     BoundChoice,
     bound_grid,
+    cell_resolution,
     choose_bound,
     histogram_hedge,
     truncated_total,
@@ -103,14 +104,6 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
                         choice.epsilon, beyond_epsilon=estimate,
                         dropped=dropped + sample_discrete_laplace(scale, rng),
                         dropped_scale=scale, resolution=resolution)
-
-
-def cell_resolution(cells: int) -> int:
-    """Q: a histogram's cells are released in steps of 1/Q rows, Q a power of two at least
-    64 times the number of cells (public: the domain's size). Rounding each cell to the
-    grid moves it by at most half a step, so a unit moves the cells by at most Q·τ +
-    cells steps: the noise's sensitivity, at most 1/64 of a row above τ."""
-    return 1 << math.ceil(math.log2(64 * max(cells, 1)))
 
 
 Cells = dict[tuple[bytes | None, ...], list[tuple[int, int, int]]]
