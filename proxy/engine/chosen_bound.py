@@ -28,6 +28,8 @@ from fractions import Fraction
 
 from mechanisms.accuracy import laplace_bound, shifted_laplace_bound
 from mechanisms.contribution_bound import (
+    COUNT_HEDGE,
+    COUNT_UPPER_THRESHOLD_SCALES,
     BoundChoice,
     bound_grid,
     cell_resolution,
@@ -89,6 +91,8 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
     choice = BoundChoice(epsilon * share * CHOICE_PART, grid)
     if cells is not None:
         choice = replace(choice, hedge=histogram_hedge(len(cells), choice, epsilon * (1 - share)))
+    else:
+        choice = replace(choice, hedge=COUNT_HEDGE, upper_scales=COUNT_UPPER_THRESHOLD_SCALES)
     tau = choose_bound(choice, histogram, rng)
     rest = epsilon - choice.epsilon
     cap = unit.counts_cap
