@@ -206,14 +206,15 @@ COVERAGE_SHAPES = {
 
 
 def _coverage(answer: Answer, epsilon: float, rng: SeededRandomSource, draws: int
-              ) -> tuple[int, int, int, list[float]]:
-    """(cells covered, cells, NULL answers, relative errors) over `draws` releases: a
-    cell is covered when |released − true| <= the bound the NOTICE states for it."""
+              ) -> tuple[int, int, int, list[float], list[float]]:
+    """(cells covered, cells, NULL answers, relative errors, the interval's relative
+    half-widths) over `draws` releases: a cell is covered when |released − true| <= the
+    bound the NOTICE states for it."""
     calibration = calibrate(answer.plan, epsilon, DELTA)
     keys = answer.plan.keys
     name = answer.plan.visible[keys].name
     covered = cells = nulls = 0
-    relative = []
+    relative, widths = [], []
     for _ in range(draws):
         released = release(answer.plan, calibration, answer.key_types, answer.rows, 0.0,
                            NO_SHIFT, rng)
@@ -230,7 +231,9 @@ def _coverage(answer: Answer, epsilon: float, rng: SeededRandomSource, draws: in
             covered += below is not None and -below <= error <= above
             if truth:
                 relative.append(abs(error) / abs(truth))
-    return covered, cells, nulls, relative
+                if below is not None:
+                    widths.append((below + above) / 2 / abs(truth))
+    return covered, cells, nulls, relative, widths
 
 
 def _ends(bound: int | str | None) -> tuple[float | None, float]:
@@ -253,7 +256,7 @@ def run_coverage(dsn: str, count: int, draws: int, shapes: list[str]) -> None:
     print(f"error-bar coverage over {count} queries per shape, {draws} draws each, "
           "against PostgreSQL's exact (untruncated) answer; unit: tau = 10")
     print(f"{'shape':22} {'mode':>5} {'eps':>4} {'cells':>7} {'covered':>8} {'NULL':>5} "
-          f"{'median rel. error':>17}")
+          f"{'median rel. error':>17} {'median ± / truth':>16}")
     with psycopg.connect(dsn) as connection:
         for shape, template in COVERAGE_SHAPES.items():
             if shapes and not any(part in shape for part in shapes):
@@ -266,14 +269,17 @@ def run_coverage(dsn: str, count: int, draws: int, shapes: list[str]) -> None:
                 for epsilon in EPSILONS:
                     covered = cells = nulls = 0
                     relative: list[float] = []
+                    widths: list[float] = []
                     for answer in answers:
-                        c, n, z, r = _coverage(answer, epsilon, rng, draws)
+                        c, n, z, r, w = _coverage(answer, epsilon, rng, draws)
                         covered, cells, nulls = covered + c, cells + n, nulls + z
                         relative += r
+                        widths += w
                     share = covered / cells if cells else float("nan")
                     median = statistics.median(relative) if relative else float("nan")
+                    width = statistics.median(widths) if widths else float("nan")
                     print(f"{shape:22} {mode:>5} {epsilon:>4g} {cells:>7} {share:>8.1%} "
-                          f"{nulls:>5} {median:>17.1%}", flush=True)
+                          f"{nulls:>5} {median:>17.1%} {width:>16.1%}", flush=True)
 
 
 TARGET_EPSILON = 0.1
