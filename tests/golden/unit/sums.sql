@@ -11,8 +11,8 @@ SELECT avg(quantity) FROM orders WHERE order_date < DATE '2024-07-01';
 -- expect:
 WITH "_dp_r" AS (SELECT CASE WHEN quantity IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(quantity AS DECIMAL), 1.0), 10.0) END AS "a0", quantity AS "a1", "orders"."customer_id" AS "_dp_unit" FROM "public"."orders" WHERE order_date < CAST('2024-07-01' AS DATE) AND NOT "orders"."customer_id" IS NULL), "_dp_u" AS (SELECT r."_dp_unit", count(*) AS "_dp_n" FROM "_dp_r" AS r GROUP BY r."_dp_unit") SELECT u."_dp_n", count(*) AS "_dp_rows", width_bucket(q."a0", ARRAY[2.0, 4.0, 8.0]::numeric[]) AS "b0", count(q."a0") AS "n0", sum(q."a0") AS "c0", count(q."a1") AS "c1" FROM "_dp_r" AS q JOIN "_dp_u" AS u ON u."_dp_unit" = q."_dp_unit" GROUP BY 1, 3 ORDER BY u."_dp_n";
 -- mode: unit
--- part: sum L1=450 L2=450 scale=900 flex_scale=18
--- part: count L1=100 L2=100 scale=200 flex_scale=4
+-- part: sum L1=450 L2=450 scale=750 flex_scale=15
+-- part: count L1=100 L2=100 scale=250 flex_scale=5
 -- ----
 -- variance from count, sum and sum of squares
 SELECT var_samp(quantity) FROM orders;
