@@ -81,7 +81,8 @@ def _public_aggregate(text: str, policy: Policy, metrics: Metrics) -> PrivateAgg
 
 def _cell_rounding(plan: PrivateAggregate, calibration: Calibration) -> float:
     """Rows a histogram with τ chosen per query adds to its L1 for releasing its
-    fractional cells on a grid of 1/Q rows: cells/Q (proxy/engine/chosen_bound.py)."""
+    fractional cells on a grid of 1/Q rows: cells/Q (proxy/engine/chosen_bound.py). A
+    domain from a public table has its size only at release: there 0 (at most 1/64)."""
     unit, grouping = plan.unit, plan.grouping
     cells = grouping.domain_size if grouping is not None else None
     if unit is None or unit.counts_cap is None or cells is None or \
