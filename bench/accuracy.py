@@ -206,14 +206,15 @@ COVERAGE_SHAPES = {
 
 
 def _coverage(answer: Answer, epsilon: float, rng: SeededRandomSource, draws: int
-              ) -> tuple[int, int, int, list[float]]:
-    """(cells covered, cells, NULL answers, relative errors) over `draws` releases: a
-    cell is covered when |released − true| <= the bound the NOTICE states for it."""
+              ) -> tuple[int, int, int, list[float], list[float]]:
+    """(cells covered, cells, NULL answers, relative errors, the interval's relative
+    half-widths) over `draws` releases: a cell is covered when |released − true| <= the
+    bound the NOTICE states for it."""
     calibration = calibrate(answer.plan, epsilon, DELTA)
     keys = answer.plan.keys
     name = answer.plan.visible[keys].name
     covered = cells = nulls = 0
-    relative = []
+    relative, widths = [], []
     for _ in range(draws):
         released = release(answer.plan, calibration, answer.key_types, answer.rows, 0.0,
                            NO_SHIFT, rng)
@@ -230,7 +231,9 @@ def _coverage(answer: Answer, epsilon: float, rng: SeededRandomSource, draws: in
             covered += below is not None and -below <= error <= above
             if truth:
                 relative.append(abs(error) / abs(truth))
-    return covered, cells, nulls, relative
+                if below is not None:
+                    widths.append((below + above) / 2 / abs(truth))
+    return covered, cells, nulls, relative, widths
 
 
 def _ends(bound: int | str | None) -> tuple[float | None, float]:
@@ -253,7 +256,7 @@ def run_coverage(dsn: str, count: int, draws: int, shapes: list[str]) -> None:
     print(f"error-bar coverage over {count} queries per shape, {draws} draws each, "
           "against PostgreSQL's exact (untruncated) answer; unit: tau = 10")
     print(f"{'shape':22} {'mode':>5} {'eps':>4} {'cells':>7} {'covered':>8} {'NULL':>5} "
-          f"{'median rel. error':>17}")
+          f"{'median rel. error':>17} {'median ± / truth':>16}")
     with psycopg.connect(dsn) as connection:
         for shape, template in COVERAGE_SHAPES.items():
             if shapes and not any(part in shape for part in shapes):
@@ -266,14 +269,17 @@ def run_coverage(dsn: str, count: int, draws: int, shapes: list[str]) -> None:
                 for epsilon in EPSILONS:
                     covered = cells = nulls = 0
                     relative: list[float] = []
+                    widths: list[float] = []
                     for answer in answers:
-                        c, n, z, r = _coverage(answer, epsilon, rng, draws)
+                        c, n, z, r, w = _coverage(answer, epsilon, rng, draws)
                         covered, cells, nulls = covered + c, cells + n, nulls + z
                         relative += r
+                        widths += w
                     share = covered / cells if cells else float("nan")
                     median = statistics.median(relative) if relative else float("nan")
+                    width = statistics.median(widths) if widths else float("nan")
                     print(f"{shape:22} {mode:>5} {epsilon:>4g} {cells:>7} {share:>8.1%} "
-                          f"{nulls:>5} {median:>17.1%}", flush=True)
+                          f"{nulls:>5} {median:>17.1%} {width:>16.1%}", flush=True)
 
 
 TARGET_EPSILON = 0.1
@@ -479,7 +485,8 @@ def monthly_floor(dsn: str, draws: int = 2000) -> None:
     customer's rows kept in proportion (m·τ/n, as dpgate keeps them) plus Laplace noise of
     scale τ/ε, at the whole ε = 0.1 (τ chosen with hindsight, for free) and at the 0.08
     dpgate's cells get; the median relative error per cell over `draws` noise draws, its
-    bias and noise parts. A measurement (numpy's generator), not a release."""
+    bias and noise parts; then cells at a small τ scaled to a total (ratio-corrected).
+    A measurement (numpy's generator), not a release."""
     import numpy as np
 
     with psycopg.connect(dsn) as connection:
@@ -512,6 +519,28 @@ def monthly_floor(dsn: str, draws: int = 2000) -> None:
                       f"{float(np.median((truth - kept) / truth)):>7.2%} "
                       f"{float(np.median(np.abs(noise) / truth)):>7.2%}")
         print(f"{epsilon:>5g} best tau {best[0]}: {best[1]:.2%}")
+    # Ratio-corrected cells: a small τ_c keeps the same share of every month (the heavy
+    # customers' rows are spread over the months), so cells · total / Σ cells undoes most of
+    # the truncation. With the exact total (an oracle) and with a noisy total at τ_T = the
+    # largest customer (hindsight, no ε spent choosing it), ε split between the two.
+    most = max(totals.values())
+    total = sum(min(n, most) for n in totals.values())
+    print(f"\nratio-corrected cells (total at tau {most}, the largest customer: hindsight)")
+    print(f"{'tau_c':>5} {'cells eps':>9} {'exact total':>11} {'noisy total':>11}")
+    for tau in (2, 4, 8):
+        kept = np.zeros(len(months))
+        for month, unit, m in rows:
+            n = totals[unit]
+            kept[index[month]] += m if n <= tau else m * tau / n
+        for cells_epsilon in (0.06, 0.07, 0.08):
+            cells = kept + generator.laplace(0, tau / cells_epsilon, (draws, len(months)))
+            exact = cells * (truth.sum() / cells.sum(axis=1, keepdims=True))
+            noisy_total = total + generator.laplace(
+                0, most / (TARGET_EPSILON - cells_epsilon), (draws, 1))
+            noisy = cells * (noisy_total / cells.sum(axis=1, keepdims=True))
+            print(f"{tau:>5} {cells_epsilon:>9g} "
+                  f"{float(np.median(np.abs(exact - truth) / truth)):>11.2%} "
+                  f"{float(np.median(np.abs(noisy - truth) / truth)):>11.2%}")
 
 
 COST_SHAPES = {
@@ -661,7 +690,7 @@ def main() -> None:
     parser.add_argument("--cost-rows", type=int, default=1_000_000,
                         help="orders in the cost benchmark's scaled copy (0: skip it)")
     parser.add_argument("--floor", action="store_true",
-                        help="only the monthly series' error floor per tau")
+                        help="only the monthly series' error floor per tau, and ratio-corrected")
     parser.add_argument("--only-person", action="store_true",
                         help="only the person-level counts and the cost (issue 29)")
     parser.add_argument("--cost-only", action="store_true",

@@ -25,17 +25,18 @@ of step 3 is proportional to that group's max(|L|, |U|): with one unit moving n_
 group g, Σ n_g ≤ Δ, the privacy loss is Σ_g n_g·M_g/(Δ·M_g/ε_s) ≤ ε_s.
 
 With zero noise (a test's ε of 10¹²) t is below one row, so [L, U] covers every value and
-the answer is exactly PostgreSQL's. Values cut off by [L, U] bias the answer; the bias is
-estimated from the noisy counts beyond the bounds: their sum (whose noise partly cancels)
-plus two standard deviations of its noise, of rows each as far as the next bucket's edge
-(`ChosenBounds.bias_low/high`). It is an estimate, not a bound: no private bound on the
-rows beyond can be tighter than about a noise scale of rows per bucket, which at the far
-edge of a wide range would cost more than the declared bounds' own noise. Its coverage is
-measured instead (bench/accuracy.py --coverage), and it fails on heavy tails: rows far
-beyond a bound, too few to pass the threshold (300 at 5000 among 10,000 at 10, scale 100),
-are counted one bucket away, so the stated bias is a small part of the true one. Weighing
-each bucket by its far edge would count them, but the noise of the empty far buckets at
-those distances then outweighs what any cut saves (measured: the cut is then rarely taken).
+the answer is exactly PostgreSQL's. Values cut off by [L, U] bias the answer; the stated
+bias (`ChosenBounds.bias_low/high`) bounds it from the noisy counts beyond the bounds:
+each bucket's rows at its far edge from the bound (no row of a bucket lies further), so
+with the true counts it would be an upper bound; with the noisy ones, their weighted sum
+plus two standard deviations of its noise. Rows far beyond a bound, too few to pass the
+threshold (a heavy tail: 300 at 5000 among 10,000 at 10, scale 100), are thereby counted
+at their distance; when they were counted one bucket away, the stated error covered the
+truth 9 times in 200 there (tests/test_clamping_bias.py). The price is width: the empty
+buckets' noise, at their far edges, is allowed for too, so a cut's stated error is wider
+than the declared bounds' noise would be (docs/privacy-unit.md, "Error bar"). The choice
+of [L, U] still weighs the rows beyond one bucket away: the stated bias would cost any
+cut more than it saves in noise, and the cut is what makes the answer accurate.
 """
 
 from __future__ import annotations
@@ -102,22 +103,25 @@ def choose_bounds(counts: Sequence[int | Fraction], edges: tuple[Fraction, ...],
     kept = [i for i, c in enumerate(noisy) if c > threshold]
     if not kept:
         return ChosenBounds(edges[0], edges[-1], Fraction(0), Fraction(0))
-    # The bias with L = edges[i] (U = edges[j]): the rows below (above), one bucket away.
-    # The rows beyond: their noisy count plus two standard deviations of its noise
-    # (k buckets' discrete Laplace noise has variance about 2k·scale²), so that a cut is
-    # taken only where the counts show it is cheap.
-    def beyond(counts: list[Fraction]) -> Fraction:
-        slack = Fraction(2 * math.sqrt(2 * len(counts)) * float(scale))
-        return max(sum(counts) + slack, Fraction(0))
+    # The stated bias with L = edges[i] (U = edges[j]): each bucket's rows at its far
+    # edge from the bound (a row of bucket [e_k, e_k+1) above U lies at most e_k+1 − U
+    # beyond it), so the true bias is at most Σ_k count_k·(distance_k); with the noisy
+    # counts, plus two standard deviations of their weighted noise (k buckets' discrete
+    # Laplace noise has variance about 2·scale² each), at least 0. A heavy tail's rows far
+    # beyond a bound, too few to pass the threshold, are counted at their distance.
+    def beyond(counts: Sequence[Fraction], distances: Sequence[Fraction]) -> Fraction:
+        spread = math.sqrt(2 * sum(float(d) ** 2 for d in distances)) * float(scale)
+        total = sum((c * d for c, d in zip(counts, distances, strict=True)), Fraction(0))
+        return max(total + Fraction(2 * spread), Fraction(0))
 
-    bias_low = [beyond(noisy[:i]) * (edges[i] - edges[i - 1]) if i else Fraction(0)
+    bias_low = [beyond(noisy[:i], [edges[i] - e for e in edges[:i]])
                 for i in range(kept[0] + 1)]
-    bias_high = {j: beyond(noisy[j:]) * (edges[j + 1] - edges[j]) if j < buckets
-                 else Fraction(0) for j in range(kept[-1] + 1, buckets + 1)}
+    bias_high = {j: beyond(noisy[j:], [e - edges[j] for e in edges[j + 1:]])
+                 for j in range(kept[-1] + 1, buckets + 1)}
     # The choice weighs the noise against the bias it expects: the rows beyond by their
-    # noisy count alone. The two deviations of slack, sized for the error bar's coverage,
-    # cost a cut 3–6 times what it saved in noise whatever the data, so the top bucket was
-    # never cut (docs/privacy-unit.md).
+    # noisy count alone, one bucket away. The stated bias's slack and far edges, sized
+    # for the error bar's coverage, would cost a cut more than it saves in noise whatever
+    # the data, so the top bucket would never be cut (docs/privacy-unit.md).
     expected_low = [_expected(noisy[:i], edges[i] - edges[i - 1]) if i else Fraction(0)
                     for i in range(kept[0] + 1)]
     expected_high = {j: _expected(noisy[j:], edges[j + 1] - edges[j]) if j < buckets

@@ -144,12 +144,14 @@ def test_a_sum_with_chosen_bounds_is_exact_without_noise_and_its_error_bar_cover
     settings = PrivacySettings(shift_interval=(0.0, 0.0))
     calibration = calibrate(plan, 1.0, 1e-8)
     rng = SeededRandomSource(4)
-    covered, narrower, trials = 0, 0, 500
+    covered, accurate, trials = 0, 0, 500
     for _ in range(trials):
         answer = release(plan, calibration, [], [row], 0.0, settings, rng)
         error = abs(float(answer.rows[0][0]) - truth)
         covered += error <= float(answer.bounds["sum"])
-        # declared: 5000/ε·ln(…), ε 0.8 of the SUM's 0.9 (a tenth: its count of values)
-        narrower += float(answer.bounds["sum"]) < 5000 / 0.72 * 3
+        # declared: scale 5000/ε, ε 0.8 of the SUM's 0.9 (a tenth: its count of values),
+        # beyond half a scale 61% of the time. (The stated error is wider than the declared
+        # bounds' noise: it allows for rows the noisy counts cannot rule out up to 5000.)
+        accurate += error < 5000 / 0.72 / 2
     assert covered / trials >= 0.95
-    assert narrower / trials >= 0.95  # bounds near the data's 256, not the declared 5000
+    assert accurate / trials >= 0.95  # bounds near the data's 256, not the declared 5000

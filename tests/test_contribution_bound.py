@@ -18,6 +18,9 @@ import pytest
 
 from mechanisms.accuracy import laplace_bound
 from mechanisms.contribution_bound import (
+    COUNT_HEDGE,
+    COUNT_UPPER_THRESHOLD_SCALES,
+    UPPER_THRESHOLD_SCALES,
     BoundChoice,
     beyond,
     bound_grid,
@@ -76,8 +79,11 @@ def test_the_grid_is_geometric_and_ends_at_the_limit():
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
-def test_the_choice_of_tau_is_epsilon_private_against_every_neighbour(epsilon):
-    choice = BoundChoice(epsilon, GRID)
+@pytest.mark.parametrize("upper", [UPPER_THRESHOLD_SCALES, COUNT_UPPER_THRESHOLD_SCALES, 0.0])
+def test_the_choice_of_tau_is_epsilon_private_against_every_neighbour(epsilon, upper):
+    """For every threshold above τ = 1 (a histogram's, a lone count's, and none at all:
+    the proof needs of T only that it does not depend on the data)."""
+    choice = BoundChoice(epsilon, GRID, upper_scales=upper)
     worst = 0.0
     for counts in _databases(3):
         stops = _stops(choice, counts)
@@ -89,12 +95,16 @@ def test_the_choice_of_tau_is_epsilon_private_against_every_neighbour(epsilon):
     assert worst > 0.3 * epsilon  # the check can fail: the walk does depend on the data
 
 
-def test_the_whole_release_stays_within_the_charged_epsilon():
+@pytest.mark.parametrize("lone", [False, True])
+def test_the_whole_release_stays_within_the_charged_epsilon(lone: bool):
     """(τ, noisy count at τ, noisy rows beyond τ up to the cap): the exact joint pmf, every
     output in a window wide enough for all the probability that matters, on every
-    neighbour pair. The split of what the choice leaves depends on τ alone."""
+    neighbour pair. The split of what the choice leaves depends on τ alone. Both walks:
+    the default thresholds and hedge, and a lone count's (lower above τ = 1, COUNT_HEDGE)."""
     epsilon, share = 1.5, 0.4
     choice = BoundChoice(epsilon * share * CHOICE_PART, GRID)
+    if lone:
+        choice = BoundChoice(choice.epsilon, GRID, COUNT_HEDGE, COUNT_UPPER_THRESHOLD_SCALES)
     rest = epsilon - choice.epsilon
     worst = 0.0
     for counts in _databases(2):
@@ -229,7 +239,8 @@ def _cell_rows(units: list[dict[int, int]]) -> list[tuple[bytes | None, ...]]:
 def test_a_histograms_cells_at_tau_move_by_at_most_tau_when_a_unit_comes():
     """The cells are released in steps of 1/Q rows: a unit moves them by at most Q·τ
     steps plus the rounding of each of the 10 cells, the sensitivity their noise has."""
-    from proxy.engine.chosen_bound import cell_resolution, count_at_bound
+    from mechanisms.contribution_bound import cell_resolution
+    from proxy.engine.chosen_bound import count_at_bound
 
     plan = plan_private_aggregate(parse_query(
         "SELECT quantity, count(*) FROM orders GROUP BY quantity"), demo_policy(), 0, METRICS)

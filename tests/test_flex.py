@@ -204,11 +204,13 @@ def test_sum_and_avg_use_bounds_and_split_epsilon():
     # The sum, avg's sum (centred on the bounds' midpoint at release) and avg's count.
     assert [(p.aggregate, p.centred) for p in plan.parts] == \
         [("sum", False), ("sum", True), ("count", False)]
-    calibration = calibrate(plan, 0.3, 1e-8)
+    calibration = calibrate(plan, 0.35, 1e-8)
     # Scales for the declared bounds; release.py rescales a sum to the bounds it chooses.
+    # The avg's sum takes 1.5 slots of the split (AVERAGE_SUM_WEIGHT), its count one.
     assert calibration.parts[0].scale == pytest.approx(5000 / 0.1)
-    assert calibration.parts[1].scale == pytest.approx(2500 / 0.1)
+    assert calibration.parts[1].scale == pytest.approx(2500 / 0.15)
     assert calibration.parts[2].scale == pytest.approx(1 / 0.1)
+    assert sum(part.epsilon for part in calibration.parts) == pytest.approx(0.35)
     # The clamp in the rewritten SQL: tests/golden/row/sums.sql.
 
 

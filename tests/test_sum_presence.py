@@ -17,7 +17,7 @@ from rewriter.aggregate.private import plan_private_aggregate
 from rewriter.analysis.classify import parse_query
 from rewriter.plan import PrivateAggregate
 from rewriter.release.explain import explain
-from rewriter.sensitivity.calibrate import calibrate
+from rewriter.sensitivity.calibrate import AVERAGE_SUM_WEIGHT, calibrate
 from rewriter.sensitivity.metrics import Metrics
 
 pytestmark = pytest.mark.unit
@@ -50,8 +50,14 @@ def test_a_count_or_average_of_the_same_values_serves_without_extra_spend():
         assert all(part.presence_of is None for part in plan.parts), sql
         total = next(o for o in plan.outputs if o.aggregate == "sum")
         assert plan.parts[total.present].aggregate == "count"
-        even = calibrate(plan, 1.0, 1e-8)
-        assert {part.epsilon for part in even.parts} == {1.0 / len(plan.parts)}, sql
+        split = calibrate(plan, 1.0, 1e-8)
+        # An even split, but an AVG's sum takes AVERAGE_SUM_WEIGHT slots: nothing extra
+        # for the SUM's count of values either way.
+        weights = [AVERAGE_SUM_WEIGHT if any(o.aggregate == "avg" and o.parts[0] == i
+                                             for o in plan.outputs) else 1.0
+                   for i in range(len(plan.parts))]
+        assert [part.epsilon for part in split.parts] == \
+            pytest.approx([w / sum(weights) for w in weights]), sql
     # COUNT(*) does not serve: it counts rows whose value is NULL, where PostgreSQL's SUM
     # of them is NULL.
     plan = plan_of("SELECT count(*), sum(order_cost) FROM orders")

@@ -4,8 +4,9 @@ run on PostgreSQL and checked against a count in Python of the same rows.
 A lone count's histogram of per-unit row counts, a count histogram's (key, m, n, units)
 and the weighted sums' (key, n, rows, sum) are what the proxy answers from at any τ, so
 they must be exact: orders with random customers, quantities and costs, some with no
-customer (a row of no unit). The plans must read the orders once and join nothing back
-to them: the rows are aggregated per unit, never copied (bounding at the cost of a scan).
+customer (a row of no unit, left out of every shape alike). The plans must read the
+orders once and join nothing back to them: the rows are aggregated per unit, never
+copied (bounding at the cost of a scan).
 """
 
 from __future__ import annotations
@@ -88,8 +89,7 @@ def test_a_lone_counts_units_are_counted_exactly(orders: tuple[str, list[Order]]
     plan, result, nodes = _run(dsn, "SELECT count(*) FROM orders")
     assert plan.unit is not None and plan.unit.counts_cap is not None
     cap = plan.unit.counts_cap
-    expected = Counter(min(n, cap) for n in _sizes(rows).values())
-    expected[min(5, cap)] += 1  # the rows of no unit count as one unit there: five rows
+    expected = Counter(min(n, cap) for n in _sizes(rows).values())  # no unit: left out
     assert {int(c): int(units) for c, units in result} == dict(expected)
     _reads_once_and_joins_nothing(nodes)
 
@@ -127,3 +127,22 @@ def test_weighted_sums_by_unit_size_are_exact(orders: tuple[str, list[Order]]):
             got[(int(key), int(n))][0] += int(count)
             got[(int(key), int(n))][1] += Decimal(total)
     assert dict(got) == dict(expected)
+
+
+def test_rows_of_no_unit_are_left_out_by_the_sort_as_by_the_aggregates(
+        orders: tuple[str, list[Order]]):
+    """One rule for rows whose unit is NULL: the `row_number()` sort (a lone COUNT(x) keeps
+    it) leaves them out as the per-unit aggregates do, so at zero noise a count agrees
+    with the sum of a histogram's cells; before, the sort kept them as one unit."""
+    dsn, rows = orders
+    plan, result, _ = _run(dsn, "SELECT count(order_id) FROM orders")
+    assert plan.unit is not None and "row_number" in plan.sql
+    tau = plan.unit.max_contributions
+    assert int(result[0][0]) == sum(min(n, tau) for n in _sizes(rows).values())
+    # With no unit above the caps (40 rows at most), a lone count and the sum of a
+    # histogram's cells are the same rows: the rows of units, none of no unit.
+    _, counts, _ = _run(dsn, "SELECT count(*) FROM orders")
+    _, cells, _ = _run(dsn, "SELECT quantity, count(*) FROM orders GROUP BY quantity")
+    total = sum(int(c) * int(units) for c, units in counts)
+    assert total == sum(int(m) * int(units) for _, m, _, units in cells if m is not None)
+    assert total == len(rows) - 5

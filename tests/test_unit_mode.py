@@ -182,6 +182,22 @@ def test_explain_of_a_count_with_a_chosen_bound_names_the_limit():
     (column,) = report["columns"]
     assert column["noise_scale"] == pytest.approx(1000)  # at the limit, the whole ε
     assert "row_number" not in report["rewritten_sql"]
+    assert "rows beyond τ" in column["upper_end"]  # the interval's allowance, told
+
+
+def test_explain_of_chosen_bounds_tells_every_part_of_the_error():
+    """A histogram at a chosen τ releases its cells on a grid of 1/Q rows: its noise scale
+    is (limit + cells/Q)/ε, as released. A sum with chosen clamping bounds names the rows
+    beyond τ its interval allows for, beside the clamping bias."""
+    histogram = explain("SELECT quantity, count(*) FROM orders GROUP BY 1", demo_policy(),
+                        METRICS, 0.1, 1e-8)
+    column = histogram["columns"][1]
+    cap = histogram["contributions_limit"]
+    assert column["noise_scale"] == pytest.approx((cap + 10 / 1024) / 0.1)
+    assert column["noise_scale"] > cap / 0.1
+    total = explain("SELECT sum(order_cost) FROM orders", demo_policy(), METRICS, 0.1, 1e-8)
+    error = total["columns"][0]["error"]
+    assert "far edge" in error and "rows beyond τ" in error
 
 
 def test_a_private_table_without_a_path_is_refused_naming_the_setting():

@@ -28,8 +28,11 @@ from fractions import Fraction
 
 from mechanisms.accuracy import laplace_bound, shifted_laplace_bound
 from mechanisms.contribution_bound import (
+    COUNT_HEDGE,
+    COUNT_UPPER_THRESHOLD_SCALES,
     BoundChoice,
     bound_grid,
+    cell_resolution,
     choose_bound,
     histogram_hedge,
     truncated_total,
@@ -88,6 +91,8 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
     choice = BoundChoice(epsilon * share * CHOICE_PART, grid)
     if cells is not None:
         choice = replace(choice, hedge=histogram_hedge(len(cells), choice, epsilon * (1 - share)))
+    else:
+        choice = replace(choice, hedge=COUNT_HEDGE, upper_scales=COUNT_UPPER_THRESHOLD_SCALES)
     tau = choose_bound(choice, histogram, rng)
     rest = epsilon - choice.epsilon
     cap = unit.counts_cap
@@ -103,14 +108,6 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
                         choice.epsilon, beyond_epsilon=estimate,
                         dropped=dropped + sample_discrete_laplace(scale, rng),
                         dropped_scale=scale, resolution=resolution)
-
-
-def cell_resolution(cells: int) -> int:
-    """Q: a histogram's cells are released in steps of 1/Q rows, Q a power of two at least
-    64 times the number of cells (public: the domain's size). Rounding each cell to the
-    grid moves it by at most half a step, so a unit moves the cells by at most Q·τ +
-    cells steps: the noise's sensitivity, at most 1/64 of a row above τ."""
-    return 1 << math.ceil(math.log2(64 * max(cells, 1)))
 
 
 Cells = dict[tuple[bytes | None, ...], list[tuple[int, int, int]]]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, assert_never
+
+from mechanisms.contribution_bound import cell_resolution
+from mechanisms.names import Mechanism
 
 from ..aggregate.private import plan_private_aggregate
 from ..analysis.classify import classify, parse_query
@@ -67,8 +71,8 @@ def explain(sql: str, policy: Policy, metrics: Metrics, epsilon: float, delta: f
                 pass
             case _:
                 assert_never(plan)
-        return _report(plan, calibrate(plan, epsilon, delta, k,
-                                       sum_count_share=sum_count_share), 1 - confidence)
+        calibration = calibrate(plan, epsilon, delta, k, sum_count_share=sum_count_share)
+        return _report(plan, _with_cell_rounding(plan, calibration), 1 - confidence)
     except Refusal as refusal:
         return {"supported": False, "sqlstate": refusal.sqlstate, "error": refusal.message,
                 "hint": refusal.hint, "position": refusal.position}
@@ -84,6 +88,29 @@ def _public_aggregate(text: str, policy: Policy, metrics: Metrics) -> PrivateAgg
         return plan_private_aggregate(parse_query(text), policy, 0, metrics)
     except (Refusal, MissingMetrics):
         return None
+
+
+def _cell_rounding(plan: PrivateAggregate, calibration: Calibration) -> float:
+    """Rows a histogram with τ chosen per query adds to its L1 for releasing its
+    fractional cells on a grid of 1/Q rows: cells/Q (proxy/engine/chosen_bound.py). A
+    domain from a public table has its size only at release: there 0 (at most 1/64)."""
+    unit, grouping = plan.unit, plan.grouping
+    cells = grouping.domain_size if grouping is not None else None
+    if unit is None or unit.counts_cap is None or cells is None or \
+            calibration.mechanism == Mechanism.GAUSSIAN:
+        return 0.0
+    return cells / cell_resolution(cells)
+
+
+def _with_cell_rounding(plan: PrivateAggregate, calibration: Calibration) -> Calibration:
+    """The calibration whose count scale includes the cells' rounding, as released."""
+    rounding = _cell_rounding(plan, calibration)
+    if not rounding:
+        return calibration
+    return replace(calibration, parts=tuple(
+        replace(part, scale=part.scale + rounding / part.epsilon,
+                shift_scale=part.shift_scale + rounding / part.epsilon)
+        for part in calibration.parts))
 
 
 def _report(plan: PrivateAggregate, calibration: Calibration, beta: float
@@ -157,20 +184,38 @@ def _error_bar(plan: PrivateAggregate, calibration: Calibration, output: OutputC
     if not calibration.pure:
         return {"error": "not stated: the noise follows the smooth sensitivity of this "
                 "join, which depends on the data"}
+    beyond = _beyond_tau(plan)
     if plan.parts[output.parts[0]].edges is not None:
         return {"clamping_bounds": "chosen when answering, inside the declared bounds, from "
                 "a noisy histogram of the values (privacy.bounds_share of this column's "
                 "epsilon)", "error": "stated with each answer: the noise for the chosen "
-                "bounds and the estimated clamping bias", "confidence": 1 - beta}
+                "bounds and the clamping bias (the noisy rows beyond them, each at its "
+                "bucket's far edge, with two standard deviations of their noise)" +
+                (f"; {beyond}" if beyond else ""), "confidence": 1 - beta}
     if output.aggregate != "avg":
-        return {"error": noise_bound(plan, calibration, output.parts[0], 0.0, beta),
-                "confidence": 1 - beta}
+        error = noise_bound(plan, calibration, output.parts[0], 0.0, beta) + \
+            (1 if _cell_rounding(plan, calibration) else 0)  # whole rows, as released
+        return {"error": error, "confidence": 1 - beta,
+                **({"upper_end": beyond} if beyond else {})}
     total, count = (noise_bound(plan, calibration, i, 0.0, beta / 2) for i in output.parts)
     assert output.bounds is not None
     lo, hi = output.bounds
     return {"confidence": 1 - beta, "centred_sum_error": total, "count_error": count,
             "error": f"m + (sum ± {total:.6g}) / (count ± {count:.6g}) with m = "
             f"{(lo + hi) / 2:g}, within [{lo:g}, {hi:g}]"}
+
+
+def _beyond_tau(plan: PrivateAggregate) -> str | None:
+    """What a τ chosen per query adds to the error bar: the rows beyond τ, released noisy
+    with the answer (proxy/engine/chosen_bound.py, weighted_sums.py)."""
+    unit = plan.unit
+    if unit is None or unit.chosen_limit is None:
+        return None
+    where, each = ("error", "each anywhere within the declared bounds") \
+        if unit.weights_cap is not None else ("error's upper end", "one row each")
+    return (f"with τ chosen below its limit, the {where} also allows for the rows beyond "
+            "τ: their noisy number, released with the answer, plus its one-sided bound, "
+            f"{each} (the noise above is at the limit and the whole ε)")
 
 
 def _presence(plan: PrivateAggregate, calibration: Calibration, output: OutputColumn

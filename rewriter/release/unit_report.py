@@ -19,7 +19,8 @@ TRUNCATION = ("rows beyond max_contributions per unit are not counted (how many 
 CHOSEN = ("τ is chosen per query from how many units have more than τ rows "
           "(AboveThreshold, a share of epsilon: privacy.bound_choice_share); the answer's "
           "noise scale is τ/ε of the rest (noise_scale shows the limit at the whole ε); a "
-          "noisy number of units beyond τ is released with it, in the NOTICE")
+          "noisy number of rows beyond τ is released with it, in the NOTICE, and the "
+          "interval's upper end allows for them")
 
 WEIGHED = ("τ is chosen per query from how many units have more than τ rows "
            "(AboveThreshold, a share of epsilon: privacy.bound_choice_share); a unit of n > τ "

@@ -35,6 +35,10 @@ from .elastic import SmoothScanTooLong, smooth_sensitivity
 MECHANISMS = tuple(Mechanism)
 # The share of a SUM's ε its own count of values takes (privacy.sum_count_share).
 SUM_COUNT_SHARE = 0.1
+# Slots of the even split an AVG's sum of x − m takes (its count: one). The sum's noise
+# carries the bound M per row, the count's only |average − m| per row, so the average's
+# error is least with more of ε on the sum (measured: docs/privacy-unit.md).
+AVERAGE_SUM_WEIGHT = 1.5
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,9 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
     if not plan.parts:
         return Calibration(0.0, 0.0, True, (), None, chosen)
     budget = _budget(plan, epsilon, delta, chosen)
-    epsilons = part_epsilons(plan.parts, epsilon, sum_count_share)
+    averages = frozenset(output.parts[0] for output in plan.outputs
+                         if output.aggregate == "avg")
+    epsilons = part_epsilons(plan.parts, epsilon, sum_count_share, averages)
     parts = tuple(_choice(part, share, k) if part.choice else
                   _additive(part, share, budget, plan, k)
                   for part, share in zip(plan.parts, epsilons, strict=True))
@@ -97,15 +103,19 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
                        threshold, chosen)
 
 
-def part_epsilons(parts: tuple[NoisyPart, ...], epsilon: float, sum_count_share: float
-                  ) -> tuple[float, ...]:
-    """Each part's ε: an even split over the parts the statement asks for, of which a SUM
-    with a count of its own values (presence_of) gives that count `sum_count_share`."""
+def part_epsilons(parts: tuple[NoisyPart, ...], epsilon: float, sum_count_share: float,
+                  averages: frozenset[int] = frozenset()) -> tuple[float, ...]:
+    """Each part's ε: an even split over the parts the statement asks for, an AVG's sum
+    (its index in `averages`) taking AVERAGE_SUM_WEIGHT slots, of which a SUM with a count
+    of its own values (presence_of) gives that count `sum_count_share`."""
     shared = {part.presence_of for part in parts if part.presence_of is not None}
-    slot = epsilon / sum(1 for part in parts if part.presence_of is None)
+    weights = [0.0 if part.presence_of is not None else
+               AVERAGE_SUM_WEIGHT if index in averages else 1.0
+               for index, part in enumerate(parts)]
+    slot = epsilon / sum(weights)
     return tuple(slot * sum_count_share if part.presence_of is not None else
-                 slot * (1 - sum_count_share) if index in shared else slot
-                 for index, part in enumerate(parts))
+                 slot * weight * (1 - sum_count_share) if index in shared else slot * weight
+                 for index, (part, weight) in enumerate(zip(parts, weights, strict=True)))
 
 
 @dataclass(frozen=True)

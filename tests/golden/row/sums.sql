@@ -10,8 +10,8 @@ SELECT ARRAY[count(q."a0") FILTER (WHERE q."a0" < 0.25), count(q."a0") FILTER (W
 SELECT avg(quantity) FROM orders WHERE order_date < DATE '2024-07-01';
 -- expect:
 SELECT ARRAY[count(q."a0") FILTER (WHERE q."a0" < 2.0), count(q."a0") FILTER (WHERE q."a0" >= 2.0 AND q."a0" < 4.0), count(q."a0") FILTER (WHERE q."a0" >= 4.0 AND q."a0" < 8.0), count(q."a0") FILTER (WHERE q."a0" >= 8.0), COALESCE(sum(q."a0") FILTER (WHERE q."a0" < 2.0), 0), COALESCE(sum(q."a0") FILTER (WHERE q."a0" >= 2.0 AND q."a0" < 4.0), 0), COALESCE(sum(q."a0") FILTER (WHERE q."a0" >= 4.0 AND q."a0" < 8.0), 0), COALESCE(sum(q."a0") FILTER (WHERE q."a0" >= 8.0), 0)]::numeric[] AS "c0", count(q."a1") AS "c1" FROM (SELECT CASE WHEN quantity IS NULL THEN NULL ELSE LEAST(GREATEST(CAST(quantity AS DECIMAL), 1.0), 10.0) END AS "a0", quantity AS "a1" FROM "public"."orders" WHERE order_date < CAST('2024-07-01' AS DATE)) AS q;
--- part: sum ES(k)=1 × 4.5 S*=4.5 k*=0 scale=90 flex_scale=180
--- part: count ES(k)=1 S*=1 k*=0 scale=20 flex_scale=40
+-- part: sum ES(k)=1 × 4.5 S*=4.5 k*=0 scale=75 flex_scale=150
+-- part: count ES(k)=1 S*=1 k*=0 scale=25 flex_scale=50
 -- privacy: global sensitivity (ES/ε), delta 0
 -- ----
 -- stddev from noisy count, sum and sum of squares
