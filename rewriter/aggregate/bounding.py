@@ -142,15 +142,21 @@ def weighted_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
     group), then `columns` (over `q.`), those marked True grouped on too (a bucket's
     index). The proxy weighs each (group, n) by min(1, τ/n) after choosing τ
     (proxy/engine/weighted_sums.py): a unit's rows then weigh at most τ in all, with no
-    sort. Hash aggregates and one hash join on the unit; the rows' CTE is read twice, so
-    PostgreSQL materialises it once. Rows whose unit is NULL belong to no unit and are
-    left out, as in cell_contributions."""
+    sort. Rows whose unit is NULL belong to no unit and are left out, as in
+    cell_contributions.
+
+    The rows are read twice: once for the units' sizes, asked for in unit order as
+    contribution_histogram's (an index on the unit counts them in one pass, no hash
+    table), and once joined to them; no CTE, so PostgreSQL may run it with parallel
+    workers. The two reads give the same rows only where nothing in the statement draws
+    a random number or reads the clock on its rows (weighted.py checks it, sql.functions
+    .reads_alike) and one statement reads one snapshot; PlanChecks.copies lets the plan
+    check expect the second read."""
     rows = _with_unit(inner, bounding).sql(dialect="postgres")
     outputs = [f"q.{key}" for key in keys] + ['u."_dp_n"', 'count(*) AS "_dp_rows"'] + \
         [column for column, _ in columns]
     group = [str(i + 1) for i in range(len(keys) + 1)] + \
         [str(len(keys) + 3 + i) for i, (_, grouped) in enumerate(columns) if grouped]
-    return (f'WITH "_dp_r" AS ({rows}), "_dp_u" AS (SELECT r.{UNIT}, count(*) AS "_dp_n" '
-            f'FROM "_dp_r" AS r GROUP BY r.{UNIT}) '
-            f'SELECT {", ".join(outputs)} FROM "_dp_r" AS q '
-            f'JOIN "_dp_u" AS u ON u.{UNIT} = q.{UNIT} GROUP BY {", ".join(group)}')
+    return (f'SELECT {", ".join(outputs)} FROM ({rows}) AS q JOIN (SELECT r.{UNIT}, '
+            f'count(*) AS "_dp_n" FROM ({rows}) AS r GROUP BY r.{UNIT} ORDER BY r.{UNIT}) '
+            f"AS u ON u.{UNIT} = q.{UNIT} GROUP BY {', '.join(group)}")

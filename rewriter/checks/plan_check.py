@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..plan import PlanChecks
 from ..policy.model import Policy
 from .plan_joins import JoinKeys, join_failure
 
@@ -69,6 +70,13 @@ def plan_failure(explain: list[Mapping[str, Any]], scans: Counter[str], policy: 
     if join_keys is not None:
         return join_failure(explain, join_keys, policy)
     return None
+
+
+def expected_scans(checks: PlanChecks) -> Counter[str]:
+    """The scans of each private table PostgreSQL's plan may show: the analysis's, times
+    the reads of the statement's rows dpgate's SQL makes (PlanChecks.copies)."""
+    return Counter({table: times * checks.copies
+                    for table, times in Counter(checks.scans).items()})
 
 
 def public_plan_failure(explain: list[Mapping[str, Any]], policy: Policy) -> str | None:
