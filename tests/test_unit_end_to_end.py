@@ -295,7 +295,7 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
         small_database: str):
     from collections import Counter
 
-    from rewriter.checks.plan_check import plan_failure
+    from rewriter.checks.plan_check import expected_scans, plan_failure
     from rewriter.policy.model import Policy
 
     policy = Policy.from_dict({
@@ -304,12 +304,13 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
         "tables": {"customers": {"private": True},
                    "orders": {"private": True, "unit": "customer_id"},
                    "order_notes": {"private": True,
-                                   "unit": "order_id -> orders.order_id -> orders.customer_id"}}})
+                                   "unit": "order_id -> orders.order_id -> orders.customer_id",
+                                   "columns": {"amount": {"bounds": [0, 1000]}}}}})
     sql = "SELECT count(*) FROM order_notes WHERE note <> 'x'"
     with psycopg.connect(small_database) as connection:
-        connection.execute("CREATE TABLE order_notes (order_id int, note text); "
-                           "INSERT INTO order_notes SELECT order_id, 'n' FROM orders, "
-                           "generate_series(1, 2)")
+        connection.execute("CREATE TABLE order_notes (order_id int, note text, amount int); "
+                           "INSERT INTO order_notes SELECT order_id, 'n', g FROM orders, "
+                           "generate_series(1, 2) AS g")
         plan = plan_private_aggregate(parse_query(sql), policy, 0,
                                       measured_metrics(small_database))
         (explained,) = connection.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + plan.sql
@@ -326,8 +327,25 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
         (expected,) = connection.execute(
             "SELECT sum(least(n, 2)) FROM (SELECT o.customer_id, count(*) AS n FROM "
             "order_notes n JOIN orders o USING (order_id) GROUP BY 1) AS s").fetchone()
+        # A weighted sum reads the rows, hop and all, twice: the plan check expects it.
+        summed = plan_private_aggregate(parse_query("SELECT sum(amount) FROM order_notes "
+                                                    "WHERE note <> 'x'"), policy, 0,
+                                        measured_metrics(small_database))
+        (explained,) = connection.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + summed.sql
+                                          ).fetchone()
+        checks = summed.checks
+        assert checks.copies == 2 and plan_failure(
+            explained, expected_scans(checks), policy, checks.windows, checks.join_keys) is None
+        weighed: Counter[int] = Counter()
+        for n, rows, *_ in connection.execute(summed.sql):  # (n, rows, a bucket, …)
+            weighed[int(n)] += int(rows)
+        sizes = connection.execute(
+            "SELECT n, count(*) * n FROM (SELECT o.customer_id, count(*) AS n FROM "
+            "order_notes n JOIN orders o USING (order_id) GROUP BY 1) AS s GROUP BY 1"
+        ).fetchall()
         connection.rollback()
     assert count == expected
+    assert weighed == {int(n): int(rows) for n, rows in sizes}  # rows of units of size n
 
 
 @pytest.mark.parametrize(("sql", "bound"), [

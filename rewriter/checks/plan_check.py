@@ -7,7 +7,8 @@ PostgreSQL for `EXPLAIN (VERBOSE, FORMAT JSON)` of the rewritten SQL (never show
 client) and this module compares it with the analysis:
 
 - every scan of a private table must be one the analysis counted (no more scans of a table
-  than it saw: a CTE the analysis matched to the wrong definition shows up here);
+  than it saw, times the reads of the rows dpgate's SQL makes, `expected_scans`: a CTE the
+  analysis matched to the wrong definition shows up here);
 - no node that multiplies or sees other rows: ProjectSet (a set-returning function in a
   select list), WindowAgg, a recursive union, a function in FROM other than the
   generate_series of a declared domain;
