@@ -152,11 +152,17 @@ def weighted_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
     a random number or reads the clock on its rows (weighted.py checks it, sql.functions
     .reads_alike) and one statement reads one snapshot; PlanChecks.copies lets the plan
     check expect the second read."""
-    rows = _with_unit(inner, bounding).sql(dialect="postgres")
+    rows = _with_unit(inner, bounding)
+    # OFFSET 0 keeps the joined rows a subquery of their own, so that each value (a
+    # clamped CASE) is computed once per row: pulled up, PostgreSQL repeats it in every
+    # aggregate and bucket over it (20% of a lone sum at 1,000,000 rows). The sizes' read
+    # is pulled up, so that it can count the units down an index.
+    fenced = rows.copy().offset(0).sql(dialect="postgres")
     outputs = [f"q.{key}" for key in keys] + ['u."_dp_n"', 'count(*) AS "_dp_rows"'] + \
         [column for column, _ in columns]
     group = [str(i + 1) for i in range(len(keys) + 1)] + \
         [str(len(keys) + 3 + i) for i, (_, grouped) in enumerate(columns) if grouped]
-    return (f'SELECT {", ".join(outputs)} FROM ({rows}) AS q JOIN (SELECT r.{UNIT}, '
-            f'count(*) AS "_dp_n" FROM ({rows}) AS r GROUP BY r.{UNIT} ORDER BY r.{UNIT}) '
-            f"AS u ON u.{UNIT} = q.{UNIT} GROUP BY {', '.join(group)}")
+    sizes = (f'SELECT r.{UNIT}, count(*) AS "_dp_n" FROM ({rows.sql(dialect="postgres")}) '
+             f"AS r GROUP BY r.{UNIT} ORDER BY r.{UNIT}")
+    return (f'SELECT {", ".join(outputs)} FROM ({fenced}) AS q JOIN ({sizes}) AS u '
+            f"ON u.{UNIT} = q.{UNIT} GROUP BY {', '.join(group)}")
