@@ -129,6 +129,24 @@ def test_a_histogram_with_a_chosen_tau_is_postgresqls_without_noise(choosing_pro
     assert any("at most 50 rows, a bound chosen privately" in n for n in notices)
 
 
+def test_weighted_sums_with_a_chosen_tau_are_postgresqls_without_noise(choosing_proxy,
+                                                                       demo_database):
+    """Weighted sums read the rows twice (bounding.weighted_rows): PostgreSQL's plan of
+    them passes the proxy's plan check, and at zero noise τ lands above every customer in
+    each group, so the sums and averages are PostgreSQL's (no row weighs less than 1)."""
+    dsn, _ = choosing_proxy
+    sql = ("SELECT p.category, sum(o.order_cost), avg(o.order_cost) FROM orders o JOIN "
+           "products p ON o.product_id = p.product_id WHERE o.product_id <= 300 "
+           "GROUP BY p.category ORDER BY p.category")
+    rows, notices = through_proxy(dsn, sql)
+    truth = on_postgres(demo_database, sql)
+    assert [row[0] for row in rows] == [row[0] for row in truth]
+    for (_, total, average), (_, true_total, true_average) in zip(rows, truth, strict=True):
+        assert Decimal(str(total)) == pytest.approx(true_total, abs=Decimal("0.001"))
+        assert Decimal(str(average)) == pytest.approx(true_average, abs=Decimal("0.001"))
+    assert any("a bound chosen privately" in n for n in notices)
+
+
 @pytest.mark.parametrize("sql", [
     # Metabase's count of a question's groups: over the keys whose released count is > 0
     "SELECT count(*) FROM (SELECT quantity, count(*) AS n FROM orders GROUP BY quantity) s",
