@@ -6,8 +6,8 @@ and the weighted sums' (key, n, rows, sum) are what the proxy answers from at an
 they must be exact: orders with random customers, quantities and costs, some with no
 customer (a row of no unit). The counts' plans must read the orders once and join
 nothing back to them: the rows are aggregated per unit, never copied (bounding at the
-cost of a scan); the weighted sums read them twice, or once as a CTE where a second read
-could differ.
+cost of a scan); the weighted sums read them twice (the units' sizes, then the rows
+joined to them), where nothing can make the two reads differ.
 """
 
 from __future__ import annotations
