@@ -148,10 +148,10 @@ def weighted_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
     The rows are read twice: once for the units' sizes, asked for in unit order as
     contribution_histogram's (an index on the unit counts them in one pass, no hash
     table), and once joined to them; no CTE, which PostgreSQL would write to a tuplestore
-    and read back (docs/privacy-unit.md, "Cost"). The two reads give the same rows only where nothing in the statement draws
-    a random number or reads the clock on its rows (weighted.py checks it, sql.functions
-    .reads_alike) and one statement reads one snapshot; PlanChecks.copies lets the plan
-    check expect the second read."""
+    and read back (docs/privacy-unit.md, "Cost"). The two reads give the same rows only
+    where nothing in the statement draws a random number or reads the clock on its rows
+    (weighted.py checks it, sql.functions.reads_alike) and one statement reads one
+    snapshot; PlanChecks.copies lets the plan check expect the second read."""
     rows = _with_unit(inner, bounding)
     # OFFSET 0 keeps the joined rows a subquery of their own, so that each value (a
     # clamped CASE) is computed once per row: pulled up, PostgreSQL repeats it in every
