@@ -227,13 +227,17 @@ class PlanChecks:
     may show that many WindowAgg nodes and no more); `join_keys`: the base columns the
     analysis joined on and the alias lists it read, the only columns PostgreSQL's plan may
     join private rows on (plan_joins.py; None: unchecked); `cells_sql`: the number of
-    cells of a histogram whose domain a public table supplies, refused above max_cells.
+    cells of a histogram whose domain a public table supplies, refused above max_cells;
+    `copies`: how many times dpgate's SQL reads the statement's rows (weights read them
+    twice where the reads agree: bounding.weighted_rows), so PostgreSQL may scan each
+    private table that many times per scan the analysis saw.
     """
 
     scans: tuple[str, ...] = ()
     windows: int = 0
     join_keys: JoinKeys | None = None
     cells_sql: str | None = None
+    copies: int = 1
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,10 @@ run on PostgreSQL and checked against a count in Python of the same rows.
 A lone count's histogram of per-unit row counts, a count histogram's (key, m, n, units)
 and the weighted sums' (key, n, rows, sum) are what the proxy answers from at any τ, so
 they must be exact: orders with random customers, quantities and costs, some with no
-customer (a row of no unit, left out of every shape alike). The plans must read the
-orders once and join nothing back to them: the rows are aggregated per unit, never
-copied (bounding at the cost of a scan).
+customer (a row of no unit, left out of every shape alike). The counts' plans must read
+the orders once and join nothing back to them: the rows are aggregated per unit, never
+copied (bounding at the cost of a scan); the weighted sums read them twice (the units'
+sizes, then the rows joined to them), where nothing can make the two reads differ.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -22,7 +24,10 @@ import pytest
 
 from rewriter.aggregate.private import plan_private_aggregate
 from rewriter.analysis.classify import parse_query
+from rewriter.checks.plan_check import expected_scans, plan_failure
+from rewriter.sql.functions import reads_alike
 from tests.conftest import Postgres
+from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy, measured_metrics
 
 pytestmark = pytest.mark.end_to_end
@@ -109,9 +114,13 @@ def test_a_count_histograms_cells_by_unit_are_exact(orders: tuple[str, list[Orde
 
 def test_weighted_sums_by_unit_size_are_exact(orders: tuple[str, list[Order]]):
     dsn, rows = orders
-    plan, result, _ = _run(dsn, "SELECT quantity, sum(order_cost) FROM orders "
-                                "GROUP BY quantity")
+    plan, result, nodes = _run(dsn, "SELECT quantity, sum(order_cost) FROM orders "
+                                    "GROUP BY quantity")
     assert plan.unit is not None and plan.unit.weights_cap is not None
+    # Read twice (the units' sizes, then the rows joined to them), never copied.
+    assert plan.checks.copies == 2
+    assert sum(n.get("Relation Name") == "orders" for n in nodes) == 2
+    assert not any(n["Node Type"] in ("CTE Scan", "Materialize") for n in nodes)
     sizes = _sizes(rows)
     expected: defaultdict[tuple[int, int], list[Any]] = defaultdict(lambda: [0, Decimal(0)])
     for unit, quantity, cost in rows:
@@ -146,3 +155,36 @@ def test_rows_of_no_unit_are_left_out_by_the_sort_as_by_the_aggregates(
     total = sum(int(c) * int(units) for c, units in counts)
     assert total == sum(int(m) * int(units) for _, m, _, units in cells if m is not None)
     assert total == len(rows) - 5
+
+
+def test_the_plan_check_expects_the_second_read_and_no_third(orders: tuple[str, list[Order]]):
+    dsn, _ = orders
+    policy = demo_policy()
+    plan = plan_private_aggregate(parse_query("SELECT sum(order_cost) FROM orders"), policy,
+                                  0, measured_metrics(dsn))
+    with psycopg.connect(dsn) as connection:
+        (explain,) = connection.execute(f"EXPLAIN (VERBOSE, FORMAT JSON) {plan.sql}").fetchone()
+    checks = plan.checks
+    assert checks.copies == 2
+    assert plan_failure(explain, expected_scans(checks), policy, checks.windows,
+                        checks.join_keys) is None
+    once = replace(checks, copies=1)
+    assert "reads public.orders 2 time(s)" in str(plan_failure(
+        explain, expected_scans(once), policy, once.windows, once.join_keys))
+
+
+def test_rows_are_read_twice_only_where_the_reads_agree():
+    # A draw or a clock read on private rows is refused by the analysis, and one without
+    # a column is computed once before the statement (so both reads see one value); were
+    # one ever to reach the rows, weights would keep the sort (one read).
+    assert reads_alike(parse_query("SELECT sum(order_cost) FROM orders WHERE order_date "
+                                   "< now()"))
+    for where in ("random() < 0.5", "order_date < clock_timestamp()", "timeofday() > ''",
+                  "random_normal(0, quantity) > 0"):
+        assert not reads_alike(parse_query(f"SELECT sum(order_cost) FROM orders WHERE {where}"))
+    assert not reads_alike(parse_query("SELECT sum(order_cost) FROM orders TABLESAMPLE "
+                                       "BERNOULLI (50)"))
+    plan = plan_private_aggregate(parse_query("SELECT sum(order_cost) FROM orders WHERE "
+                                              "order_date < clock_timestamp()"),
+                                  demo_policy(), 0, METRICS)
+    assert plan.checks.copies == 2 and "clock_timestamp" not in plan.sql.lower()

@@ -145,6 +145,24 @@ def test_a_histogram_with_a_chosen_tau_is_postgresqls_without_noise(choosing_pro
     assert any("at most 50 rows, a bound chosen privately" in n for n in notices)
 
 
+def test_weighted_sums_with_a_chosen_tau_are_postgresqls_without_noise(choosing_proxy,
+                                                                       demo_database):
+    """Weighted sums read the rows twice (bounding.weighted_rows): PostgreSQL's plan of
+    them passes the proxy's plan check, and at zero noise τ lands above every customer in
+    each group, so the sums and averages are PostgreSQL's (no row weighs less than 1)."""
+    dsn, _ = choosing_proxy
+    sql = ("SELECT p.category, sum(o.order_cost), avg(o.order_cost) FROM orders o JOIN "
+           "products p ON o.product_id = p.product_id WHERE o.product_id <= 300 "
+           "GROUP BY p.category ORDER BY p.category")
+    rows, notices = through_proxy(dsn, sql)
+    truth = on_postgres(demo_database, sql)
+    assert [row[0] for row in rows] == [row[0] for row in truth]
+    for (_, total, average), (_, true_total, true_average) in zip(rows, truth, strict=True):
+        assert Decimal(str(total)) == pytest.approx(true_total, abs=Decimal("0.001"))
+        assert Decimal(str(average)) == pytest.approx(true_average, abs=Decimal("0.001"))
+    assert any("a bound chosen privately" in n for n in notices)
+
+
 @pytest.mark.parametrize("sql", [
     # Metabase's count of a question's groups: over the keys whose released count is > 0
     "SELECT count(*) FROM (SELECT quantity, count(*) AS n FROM orders GROUP BY quantity) s",
@@ -316,7 +334,7 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
         small_database: str):
     from collections import Counter
 
-    from rewriter.checks.plan_check import plan_failure
+    from rewriter.checks.plan_check import expected_scans, plan_failure
     from rewriter.policy.model import Policy
 
     policy = Policy.from_dict({
@@ -325,12 +343,13 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
         "tables": {"customers": {"private": True},
                    "orders": {"private": True, "unit": "customer_id"},
                    "order_notes": {"private": True,
-                                   "unit": "order_id -> orders.order_id -> orders.customer_id"}}})
+                                   "unit": "order_id -> orders.order_id -> orders.customer_id",
+                                   "columns": {"amount": {"bounds": [0, 1000]}}}}})
     sql = "SELECT count(*) FROM order_notes WHERE note <> 'x'"
     with psycopg.connect(small_database) as connection:
-        connection.execute("CREATE TABLE order_notes (order_id int, note text); "
-                           "INSERT INTO order_notes SELECT order_id, 'n' FROM orders, "
-                           "generate_series(1, 2)")
+        connection.execute("CREATE TABLE order_notes (order_id int, note text, amount int); "
+                           "INSERT INTO order_notes SELECT order_id, 'n', g FROM orders, "
+                           "generate_series(1, 2) AS g")
         plan = plan_private_aggregate(parse_query(sql), policy, 0,
                                       measured_metrics(small_database))
         (explained,) = connection.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + plan.sql
@@ -347,8 +366,25 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
         (expected,) = connection.execute(
             "SELECT sum(least(n, 2)) FROM (SELECT o.customer_id, count(*) AS n FROM "
             "order_notes n JOIN orders o USING (order_id) GROUP BY 1) AS s").fetchone()
+        # A weighted sum reads the rows, hop and all, twice: the plan check expects it.
+        summed = plan_private_aggregate(parse_query("SELECT sum(amount) FROM order_notes "
+                                                    "WHERE note <> 'x'"), policy, 0,
+                                        measured_metrics(small_database))
+        (explained,) = connection.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + summed.sql
+                                          ).fetchone()
+        checks = summed.checks
+        assert checks.copies == 2 and plan_failure(
+            explained, expected_scans(checks), policy, checks.windows, checks.join_keys) is None
+        weighed: Counter[int] = Counter()
+        for n, rows, *_ in connection.execute(summed.sql):  # (n, rows, a bucket, …)
+            weighed[int(n)] += int(rows)
+        sizes = connection.execute(
+            "SELECT n, count(*) * n FROM (SELECT o.customer_id, count(*) AS n FROM "
+            "order_notes n JOIN orders o USING (order_id) GROUP BY 1) AS s GROUP BY 1"
+        ).fetchall()
         connection.rollback()
     assert count == expected
+    assert weighed == {int(n): int(rows) for n, rows in sizes}  # rows of units of size n
 
 
 @pytest.mark.parametrize(("sql", "bound"), [

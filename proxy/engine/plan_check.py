@@ -11,12 +11,11 @@ text (literals.py); per parameter values on servers without generic plans.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from typing import Any
 
 from rewriter.aggregate.groups import CELLS_HINT
 from rewriter.analysis.constants import evaluation_sql, substitute
-from rewriter.checks.plan_check import plan_failure, public_plan_failure
+from rewriter.checks.plan_check import expected_scans, plan_failure, public_plan_failure
 from rewriter.checks.plan_joins import JoinKeys, catalog_sql, renaming_failure
 from rewriter.errors import Refusal
 from rewriter.plan import PrivateAggregate
@@ -72,7 +71,7 @@ class PlanChecker:
             return sql
         if checks.join_keys is not None and checks.join_keys.renamed:
             await self._check_renamings(backend, checks.join_keys)
-        scans = Counter(checks.scans)
+        scans = expected_scans(checks)
         # The verdict depends on the analysis too (its scans and columns), not only on
         # the SQL: a plan analysed with other metrics is checked again.
         analysis = repr((sorted(scans.items()), checks.windows, checks.join_keys))

@@ -106,15 +106,13 @@ def contribution_histogram(base: exp.Select, bounding: Bounding, cap: int) -> st
 
 
 def _with_unit(rows: exp.Select, bounding: Bounding) -> exp.Select:
-    """`rows` with the unit of each as `_dp_unit`, through the hops dpgate joins itself.
-    Rows whose unit is NULL belong to no unit and are left out, in every unit-mode shape
-    alike (docs/privacy-unit.md, "Rows without a unit")."""
+    """`rows` with the unit of each as `_dp_unit`, through the hops dpgate joins itself."""
     rows = rows.select(exp.alias_(bounding.unit.copy(), UNIT.strip('"'), quoted=True))
     for table in bounding.tables:  # a comma item: valid after explicit JOINs and commas
         rows.append("joins", exp.Join(this=table.copy()))
     for condition in bounding.conditions:
         rows = rows.where(condition.copy())
-    return rows.where(exp.Not(this=exp.Is(this=bounding.unit.copy(), expression=exp.Null())))
+    return rows
 
 
 def cell_contributions(inner: exp.Select, bounding: Bounding, keys: list[str]) -> str:
@@ -124,7 +122,8 @@ def cell_contributions(inner: exp.Select, bounding: Bounding, keys: list[str]) -
     window over those (never more than the rows) for n = Σ m of the unit, then one
     aggregate per (key, m, n): no join of the rows back to their units and no copy of
     them. Each cell at any τ is then Σ units·(m if n ≤ τ else m·τ/n), a unit adding at
-    most τ rows in all. Rows whose unit is NULL are left out (`_with_unit`)."""
+    most τ rows in all. Rows whose unit is NULL belong to no unit and are
+    left out."""
     rows = _with_unit(inner, bounding).sql(dialect="postgres")
     group = ", ".join(f"b.{key}" for key in keys)
     cells = ", ".join(f"w.{key}" for key in keys)
@@ -132,7 +131,7 @@ def cell_contributions(inner: exp.Select, bounding: Bounding, keys: list[str]) -
     return (f'SELECT {cells}, w."_dp_rows" AS "c0", w."_dp_n" AS "c1", count(*) AS "c2" '
             f'FROM (SELECT g.*, CAST(sum(g."_dp_rows") OVER (PARTITION BY g.{UNIT}) '
             f'AS int8) AS "_dp_n" FROM (SELECT b.{UNIT}, {group}, count(*) AS "_dp_rows" '
-            f"FROM ({rows}) AS b GROUP BY b.{UNIT}, {group}) "
+            f"FROM ({rows}) AS b WHERE b.{UNIT} IS NOT NULL GROUP BY b.{UNIT}, {group}) "
             f'AS g) AS w GROUP BY {cells}, w."_dp_rows", w."_dp_n"')
 
 
@@ -143,14 +142,27 @@ def weighted_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
     group), then `columns` (over `q.`), those marked True grouped on too (a bucket's
     index). The proxy weighs each (group, n) by min(1, τ/n) after choosing τ
     (proxy/engine/weighted_sums.py): a unit's rows then weigh at most τ in all, with no
-    sort. Hash aggregates and one hash join on the unit; the rows' CTE is read twice, so
-    PostgreSQL materialises it once. Rows whose unit is NULL are left out (`_with_unit`)."""
-    rows = _with_unit(inner, bounding).sql(dialect="postgres")
+    sort. Rows whose unit is NULL belong to no unit and are left out, as in
+    cell_contributions.
+
+    The rows are read twice: once for the units' sizes, asked for in unit order as
+    contribution_histogram's (an index on the unit counts them in one pass, no hash
+    table), and once joined to them; no CTE, which PostgreSQL would write to a tuplestore
+    and read back (docs/privacy-unit.md, "Cost"). The two reads give the same rows only
+    where nothing in the statement draws a random number or reads the clock on its rows
+    (weighted.py checks it, sql.functions.reads_alike) and one statement reads one
+    snapshot; PlanChecks.copies lets the plan check expect the second read."""
+    rows = _with_unit(inner, bounding)
+    # OFFSET 0 keeps the joined rows a subquery of their own, so that each value (a
+    # clamped CASE) is computed once per row: pulled up, PostgreSQL repeats it in every
+    # aggregate and bucket over it (20% of a lone sum at 1,000,000 rows). The sizes' read
+    # is pulled up, so that it can count the units down an index.
+    fenced = rows.copy().offset(0).sql(dialect="postgres")
     outputs = [f"q.{key}" for key in keys] + ['u."_dp_n"', 'count(*) AS "_dp_rows"'] + \
         [column for column, _ in columns]
     group = [str(i + 1) for i in range(len(keys) + 1)] + \
         [str(len(keys) + 3 + i) for i, (_, grouped) in enumerate(columns) if grouped]
-    return (f'WITH "_dp_r" AS ({rows}), "_dp_u" AS (SELECT r.{UNIT}, count(*) AS "_dp_n" '
-            f'FROM "_dp_r" AS r GROUP BY r.{UNIT}) '
-            f'SELECT {", ".join(outputs)} FROM "_dp_r" AS q '
-            f'JOIN "_dp_u" AS u ON u.{UNIT} = q.{UNIT} GROUP BY {", ".join(group)}')
+    sizes = (f'SELECT r.{UNIT}, count(*) AS "_dp_n" FROM ({rows.sql(dialect="postgres")}) '
+             f"AS r GROUP BY r.{UNIT} ORDER BY r.{UNIT}")
+    return (f'SELECT {", ".join(outputs)} FROM ({fenced}) AS q JOIN ({sizes}) AS u '
+            f"ON u.{UNIT} = q.{UNIT} GROUP BY {', '.join(group)}")

@@ -219,7 +219,7 @@ def rewrite_weighted(tree: exp.Select, policy: Policy, keys: list[KeySpec],
     per key and per unit size n (bounding.weighted_rows), the rows and every part's
     aggregate; a sum whose clamping bounds are chosen at release as its bucket's index
     (grouped on), count and sum, from which the proxy builds its buckets' arrays (two
-    aggregates instead of one per bucket and edge). In the order of n; under GROUP BY
+    aggregates instead of one per bucket and edge). Under GROUP BY
     every key of the domain, a key without rows once with NULLs."""
     keyed, values = keyed_rows(_base(tree, policy), keys)
     inner = keyed.select(*(_alias(v, f"k{i}") for i, v in enumerate(values)),
@@ -240,7 +240,10 @@ def rewrite_weighted(tree: exp.Select, policy: Policy, keys: list[KeySpec],
                     (f"sum({value}) AS {quote_identifier(f'c{i}')}", False)]
     rows = weighted_rows(inner, bounding, names, columns)
     if not keys:
-        return f'{rows} ORDER BY u."_dp_n"'
+        # In no order: the proxy's sums are exact in any order, and an ORDER BY n here
+        # makes PostgreSQL sort every row before grouping (it cannot tell how few (n,
+        # bucket) groups there are), 20% of the statement at 1,000,000 rows.
+        return rows
     domain = " CROSS JOIN ".join(f"({k.domain_sql(name)}) AS d{i}"
                                  for i, (k, name) in enumerate(zip(keys, names, strict=True)))
     outer_keys = ", ".join(f"d{i}.{name}" for i, name in enumerate(names))

@@ -12,7 +12,10 @@ lone count's is (proxy/engine/weighted_sums.py; the proof is in docs/privacy-uni
 Shapes that keep the `row_number()` sort: COUNT(DISTINCT) (a weight cannot be spread over
 distinct values), key selection (its threshold counts κ groups per unit), a histogram at a
 fixed τ whose κ·τ_g is below τ (there the sort's L1 is smaller), and the lone COUNT(*),
-which the contribution histogram answers (unit_mode.py, `chosen_count`).
+which the contribution histogram answers (unit_mode.py, `chosen_count`); and a statement
+whose rows could differ between two reads (a random draw or a clock read on its rows,
+which the analysis refuses today: sql.functions.reads_alike), since weights read the rows
+twice (bounding.weighted_rows).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ..plan import PrivateAggregate, UnitBounds
 from ..policy.model import Policy
 from ..policy.privacy_unit import PrivacyUnit
 from ..sensitivity.elastic import constant
+from ..sql.functions import reads_alike
 from .bounding import Bounding
 from .rewrite import KeySpec, PartSpec, rewrite_weighted
 
@@ -35,7 +39,8 @@ def weighted_plan(plan: PrivateAggregate, tree: exp.Select, policy: Policy,
     """`plan` answered by weights, or None where its shape keeps the sort."""
     if not any(part.aggregate == "sum" for part in parts) or any(
             part.aggregate not in ("count", "sum") or isinstance(part.node.this, exp.Distinct)
-            for part in parts) or (plan.grouping is not None and plan.grouping.key_selection):
+            for part in parts) or (plan.grouping is not None and plan.grouping.key_selection) \
+            or not reads_alike(tree):
         return None
     limit = declared.contributions_limit if declared.choose_contributions else None
     tau = bounds.max_contributions
@@ -55,4 +60,5 @@ def weighted_plan(plan: PrivateAggregate, tree: exp.Select, policy: Policy,
     return replace(plan, sql=rewrite_weighted(tree, policy, keys, parts, bounding),
                    parts=tuple(replace(part, elastic=constant(cap), l2=float(cap),
                                        weighted=True) for part in plan.parts),
-                   unit=unit, checks=replace(plan.checks, windows=0), fingerprint_text=fingerprint)
+                   unit=unit, checks=replace(plan.checks, windows=0, copies=2),
+                   fingerprint_text=fingerprint)

@@ -7,7 +7,8 @@ PostgreSQL for `EXPLAIN (VERBOSE, FORMAT JSON)` of the rewritten SQL (never show
 client) and this module compares it with the analysis:
 
 - every scan of a private table must be one the analysis counted (no more scans of a table
-  than it saw: a CTE the analysis matched to the wrong definition shows up here);
+  than it saw, times the reads of the rows dpgate's SQL makes, `expected_scans`: a CTE the
+  analysis matched to the wrong definition shows up here);
 - no node that multiplies or sees other rows: ProjectSet (a set-returning function in a
   select list), WindowAgg, a recursive union, a function in FROM other than the
   generate_series of a declared domain;
@@ -23,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..plan import PlanChecks
 from ..policy.model import Policy
 from .plan_joins import JoinKeys, join_failure
 
@@ -69,6 +71,13 @@ def plan_failure(explain: list[Mapping[str, Any]], scans: Counter[str], policy: 
     if join_keys is not None:
         return join_failure(explain, join_keys, policy)
     return None
+
+
+def expected_scans(checks: PlanChecks) -> Counter[str]:
+    """The scans of each private table PostgreSQL's plan may show: the analysis's, times
+    the reads of the statement's rows dpgate's SQL makes (PlanChecks.copies)."""
+    return Counter({table: times * checks.copies
+                    for table, times in Counter(checks.scans).items()})
 
 
 def public_plan_failure(explain: list[Mapping[str, Any]], policy: Policy) -> str | None:

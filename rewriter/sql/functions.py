@@ -207,6 +207,18 @@ DRAWS_OR_CLOCK = frozenset({
     "random", "random_normal", "gen_random_uuid", "uuidv4", "uuidv7", "clock_timestamp",
     "timeofday",
 })
+def reads_alike(tree: exp.Expr) -> bool:
+    """Whether two reads of the statement's rows in one statement give the same rows: it
+    calls none of DRAWS_OR_CLOCK (by PostgreSQL's name or sqlglot's node) and samples no
+    table. Every other volatile function is refused on private rows, and one statement
+    reads one snapshot."""
+    return not any(isinstance(node, _DRAWS_OR_SAMPLES) or function_name(node) in DRAWS_OR_CLOCK
+                   for node in tree.find_all(exp.Func, exp.TableSample))
+
+
+# sqlglot's own nodes for random() (Rand), gen_random_uuid() (Uuid) and their kin.
+_DRAWS_OR_SAMPLES = (exp.Rand, exp.Randn, exp.Randstr, exp.Uuid, exp.TableSample)
+
 # Marked stable, yet they give the transaction an id for good (state that outlives it).
 STATE_CHANGING_STABLE = frozenset({"txid_current", "pg_current_xact_id"})
 
