@@ -59,7 +59,7 @@ def test_recent_decisions_are_kept_where_full_passes_do_not_walk_them():
     decisions = [Decision(now(), "alice", "127.0.0.1:5", "relay", RELAYED, "", 0.0, 0.0,
                           f"fingerprint {n}", 0.001) for n in range(3)]
     for decision in decisions:
-        operations.record(decision)
+        operations.record(decision.row())
     gc.collect()
     assert operations.recent() == decisions  # as recorded, oldest first
     assert not any(gc.is_tracked(row) for row in operations._recent)

@@ -110,23 +110,24 @@ class Operations:
             self.audit.write(Decision(now(), user, client, "login", REFUSED, sqlstate, 0.0, 0.0,
                                       "", 0.0))
 
-    def record(self, decision: Decision) -> None:
-        """One statement decided: count it, log it, keep it for the views."""
-        self.metrics.observe(decision)
+    def record(self, row: DecisionRow) -> None:
+        """One statement decided (a Decision's `row()`: no Decision is made per statement
+        unless the audit log writes it): count it, log it, keep it for the views."""
+        _, analyst, _, kind, outcome, sqlstate, epsilon, delta, _, seconds, _ = row
+        self.metrics.observe(analyst, kind, outcome, sqlstate, epsilon, delta, seconds)
         if self.audit is not None:
-            self.audit.write(decision)
-        self._recent.append(decision.row())
-        analyst = decision.analyst
+            self.audit.write(Decision(*row))
+        self._recent.append(row)
         counts = self.counts.get(analyst)
         if counts is None:
             counts = self.counts[analyst] = Counter()
             self.charged[analyst] = [0.0, 0.0]
-        counts[decision.outcome] += 1
-        if decision.epsilon or decision.delta:
+        counts[outcome] += 1
+        if epsilon or delta:
             totals = self.charged[analyst]
-            totals[0] += decision.epsilon
-            totals[1] += decision.delta
-        self.seconds[analyst] = self.seconds.get(analyst, 0.0) + decision.seconds
+            totals[0] += epsilon
+            totals[1] += delta
+        self.seconds[analyst] = self.seconds.get(analyst, 0.0) + seconds
 
     def recent(self) -> list[Decision]:
         """The last RECENT_DECISIONS decisions, oldest first."""
@@ -195,11 +196,10 @@ class SessionOps:
         info.delta += tracker.delta
         if self.operations is None:
             return
-        self.operations.record(Decision(
-            at=now(), analyst=info.analyst, client=info.client, kind=kind, outcome=outcome,
-            sqlstate=sqlstate or "", epsilon=tracker.epsilon, delta=tracker.delta,
-            fingerprint=tracker.fingerprint or statement_fingerprint(text), seconds=seconds,
-            reason=plan.reason if isinstance(plan, Refusal) and sqlstate else ""))
+        self.operations.record((
+            now(), info.analyst, info.client, kind, outcome, sqlstate or "", tracker.epsilon,
+            tracker.delta, tracker.fingerprint or statement_fingerprint(text), seconds,
+            plan.reason if isinstance(plan, Refusal) and sqlstate else ""))
 
 
 class StatementReport:
