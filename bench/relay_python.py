@@ -67,6 +67,7 @@ class _Transport(asyncio.Transport):
 
 async def _measure(transactions: int) -> dict[str, float]:
     """CPU µs per transaction of this process's checkout, simple and prepared."""
+    from proxy.ops import Operations
     from proxy.pgwire import wire
     from proxy.pgwire.backend import BackendConnection
     from proxy.pgwire.client_stream import ClientReader
@@ -74,7 +75,6 @@ async def _measure(transactions: int) -> dict[str, float]:
     from proxy.pgwire.hooked import HookedStreamProtocol
     from proxy.pgwire.outbox import Outbox
     from proxy.pgwire.running import Running
-    from proxy.ops import Operations
     from proxy.server.extended import ExtendedProtocol
     from proxy.server.fast_relay import FastRelay
     from proxy.server.prepared import Prepared, PreparedStatements
