@@ -48,7 +48,7 @@ class StatementCounts:
 
     def __init__(self) -> None:
         # (kind, outcome, sqlstate) -> [statements, when the label set was first seen]
-        self.counts: dict[tuple[str, str, str], list[float]] = {}
+        self.counts: dict[tuple[str, str, str], list[int | float]] = {}
         self.latencies: dict[str, _Latency] = {}
 
     def observe(self, kind: str, outcome: str, sqlstate: str, seconds: float) -> None:
