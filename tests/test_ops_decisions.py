@@ -151,3 +151,22 @@ def test_statement_counts_are_exposed_as_prometheus_clients_own_metrics_were():
         assert samples(ours_text, family) == samples(reference_text, family)
         assert samples(ours_text, family)  # not two empty sets
     assert created(ours_text) == created(reference_text)
+
+
+def test_relayed_statements_are_counted_without_a_row_when_nothing_keeps_it():
+    """Without an audit log a relayed statement that succeeded is only counted (no time,
+    fingerprint or row is made for it); its failure is kept for the dashboard."""
+    operations = Operations()
+    session = operations.session("ann", "", "demo", "")
+    relay = plan(RELAY)
+    session.relayed(relay, RELAY, None, 0.002)
+    session.relayed(relay, RELAY, "22012", 0.001)
+    registry = operations.metrics.registry
+    assert registry.get_sample_value("dpgate_statements_total", {
+        "kind": "relay", "outcome": "relayed", "sqlstate": ""}) == 1
+    assert registry.get_sample_value("dpgate_statement_duration_seconds_count",
+                                     {"kind": "relay"}) == 2
+    assert operations.counts["ann"] == {"relayed": 1, "failed": 1}
+    assert operations.seconds["ann"] == pytest.approx(0.003)
+    assert [(d.outcome, d.sqlstate) for d in operations.recent()] == [("failed", "22012")]
+    assert session.info.statements == 2

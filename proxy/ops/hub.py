@@ -37,7 +37,7 @@ from .decision import (
 from .metrics import Metrics
 
 # Decisions kept in memory for the dashboard (recent refusals, answers per minute), those
-# of relayed statements that succeeded left out.
+# of relayed statements that succeeded left out (Operations.needs_row).
 RECENT_DECISIONS = 10_000
 
 
@@ -115,13 +115,22 @@ class Operations:
         """One statement decided (a Decision's `row()`: no Decision is made per statement
         unless the audit log writes it): count it, log it, keep it for the views."""
         _, analyst, _, kind, outcome, sqlstate, epsilon, delta, _, seconds, _ = row
-        self.metrics.observe(analyst, kind, outcome, sqlstate, epsilon, delta, seconds)
+        self.count(analyst, kind, outcome, sqlstate, epsilon, delta, seconds)
         if self.audit is not None:
             self.audit.write(Decision(*row))
         if outcome != RELAYED:
-            # The views show private answers, refusals and failures: relayed statements,
-            # tens of thousands a second under load, would push the dashboard's hour out.
             self._recent.append(row)
+
+    def needs_row(self, outcome: str) -> bool:
+        """Whether `record` uses the decision's row, or `count` is all it does: the views
+        show private answers, refusals and failures, and relayed statements, tens of
+        thousands a second under load, would push the dashboard's hour out of those kept."""
+        return self.audit is not None or outcome != RELAYED
+
+    def count(self, analyst: str, kind: str, outcome: str, sqlstate: str, epsilon: float,
+              delta: float, seconds: float) -> None:
+        """A decision in the metrics and the per-analyst totals (SHOW STATS)."""
+        self.metrics.observe(analyst, kind, outcome, sqlstate, epsilon, delta, seconds)
         counts = self.counts.get(analyst)
         if counts is None:
             counts = self.counts[analyst] = Counter()
@@ -198,9 +207,14 @@ class SessionOps:
         info.statements += 1
         info.epsilon += tracker.epsilon
         info.delta += tracker.delta
-        if self.operations is None:
+        operations = self.operations
+        if operations is None:
             return
-        self.operations.record((
+        if not operations.needs_row(outcome):  # no time, fingerprint or row to make
+            operations.count(info.analyst, kind, outcome, sqlstate or "", tracker.epsilon,
+                             tracker.delta, seconds)
+            return
+        operations.record((
             now(), info.analyst, info.client, kind, outcome, sqlstate or "", tracker.epsilon,
             tracker.delta, tracker.fingerprint or statement_fingerprint(text), seconds,
             plan.reason if isinstance(plan, Refusal) and sqlstate else ""))
