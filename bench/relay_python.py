@@ -9,7 +9,8 @@ a pgbench-like transaction's bytes go into the client transport's hook
 (`SELECT name, price FROM products WHERE product_id = 7`, a cached relayed statement, as a
 Query; the same statement prepared as Bind/Describe/Execute/Sync), and PostgreSQL's
 answer into the relay connection's. The transports take the bytes and do nothing, so the
-figure is dpgate's Python alone: no sockets, no event loop, no PostgreSQL (the end-to-end
+figure is dpgate's Python alone, its report to operations (metrics, recent decisions)
+included: no sockets, no event loop, no PostgreSQL (the end-to-end
 figures are bench/private_latency.py's passthrough part). The checkouts take turns,
 `--rounds` times; each prints the CPU time of its thread per transaction (best and
 median of its rounds), and each round checks that every transaction was relayed the
@@ -66,6 +67,7 @@ class _Transport(asyncio.Transport):
 
 async def _measure(transactions: int) -> dict[str, float]:
     """CPU µs per transaction of this process's checkout, simple and prepared."""
+    from proxy.ops import Operations
     from proxy.pgwire import wire
     from proxy.pgwire.backend import BackendConnection
     from proxy.pgwire.client_stream import ClientReader
@@ -106,9 +108,11 @@ async def _measure(transactions: int) -> dict[str, float]:
     outbox = Outbox(writer)
     engine: Any = Engine()
     if "reader" in inspect.signature(Session).parameters:  # the one relay routine
+        # Reporting to a real Operations, as a proxy does (metrics, recent decisions).
+        ops = Operations().session("analyst", "127.0.0.1:5000", "demo", "pgbench")
         session = Session(None, engine, relay, None,  # type: ignore[arg-type]
                           reader=reader, writer=writer, outbox=outbox,
-                          prepared=PreparedStatements(), running=Running())
+                          prepared=PreparedStatements(), running=Running(), ops=ops)
         FastRelay(session, ExtendedProtocol(session), 1 << 20)
     else:  # 7d53ae9
         session = Session(None, engine, relay, None, outbox.send,  # type: ignore

@@ -329,6 +329,16 @@ def test_a_client_that_does_not_read_cannot_fill_the_proxys_memory(proxy: Runnin
     assert grown < 100, f"the proxy grew by {grown:.0f} MB"
     with psycopg.connect(proxy.dsn("bob"), autocommit=True) as other:
         assert other.execute("SELECT 1").fetchone() == (1,)
+    # The client left while its answer was held back: its backend does not stay blocked
+    # writing to the proxy (wait_event ClientWrite) for the rest of the proxy's life.
+    with psycopg.connect(proxy.database.admin_dsn, autocommit=True) as admin:
+        for _ in range(100):
+            left = admin.execute("SELECT pid, state, wait_event FROM pg_stat_activity "
+                                 "WHERE query = %s", (query,)).fetchall()
+            if not left:
+                break
+            time.sleep(0.1)
+    assert not left, left
 
 
 def test_a_long_pipeline_without_sync_is_answered_in_order(proxy: RunningProxy):

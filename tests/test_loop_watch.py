@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from proxy.ops import Operations
-from proxy.ops.decision import RELAYED, Decision, now
+from proxy.ops.decision import ANSWERED, RELAYED, Decision, now
 from proxy.server.event_loop import settled
 from proxy.server.loop_watch import CollectorPass, collector_file, watch
 
@@ -56,10 +56,15 @@ def test_settled_leaves_what_the_server_loaded_out_of_full_passes():
 
 def test_recent_decisions_are_kept_where_full_passes_do_not_walk_them():
     operations = Operations()
-    decisions = [Decision(now(), "alice", "127.0.0.1:5", "relay", RELAYED, "", 0.0, 0.0,
+    decisions = [Decision(now(), "alice", "127.0.0.1:5", "private", ANSWERED, "", 0.1, 0.0,
                           f"fingerprint {n}", 0.001) for n in range(3)]
     for decision in decisions:
-        operations.record(decision)
+        operations.record(decision.row())
+        # A relayed statement is counted, not kept: under load it would push the
+        # dashboard's hour of answers and refusals out of the RECENT_DECISIONS kept.
+        operations.record(Decision(now(), "alice", "127.0.0.1:5", "relay", RELAYED, "", 0.0,
+                                   0.0, "relayed", 0.001).row())
     gc.collect()
     assert operations.recent() == decisions  # as recorded, oldest first
+    assert operations.counts["alice"][RELAYED] == 3
     assert not any(gc.is_tracked(row) for row in operations._recent)

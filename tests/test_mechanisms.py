@@ -8,6 +8,8 @@ not make them fail either.
 from __future__ import annotations
 
 import math
+import os
+import threading
 from fractions import Fraction
 
 import numpy as np
@@ -310,3 +312,32 @@ def test_bound_special_cases() -> None:
     ]:
         with pytest.raises(ValueError):
             shifted_laplace_bound(*bad)
+
+
+def test_secure_source_reads_the_csprng_in_blocks_each_byte_once() -> None:
+    """SecureRandomSource keeps a block of os.urandom per thread: bounds wider than the
+    block still draw uniformly, two threads never hand out the same bytes, and a forked
+    child does not draw the parent's unread bytes (it would repeat the parent's noise)."""
+    src = SecureRandomSource()
+    huge = 1 << (8 * 5000)  # more bytes than one block
+    assert 0 <= src.randbelow(huge) < huge and src.randbelow(huge) != src.randbelow(huge)
+    drawn: list[int] = []
+    threads = [threading.Thread(target=lambda: drawn.extend(
+        src.randbelow(1 << 64) for _ in range(500))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(drawn)) == len(drawn) == 2000
+    src.randbelow(2)  # the parent's block holds unread bytes now
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: its next 32 bytes, then out
+        os.write(write, src.randbelow(1 << 256).to_bytes(32, "big"))
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    from_child = os.read(read, 32)
+    os.close(read)
+    assert len(from_child) == 32
+    assert from_child != src.randbelow(1 << 256).to_bytes(32, "big")

@@ -10,10 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from proxy.config import load_policy_file
 from proxy.demo.demo import DEMO_POLICY_FILE
 from proxy.ops import Operations
+from proxy.ops.metrics import LATENCY_BUCKETS, LATENCY_HELP, STATEMENTS_HELP, Metrics
 from rewriter.analysis.classify import classify
 
 pytestmark = pytest.mark.unit
@@ -111,3 +114,59 @@ def test_sessions_are_counted_while_open(ops: Operations):
     ops.closed(first.info)
     assert [info.analyst for info in ops.sessions] == ["bob"]
     assert ops.metrics.registry.get_sample_value("dpgate_sessions_active") == 1
+
+
+def test_statement_counts_are_exposed_as_prometheus_clients_own_metrics_were():
+    """The statement counter and latency histogram are plain numbers published at scrape
+    time (metrics.StatementCounts): the same families, samples and values as
+    prometheus_client's Counter and Histogram given the same observations."""
+    ours = Metrics()
+    reference = CollectorRegistry()
+    counter = Counter("dpgate_statements", STATEMENTS_HELP,
+                      ["kind", "outcome", "sqlstate"], registry=reference)
+    histogram = Histogram("dpgate_statement_duration_seconds", LATENCY_HELP, ["kind"],
+                          buckets=LATENCY_BUCKETS, registry=reference)
+    observed = [("relay", "relayed", "", 0.0004), ("relay", "relayed", "", 0.001),
+                ("relay", "failed", "22012", 0.0025), ("private", "answered", "", 61.0),
+                ("private", "refused", "53400", 0.0), ("relay", "relayed", "", 0.3)]
+    for kind, outcome, sqlstate, seconds in observed:
+        ours.observe("ann", kind, outcome, sqlstate, 0.0, 0.0, seconds)
+        counter.labels(kind, outcome, sqlstate).inc()
+        histogram.labels(kind).observe(seconds)
+
+    def samples(text: str, family: str) -> dict:
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for f in text_string_to_metric_families(text) if f.name == family
+                for s in f.samples if not s.name.endswith("_created")}
+
+    def created(text: str) -> set:
+        return {(s.name, tuple(sorted(s.labels.items())))
+                for f in text_string_to_metric_families(text) for s in f.samples
+                if s.name.startswith(("dpgate_statements_created",
+                                      "dpgate_statement_duration_seconds_created"))}
+
+    ours_text = ours.exposition().decode()
+    reference_text = generate_latest(reference).decode()
+    for family in ("dpgate_statements", "dpgate_statement_duration_seconds"):
+        assert samples(ours_text, family) == samples(reference_text, family)
+        assert samples(ours_text, family)  # not two empty sets
+    assert created(ours_text) == created(reference_text)
+
+
+def test_relayed_statements_are_counted_without_a_row_when_nothing_keeps_it():
+    """Without an audit log a relayed statement that succeeded is only counted (no time,
+    fingerprint or row is made for it); its failure is kept for the dashboard."""
+    operations = Operations()
+    session = operations.session("ann", "", "demo", "")
+    relay = plan(RELAY)
+    session.relayed(relay, RELAY, None, 0.002)
+    session.relayed(relay, RELAY, "22012", 0.001)
+    registry = operations.metrics.registry
+    assert registry.get_sample_value("dpgate_statements_total", {
+        "kind": "relay", "outcome": "relayed", "sqlstate": ""}) == 1
+    assert registry.get_sample_value("dpgate_statement_duration_seconds_count",
+                                     {"kind": "relay"}) == 2
+    assert operations.counts["ann"] == {"relayed": 1, "failed": 1}
+    assert operations.seconds["ann"] == pytest.approx(0.003)
+    assert [(d.outcome, d.sqlstate) for d in operations.recent()] == [("failed", "22012")]
+    assert session.info.statements == 2

@@ -47,3 +47,19 @@ def test_sqlstates_are_five_characters_and_unique() -> None:
     assert len(set(values)) == len(values)
     assert all(re.fullmatch(r"[0-9A-Z]{5}", value) for value in values)
     assert f"{SqlState.SYNTAX_ERROR}" == "42601"
+
+
+@pytest.mark.parametrize("target", list(Target))
+def test_describe_and_execute_read_back_what_was_written(target) -> None:
+    """read_target and read_execute read their fields directly (they run for every
+    relayed prepared statement): what the builders wrote, and a protocol error for any
+    message that is cut short, too long or names no target."""
+    assert wire.read_target(wire.describe_message(target, "p1")[5:]) == (target, "p1")
+    assert wire.read_execute(wire.execute_message("p1", 7)[5:]) == ("p1", 7)
+    assert wire.read_execute(wire.execute_message("", -3)[5:]) == ("", 0)
+    for broken in (b"", target.value, target.value + b"p1\0x", b"Xp1\0"):
+        with pytest.raises(wire.ProtocolError):
+            wire.read_target(broken)
+    for broken in (b"", b"p1", b"p1\0\0\0\0", b"p1\0\0\0\0\0\0"):
+        with pytest.raises(wire.ProtocolError):
+            wire.read_execute(broken)

@@ -36,7 +36,8 @@ from .decision import (
 )
 from .metrics import Metrics
 
-# Decisions kept in memory for the dashboard (recent refusals, answers per minute).
+# Decisions kept in memory for the dashboard (recent refusals, answers per minute), those
+# of relayed statements that succeeded left out (Operations.needs_row).
 RECENT_DECISIONS = 10_000
 
 
@@ -110,23 +111,36 @@ class Operations:
             self.audit.write(Decision(now(), user, client, "login", REFUSED, sqlstate, 0.0, 0.0,
                                       "", 0.0))
 
-    def record(self, decision: Decision) -> None:
-        """One statement decided: count it, log it, keep it for the views."""
-        self.metrics.observe(decision)
+    def record(self, row: DecisionRow) -> None:
+        """One statement decided (a Decision's `row()`: no Decision is made per statement
+        unless the audit log writes it): count it, log it, keep it for the views."""
+        _, analyst, _, kind, outcome, sqlstate, epsilon, delta, _, seconds, _ = row
+        self.count(analyst, kind, outcome, sqlstate, epsilon, delta, seconds)
         if self.audit is not None:
-            self.audit.write(decision)
-        self._recent.append(decision.row())
-        analyst = decision.analyst
+            self.audit.write(Decision(*row))
+        if outcome != RELAYED:
+            self._recent.append(row)
+
+    def needs_row(self, outcome: str) -> bool:
+        """Whether `record` uses the decision's row, or `count` is all it does: the views
+        show private answers, refusals and failures, and relayed statements, tens of
+        thousands a second under load, would push the dashboard's hour out of those kept."""
+        return self.audit is not None or outcome != RELAYED
+
+    def count(self, analyst: str, kind: str, outcome: str, sqlstate: str, epsilon: float,
+              delta: float, seconds: float) -> None:
+        """A decision in the metrics and the per-analyst totals (SHOW STATS)."""
+        self.metrics.observe(analyst, kind, outcome, sqlstate, epsilon, delta, seconds)
         counts = self.counts.get(analyst)
         if counts is None:
             counts = self.counts[analyst] = Counter()
             self.charged[analyst] = [0.0, 0.0]
-        counts[decision.outcome] += 1
-        if decision.epsilon or decision.delta:
+        counts[outcome] += 1
+        if epsilon or delta:
             totals = self.charged[analyst]
-            totals[0] += decision.epsilon
-            totals[1] += decision.delta
-        self.seconds[analyst] = self.seconds.get(analyst, 0.0) + decision.seconds
+            totals[0] += epsilon
+            totals[1] += delta
+        self.seconds[analyst] = self.seconds.get(analyst, 0.0) + seconds
 
     def recent(self) -> list[Decision]:
         """The last RECENT_DECISIONS decisions, oldest first."""
@@ -193,13 +207,17 @@ class SessionOps:
         info.statements += 1
         info.epsilon += tracker.epsilon
         info.delta += tracker.delta
-        if self.operations is None:
+        operations = self.operations
+        if operations is None:
             return
-        self.operations.record(Decision(
-            at=now(), analyst=info.analyst, client=info.client, kind=kind, outcome=outcome,
-            sqlstate=sqlstate or "", epsilon=tracker.epsilon, delta=tracker.delta,
-            fingerprint=tracker.fingerprint or statement_fingerprint(text), seconds=seconds,
-            reason=plan.reason if isinstance(plan, Refusal) and sqlstate else ""))
+        if not operations.needs_row(outcome):  # no time, fingerprint or row to make
+            operations.count(info.analyst, kind, outcome, sqlstate or "", tracker.epsilon,
+                             tracker.delta, seconds)
+            return
+        operations.record((
+            now(), info.analyst, info.client, kind, outcome, sqlstate or "", tracker.epsilon,
+            tracker.delta, tracker.fingerprint or statement_fingerprint(text), seconds,
+            plan.reason if isinstance(plan, Refusal) and sqlstate else ""))
 
 
 class StatementReport:

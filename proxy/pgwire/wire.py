@@ -326,22 +326,32 @@ def bind_names(payload: bytes) -> tuple[str, str]:
     return portal, cstring(payload, offset)[0]
 
 
+# Describe and Execute are read for every relayed prepared statement (fast_relay.py), so
+# these two read their fields directly rather than through _Payload, with its errors.
+_TARGETS = frozenset((Target.STATEMENT.value, Target.PORTAL.value))
+_INT32 = struct.Struct("!i")
+
+
 def read_target(payload: bytes) -> tuple[bytes, str]:
     """Describe and Close: (b"S" statement or b"P" portal, name)."""
-    fields = _Payload(payload)
-    kind, name = fields.byte(), fields.string()
-    fields.end()
-    if kind not in (Target.STATEMENT, Target.PORTAL):
+    if not payload:
+        raise ProtocolError("message too short for its contents")
+    name, end = cstring(payload, 1)
+    if end != len(payload):
+        raise ProtocolError("unexpected bytes at the end of a message")
+    kind = payload[:1]
+    if kind not in _TARGETS:
         raise ProtocolError(f"invalid target type {kind!r}")
     return kind, name
 
 
 def read_execute(payload: bytes) -> tuple[str, int]:
     """Execute: (portal, row limit; 0 means no limit)."""
-    fields = _Payload(payload)
-    portal, limit = fields.string(), fields.int32()
-    fields.end()
-    return portal, max(limit, 0)
+    portal, end = cstring(payload)
+    if len(payload) - end != _INT32.size:
+        raise ProtocolError("message too short for its contents" if len(payload) - end < 4
+                            else "unexpected bytes at the end of a message")
+    return portal, max(_INT32.unpack_from(payload, end)[0], 0)
 
 
 def parse_message(statement: str, query: str, types: Sequence[int]) -> bytes:

@@ -104,6 +104,7 @@ class RelayLane:
         self.client = client
         client.on_pause_writing = self._client_full
         client.on_resume_writing = self._client_caught_up
+        client.on_closed = self._client_gone
 
     def attach(self, relay: BackendConnection) -> None:
         """Take the answers of a (new) relay connection in its transport callback."""
@@ -122,6 +123,7 @@ class RelayLane:
     def close(self) -> None:
         self.detach()
         self.client.on_pause_writing = self.client.on_resume_writing = None
+        self.client.on_closed = None
 
     def forward(self, message: bytes, undo: Undo = None) -> None:
         """Queue an extended-protocol message for PostgreSQL; its answer is read by the
@@ -258,6 +260,15 @@ class RelayLane:
         if self.in_flight and self.relay is not None and not self._paused:
             self.relay.writer.transport.pause_reading()  # type: ignore[attr-defined]
             self._paused = True
+
+    def _client_gone(self) -> None:
+        """The client's connection is lost while its answers are held back: nobody will
+        read them, so the relay connection is closed, and its backend ends as PostgreSQL's
+        own does when its client leaves (it stayed blocked writing to dpgate for good).
+        The exchanges fail as for any lost relay connection, which wakes the session's
+        task to its end. A client that only shut its side for writing still reads."""
+        if self._paused and self.relay is not None and self.transport.is_closing():
+            self.relay.close()
 
     def _client_caught_up(self) -> None:
         if self._paused and self.relay is not None:
