@@ -106,13 +106,15 @@ def contribution_histogram(base: exp.Select, bounding: Bounding, cap: int) -> st
 
 
 def _with_unit(rows: exp.Select, bounding: Bounding) -> exp.Select:
-    """`rows` with the unit of each as `_dp_unit`, through the hops dpgate joins itself."""
+    """`rows` with the unit of each as `_dp_unit`, through the hops dpgate joins itself.
+    Rows whose unit is NULL belong to no unit and are left out, in every unit-mode shape
+    alike (docs/privacy-unit.md, "Rows without a unit")."""
     rows = rows.select(exp.alias_(bounding.unit.copy(), UNIT.strip('"'), quoted=True))
     for table in bounding.tables:  # a comma item: valid after explicit JOINs and commas
         rows.append("joins", exp.Join(this=table.copy()))
     for condition in bounding.conditions:
         rows = rows.where(condition.copy())
-    return rows
+    return rows.where(exp.Not(this=exp.Is(this=bounding.unit.copy(), expression=exp.Null())))
 
 
 def cell_contributions(inner: exp.Select, bounding: Bounding, keys: list[str]) -> str:
@@ -122,8 +124,7 @@ def cell_contributions(inner: exp.Select, bounding: Bounding, keys: list[str]) -
     window over those (never more than the rows) for n = Σ m of the unit, then one
     aggregate per (key, m, n): no join of the rows back to their units and no copy of
     them. Each cell at any τ is then Σ units·(m if n ≤ τ else m·τ/n), a unit adding at
-    most τ rows in all. Rows whose unit is NULL belong to no unit and are
-    left out."""
+    most τ rows in all. Rows whose unit is NULL are left out (`_with_unit`)."""
     rows = _with_unit(inner, bounding).sql(dialect="postgres")
     group = ", ".join(f"b.{key}" for key in keys)
     cells = ", ".join(f"w.{key}" for key in keys)
@@ -131,7 +132,7 @@ def cell_contributions(inner: exp.Select, bounding: Bounding, keys: list[str]) -
     return (f'SELECT {cells}, w."_dp_rows" AS "c0", w."_dp_n" AS "c1", count(*) AS "c2" '
             f'FROM (SELECT g.*, CAST(sum(g."_dp_rows") OVER (PARTITION BY g.{UNIT}) '
             f'AS int8) AS "_dp_n" FROM (SELECT b.{UNIT}, {group}, count(*) AS "_dp_rows" '
-            f"FROM ({rows}) AS b WHERE b.{UNIT} IS NOT NULL GROUP BY b.{UNIT}, {group}) "
+            f"FROM ({rows}) AS b GROUP BY b.{UNIT}, {group}) "
             f'AS g) AS w GROUP BY {cells}, w."_dp_rows", w."_dp_n"')
 
 
@@ -142,8 +143,7 @@ def weighted_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
     group), then `columns` (over `q.`), those marked True grouped on too (a bucket's
     index). The proxy weighs each (group, n) by min(1, τ/n) after choosing τ
     (proxy/engine/weighted_sums.py): a unit's rows then weigh at most τ in all, with no
-    sort. Rows whose unit is NULL belong to no unit and are left out, as in
-    cell_contributions.
+    sort. Rows whose unit is NULL are left out (`_with_unit`).
 
     The rows are read twice: once for the units' sizes, asked for in unit order as
     contribution_histogram's (an index on the unit counts them in one pass, no hash
