@@ -22,7 +22,7 @@ from rewriter.analysis.classify import classify
 from rewriter.errors import Refusal
 from rewriter.plan import Composite
 from rewriter.release.explain import explain
-from rewriter.sensitivity.calibrate import branch_budgets, calibrate
+from rewriter.sensitivity.calibrate import AVERAGE_SUM_WEIGHT, branch_budgets, calibrate
 from rewriter.sensitivity.metrics import Metrics
 from tests.conftest import (
     DemoDatabase,
@@ -147,16 +147,20 @@ def test_a_branch_mixing_a_quantile_with_counts_is_split_in_turn():
 def test_each_release_gets_what_it_would_in_one_plan_and_the_charge_is_their_sum():
     plan = composite(MIXED)
     plans = tuple(b.plan for b in plan.branches)
-    # count, avg's sum and count, the quantile: four parts, three in the first release
+    # count, avg's sum and count, the quantile: four parts, three in the first release;
+    # an AVG's sum takes AVERAGE_SUM_WEIGHT slots of the split, as in one plan
+    slots = 3 + AVERAGE_SUM_WEIGHT
     assert branch_budgets(plans, 0.3, 1e-8) == (
-        pytest.approx((0.225, 1e-8)), pytest.approx((0.075, 1e-8)))
+        pytest.approx((0.3 * (slots - 1) / slots, 1e-8)), pytest.approx((0.3 / slots, 1e-8)))
     parts = [part for p, (e, d) in zip(plans, branch_budgets(plans, 0.3, 1e-8), strict=True)
              for part in calibrate(p, e, d).parts]
-    assert [p.epsilon for p in parts] == pytest.approx([0.075] * 4)  # as one plan's even split
+    slot = 0.3 / slots
+    assert [p.epsilon for p in parts] == pytest.approx(
+        [slot, slot * AVERAGE_SUM_WEIGHT, slot, slot])  # as one plan's split
     report = explain(MIXED, POLICY, METRICS, 0.3, 1e-8)
     assert report["supported"] and report["kind"] == "composite"
     assert report["epsilon"] == pytest.approx(0.3) and report["delta"] == 0
-    assert [b["epsilon"] for b in report["branches"]] == pytest.approx([0.225, 0.075])
+    assert [b["epsilon"] for b in report["branches"]] == pytest.approx([0.3 - 0.3 / slots, 0.3 / slots])
 
 
 @pytest.mark.unit
@@ -214,7 +218,8 @@ def test_one_charge_of_the_summed_epsilon_and_every_columns_interval(proxy: Runn
     assert charge["epsilon"] == pytest.approx(0.3) and charge["outcome"] == "answered"
     (notice,) = [n for n in notices if "charged epsilon" in n]
     assert "charged epsilon 0.3," in notice and "in 2 releases" in notice
-    assert "[count, avg] epsilon 0.225" in notice and "[percentile_cont] epsilon 0.075" in notice
+    assert "[count, avg] epsilon 0.233333" in notice
+    assert "[percentile_cont] epsilon 0.0666667" in notice
     for name in ("count ±", "avg ±", "percentile_cont ±"):
         assert name in notice
     shown = {row[2]: row[3] for row in last}

@@ -83,9 +83,7 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
     if not plan.parts:
         return Calibration(0.0, 0.0, True, (), None, chosen)
     budget = _budget(plan, epsilon, delta, chosen)
-    averages = frozenset(output.parts[0] for output in plan.outputs
-                         if output.aggregate == "avg")
-    epsilons = part_epsilons(plan.parts, epsilon, sum_count_share, averages)
+    epsilons = part_epsilons(plan.parts, epsilon, sum_count_share, _averages(plan))
     parts = tuple(_choice(part, share, k) if part.choice else
                   _additive(part, share, budget, plan, k)
                   for part, share in zip(plan.parts, epsilons, strict=True))
@@ -103,15 +101,26 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
                        threshold, chosen)
 
 
+def _averages(plan: PrivateAggregate) -> frozenset[int]:
+    """The indexes of the parts that are an AVG's sum."""
+    return frozenset(output.parts[0] for output in plan.outputs if output.aggregate == "avg")
+
+
+def _slots(parts: tuple[NoisyPart, ...], averages: frozenset[int]) -> list[float]:
+    """Each part's slots of the even split: an AVG's sum AVERAGE_SUM_WEIGHT, a SUM's count
+    of its own values (presence_of) none (it takes a share of its SUM's), the rest one."""
+    return [0.0 if part.presence_of is not None else
+            AVERAGE_SUM_WEIGHT if index in averages else 1.0
+            for index, part in enumerate(parts)]
+
+
 def part_epsilons(parts: tuple[NoisyPart, ...], epsilon: float, sum_count_share: float,
                   averages: frozenset[int] = frozenset()) -> tuple[float, ...]:
-    """Each part's ε: an even split over the parts the statement asks for, an AVG's sum
-    (its index in `averages`) taking AVERAGE_SUM_WEIGHT slots, of which a SUM with a count
-    of its own values (presence_of) gives that count `sum_count_share`."""
+    """Each part's ε: an even split over the slots of the parts the statement asks for
+    (_slots), of which a SUM with a count of its own values (presence_of) gives that count
+    `sum_count_share`."""
     shared = {part.presence_of for part in parts if part.presence_of is not None}
-    weights = [0.0 if part.presence_of is not None else
-               AVERAGE_SUM_WEIGHT if index in averages else 1.0
-               for index, part in enumerate(parts)]
+    weights = _slots(parts, averages)
     slot = epsilon / sum(weights)
     return tuple(slot * sum_count_share if part.presence_of is not None else
                  slot * weight * (1 - sum_count_share) if index in shared else slot * weight
@@ -164,10 +173,10 @@ def branch_budgets(plans: tuple[PrivateAggregate, ...], epsilon: float, delta: f
                    mechanism: str = Mechanism.SHIFTED_LAPLACE
                    ) -> tuple[tuple[float, float], ...]:
     """Each release's (ε, δ) in a statement answered by several (plan.Composite): ε in
-    proportion to the aggregates each asks for, so every part gets what it would in one
+    proportion to the slots of the aggregates each asks for (_slots), so every part gets what it would in one
     plan holding them all; δ evenly over the releases that spend one. The charge, the sum
     of the releases', is then at most (ε, δ) (sequential composition)."""
-    asked = [sum(1 for part in plan.parts if part.presence_of is None) for plan in plans]
+    asked = [sum(_slots(plan.parts, _averages(plan))) for plan in plans]
     spending = [_delta_users(plan, Mechanism(mechanism)) > 0 for plan in plans]
     total, users = sum(asked), sum(spending)
     return tuple((epsilon * count / total if total else 0.0,
