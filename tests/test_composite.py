@@ -160,7 +160,8 @@ def test_each_release_gets_what_it_would_in_one_plan_and_the_charge_is_their_sum
     report = explain(MIXED, POLICY, METRICS, 0.3, 1e-8)
     assert report["supported"] and report["kind"] == "composite"
     assert report["epsilon"] == pytest.approx(0.3) and report["delta"] == 0
-    assert [b["epsilon"] for b in report["branches"]] == pytest.approx([0.3 - 0.3 / slots, 0.3 / slots])
+    assert [b["epsilon"] for b in report["branches"]] == pytest.approx(
+        [0.3 - 0.3 / slots, 0.3 / slots])
 
 
 @pytest.mark.unit

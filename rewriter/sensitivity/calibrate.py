@@ -173,9 +173,10 @@ def branch_budgets(plans: tuple[PrivateAggregate, ...], epsilon: float, delta: f
                    mechanism: str = Mechanism.SHIFTED_LAPLACE
                    ) -> tuple[tuple[float, float], ...]:
     """Each release's (ε, δ) in a statement answered by several (plan.Composite): ε in
-    proportion to the slots of the aggregates each asks for (_slots), so every part gets what it would in one
-    plan holding them all; δ evenly over the releases that spend one. The charge, the sum
-    of the releases', is then at most (ε, δ) (sequential composition)."""
+    proportion to the slots of the aggregates each asks for (_slots), so every part gets
+    what it would in one plan holding them all; δ evenly over the releases that spend
+    one. The charge, the sum of the releases', is then at most (ε, δ) (sequential
+    composition)."""
     asked = [sum(_slots(plan.parts, _averages(plan))) for plan in plans]
     spending = [_delta_users(plan, Mechanism(mechanism)) > 0 for plan in plans]
     total, users = sum(asked), sum(spending)
