@@ -396,3 +396,43 @@ def test_median_beside_a_count_takes_dpgates_names(exact: str):
         assert [(d.name, d.type_code) for d in cursor.description] == [("count", INT8),
                                                                        ("m", FLOAT8)]
     assert count > 0 and median > 0
+
+
+def test_released_values_never_reach_the_text_other_analysts_can_see(proxy: RunningProxy):
+    """Post-processing runs on the relay role, every analyst's: its statement's text is in
+    pg_stat_activity for them to read, so the released values travel as parameters."""
+    asked = {"SELECT count(*) FROM orders UNION ALL SELECT count(*) FROM customers": 2,
+             "SELECT count(*) * 3 AS n FROM orders WHERE quantity > 2": 1}
+    with psycopg.connect(fresh(proxy), autocommit=True) as connection:
+        for sql, rows in asked.items():
+            answer = [str(value) for row in connection.execute(sql).fetchall()
+                      for value in row]
+            assert len(answer) == rows
+            with psycopg.connect(fresh(proxy), autocommit=True) as other:
+                texts = [text for (text,) in other.execute(
+                    "SELECT query FROM pg_stat_activity "
+                    "WHERE application_name = 'dpgate-released'").fetchall()]
+            assert texts and any("$1::" in text for text in texts)
+            for text in texts:
+                assert "VALUES ('" not in text
+                assert not any(value in text for value in answer if len(value) > 2)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*) FROM orders UNION ALL SELECT count(*) FROM customers "
+    "LIMIT (SELECT count(*) FROM orders WHERE quantity > 5)",
+    "SELECT count(*), median(quantity) FROM orders "
+    "OFFSET (SELECT min(quantity) FROM orders WHERE customer_id = 7)",
+    "(SELECT count(*) FROM orders UNION ALL SELECT count(*) FROM customers) "
+    "UNION ALL SELECT 1 LIMIT (SELECT 1)",
+])
+def test_limit_and_offset_of_several_releases_take_a_constant(sql: str):
+    """They run over the released rows after the charge: a subquery there would count
+    private rows without noise (one person's value, through how many rows come back)."""
+    assert "take a constant" in refusal(sql).message
+
+
+def test_a_name_dpgate_keeps_for_itself_is_refused():
+    sql = ("SELECT length('__dpgate_branch_0__ AS \"b0\"')::bigint "
+           "UNION ALL SELECT count(*) FROM orders")
+    assert "keeps for itself" in refusal(sql).message

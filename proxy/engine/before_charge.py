@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from rewriter.errors import Refusal
 from rewriter.plan import Branch, Composite, PrivateAggregate
-from rewriter.release.computed import with_branches
+from rewriter.release.computed import BoundValues, with_branches
 from rewriter.sensitivity.calibrate import Calibration, branch_budgets, composed
 from rewriter.sqlstate import SqlState
 
@@ -99,7 +99,8 @@ class BeforeCharge:
                 calibration = await self._calibration(branch.plan, epsilon, delta)
                 runs.append(await self._run(backend, branch, calibration, parameters, types))
         shape = await self._combined(written, plan, runs, types)
-        return Checked(composed(tuple(run.calibration for run in runs)), shape, tuple(runs),
+        return Checked(composed(tuple(run.calibration for run in runs), settings.epsilon),
+                       shape, tuple(runs),
                        parameters, plan.combine)
 
     async def _run(self, backend: BackendConnection, branch: Branch,
@@ -119,7 +120,8 @@ class BeforeCharge:
                         types: tuple[int, ...]) -> Shape:
         """The answer's columns: the statement's as PostgreSQL reads it, else those of
         `combine` over no released row (a statement with median)."""
-        empty = with_branches(plan.combine, [([], run.type_names) for run in runs])
+        empty = with_branches(plan.combine, [([], run.type_names) for run in runs],
+                              BoundValues(0))
         columns = (await self._probe(empty, ())).columns
         if written is not None and len(written.columns) == len(columns):
             columns = written.columns

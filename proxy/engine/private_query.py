@@ -20,7 +20,7 @@ from accounting import BudgetExceeded, ChargeRequest, FailureCharge, Ledger, cha
 from mechanisms.names import Mechanism
 from mechanisms.random_source import RandomSource
 from rewriter.plan import PrivateAggregate
-from rewriter.release.computed import with_branches, with_rows
+from rewriter.release.computed import BoundValues, with_branches, with_rows
 from rewriter.release.outer import with_answer
 from rewriter.sensitivity.calibrate import Calibration
 from rewriter.sqlstate import SqlState
@@ -131,10 +131,11 @@ class PrivateQuery:
             answers.append(answer)
         if checked.combine is None:
             return rows[0], answers
+        bound = BoundValues(0)  # `combine` has no parameter of the statement's
         sql = with_branches(checked.combine, [
             (released, run.type_names)
-            for released, run in zip(rows, checked.runs, strict=True)])
-        return await self._post_processed(sql, None, request), answers
+            for released, run in zip(rows, checked.runs, strict=True)], bound)
+        return await self._post_processed(sql, None, bound, request), answers
 
     async def released_rows(self, plan: PrivateAggregate, calibration: Calibration, shape: Shape,
                         shift: float, true_rows: Sequence[Row],
@@ -148,13 +149,15 @@ class PrivateQuery:
             if heavy_release(plan, calibration, true_rows) else release(*arguments)
         rows = answer.rows
         if plan.post_sql is not None:
-            sql = with_rows(plan.post_sql, rows, [name for name, _ in shape.released])
-            rows = await self._post_processed(sql, parameters, request)
+            bound = BoundValues(_count(parameters))
+            sql = with_rows(plan.post_sql, rows, [name for name, _ in shape.released], bound)
+            rows = await self._post_processed(sql, parameters, bound, request)
         if plan.outer is not None:
+            bound = BoundValues(_count(parameters))
             sql = with_answer(plan.outer.sql, plan.outer.alias, rows, [
                 (name, type_name) for (name, _), type_name in
-                zip(shape.answer, shape.answer_types, strict=True)])
-            rows = await self._post_processed(sql, parameters, request)
+                zip(shape.answer, shape.answer_types, strict=True)], bound)
+            rows = await self._post_processed(sql, parameters, bound, request)
         return rows, answer
 
     async def charge_failure(self, request: ChargeRequest) -> None:
@@ -168,9 +171,11 @@ class PrivateQuery:
         self.report_charge(request.fingerprint, request.epsilon, request.delta, False)
 
     async def _post_processed(self, sql: str, parameters: Parameters | None,
-                              request: ChargeRequest) -> list[list[str | None]]:
+                              bound: BoundValues, request: ChargeRequest
+                              ) -> list[list[str | None]]:
         """The statement's expressions over the released values only (post-processing),
-        on a connection borrowed for this statement alone.
+        on a connection borrowed for this statement alone. The values are bound after the
+        statement's own parameters, never written into its text (BoundValues).
 
         Its failure (a noisy count of 0 as a divisor) depends on released values only, so
         PostgreSQL's own error is reported, once the question is charged: the values
@@ -178,9 +183,14 @@ class PrivateQuery:
         connection lost meanwhile is charged the same way and is this statement's error,
         not the session's end.
         """
+        if _count(parameters) + len(bound.values) > MAX_PARAMETERS:
+            await self.charge_failure(request)
+            raise StatementError(SqlState.PROGRAM_LIMIT_EXCEEDED, "too many released values "
+                                 "to compute over; the charge is kept",
+                                 hint="Ask for fewer groups or columns.")
         try:
             async with self.released.connection() as backend:
-                result = await backend.fetch(sql, parameters)
+                result = await backend.fetch(sql, _with_bound(parameters, bound))
         except BackendError as error:
             await self.charge_failure(request)
             raise client_error(error, 0) from None
@@ -190,6 +200,29 @@ class PrivateQuery:
                                  "was lost while computing over the released values; the "
                                  "charge is kept", hint="Ask again.") from None
         return [[None if v is None else v.decode() for v in row] for row in result.rows]
+
+
+# A Bind message counts its parameters in 16 bits.
+MAX_PARAMETERS = 65535
+
+
+def _count(parameters: Parameters | None) -> int:
+    return len(parameters.values) if parameters is not None else 0
+
+
+def _with_bound(parameters: Parameters | None, bound: BoundValues) -> Parameters | None:
+    """The statement's own parameters, then the released values as text of a type the
+    statement's casts decide (`$n::type`)."""
+    if not bound.values:
+        return parameters
+    own = _count(parameters)
+    types = parameters.types if parameters is not None else ()
+    formats = parameters.formats if parameters is not None else ()
+    formats = formats * own if len(formats) == 1 else formats or (0,) * own
+    values = parameters.values if parameters is not None else ()
+    added = len(bound.values)
+    return Parameters(types + (0,) * (own - len(types) + added), formats + (0,) * added,
+                      values + tuple(bound.values))
 
 
 def heavy_release(plan: PrivateAggregate, calibration: Calibration, true_rows: Sequence[Row]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from sqlglot import exp
 
 from ..errors import Refusal, unsupported
-from ..plan import Branch, Composite, PrivateAggregate
+from ..plan import Branch, Composite, PrivateAggregate, branch_table
 from ..policy.model import Policy
 from ..release.computed import branch_source
 from ..sensitivity.metrics import Metrics
@@ -80,7 +80,7 @@ def _choice_parts(tree: exp.Select, offset: int) -> list[list[int]] | None:
 def _split(tree: exp.Select, parts: list[list[int]], policy: Policy, offset: int,
            metrics: Metrics) -> Composite:
     branches, combine = _split_parts(tree, parts, policy, offset, metrics, 0, "")
-    return _composite(branches, combine, tree, offset)
+    return _composite(branches, combine, tree, offset, policy)
 
 
 def _split_parts(tree: exp.Select, parts: list[list[int]], policy: Policy, offset: int,
@@ -160,7 +160,7 @@ def _set_operation(tree: exp.SetOperation, policy: Policy, offset: int, metrics:
         leaf.replace(exp.select(*[
             exp.column(f"c{column}", table=f"b{number}", quoted=True).as_(name, quoted=True)
             for column, name in enumerate(_names(leaf, plan))]).from_(branch_source(number)))
-    return _composite(branches, combine, tree, offset)
+    return _composite(branches, combine, tree, offset, policy)
 
 
 def _names(leaf: exp.Expression, plan: PrivateAggregate) -> list[str]:
@@ -194,13 +194,35 @@ def _leaves(node: exp.Expression) -> Iterator[exp.Expression]:
 
 
 def _composite(branches: list[Branch], combine: exp.Expression, tree: exp.Expression,
-               offset: int) -> Composite:
+               offset: int, policy: Policy) -> Composite:
     if combine.find(exp.Placeholder, exp.Parameter):
         raise unsupported("parameters outside the private parts of a statement answered in "
                           "several releases (in its ORDER BY, LIMIT or OFFSET, or a public "
                           "branch) are not supported", hint="Write the value.",
                           position=position_of(tree, offset))
+    for clause in combine.find_all(exp.Limit, exp.Offset):
+        # `combine` runs after the releases: a count of rows there would be a number
+        # about private rows, unnoised, and a failure there is charged.
+        found = clause.find(exp.Subquery, exp.Select, exp.Table, exp.Column, exp.AggFunc,
+                            exp.Window)
+        if found is not None:
+            raise unsupported("LIMIT and OFFSET of a statement answered in several releases "
+                              "take a constant", hint="Write the number of rows: LIMIT 10.",
+                              position=position_of(found, offset))
+    own = {branch_table(number) for number in range(len(branches))} | \
+        {cte.alias for cte in combine.find_all(exp.CTE)}
+    private = [table for table in combine.find_all(exp.Table)
+               if table.name not in own and policy.is_private(table.db or None, table.name)]
+    if private:
+        raise unsupported(f"{private[0].name} is read outside the private parts of this "
+                          "statement", hint="Ask for it in a statement of its own.",
+                          position=position_of(private[0], offset))
     sql = combine.sql(dialect="postgres")
+    for number in range(len(branches)):
+        # with_branches fills each branch's FROM item by its text: it must be there once.
+        if sql.count(branch_source(number).sql(dialect="postgres")) != 1:
+            raise unsupported("this statement writes a name dpgate keeps for itself",
+                              hint="Rename it.", position=position_of(tree, offset))
     # The question: how the branches combine, and each branch's question.
     fingerprint = " -- ".join([sql, *(branch.plan.fingerprint_text for branch in branches)])
     return Composite(tuple(branches), sql, fingerprint)

@@ -79,10 +79,11 @@ def probe(tree: exp.Select, sources: list[exp.Expression],
     return probe
 
 
-def with_rows(sql: str, rows: list[list[str | None]], type_names: list[str]) -> str:
+def with_rows(sql: str, rows: list[list[str | None]], type_names: list[str],
+              bound: BoundValues) -> str:
     """`post_sql` reading the released rows (each value cast to its PostgreSQL type)."""
     names = [f"o{i}" for i in range(len(type_names))]
-    return sql.replace(f"{ROWS} AS r", values_table(rows, type_names, "r", names), 1)
+    return sql.replace(f"{ROWS} AS r", values_table(rows, type_names, "r", names, bound), 1)
 
 
 def branch_source(number: int) -> exp.Table:
@@ -93,33 +94,43 @@ def branch_source(number: int) -> exp.Table:
     return table
 
 
-def with_branches(sql: str, branches: list[tuple[list[list[str | None]], list[str]]]
-                  ) -> str:
+def with_branches(sql: str, branches: list[tuple[list[list[str | None]], list[str]]],
+                  bound: BoundValues) -> str:
     """A Composite's `combine` reading each branch's released rows and type names."""
     for number, (rows, type_names) in enumerate(branches):
         source = branch_source(number).sql(dialect="postgres")
         names = [f"c{column}" for column in range(len(type_names))]
-        sql = sql.replace(source, values_table(rows, type_names, f"b{number}", names), 1)
+        sql = sql.replace(source, values_table(rows, type_names, f"b{number}", names, bound),
+                          1)
     return sql
 
 
+class BoundValues:
+    """Released values bound as parameters after the statement's own ($first+1, …), never
+    written into the SQL text: PostgreSQL shows a session's running or last statement in
+    pg_stat_activity to every session of the same role, and the relay role that computes
+    over released values is every analyst's (their relayed statements read that view)."""
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.values: list[bytes | None] = []
+
+    def placeholder(self, value: str | None, type_name: str) -> str:
+        self.values.append(None if value is None else value.encode())
+        return f"${self.first + len(self.values)}::{type_name}"
+
+
 def values_table(rows: list[list[str | None]], type_names: list[str], alias: str,
-                 names: list[str]) -> str:
+                 names: list[str], bound: BoundValues) -> str:
     """A FROM item of released values, each cast to its PostgreSQL type."""
     columns = ", ".join(exp.to_identifier(name, quoted=True).sql(dialect="postgres")
                         for name in names)
     if rows:
         values = "VALUES " + ", ".join(
-            "(" + ", ".join(_literal(value, name) for value, name in zip(row, type_names,
-                                                                         strict=True)) + ")"
+            "(" + ", ".join(bound.placeholder(value, name)
+                            for value, name in zip(row, type_names, strict=True)) + ")"
             for row in rows)
     else:
         values = "SELECT " + ", ".join(f"NULL::{name}" for name in type_names) + " WHERE FALSE"
     quoted = exp.to_identifier(alias, quoted=True).sql(dialect="postgres")
     return f"({values}) AS {quoted}({columns})"
-
-
-def _literal(value: str | None, type_name: str) -> str:
-    if value is None:
-        return f"NULL::{type_name}"
-    return "'" + value.replace("'", "''") + f"'::{type_name}"

@@ -166,10 +166,12 @@ def _composite_report(plan: Composite, epsilon: float, delta: float, k: int, bet
         calibrate(branch, share, part_delta, k, sum_count_share=sum_count_share)
         for branch, (share, part_delta) in zip(plans, branch_budgets(plans, epsilon, delta),
                                                strict=True))
-    total = composed(calibrations)
+    total = composed(calibrations, epsilon)
     return {"supported": True, "kind": "composite", "epsilon": total.epsilon,
             "delta": total.delta, "pure": total.pure,
-            "branches": [{"statement": branch.text, **_report(branch.plan, calibration, beta)}
+            "branches": [{"statement": branch.text,
+                          **_report(branch.plan, _with_cell_rounding(branch.plan, calibration),
+                                    beta)}
                          for branch, calibration in zip(plan.branches, calibrations,
                                                         strict=True)],
             "combine_sql": plan.combine}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .computed import values_table
+from .computed import BoundValues, values_table
 
 ANSWER = "__dpgate_answer__"  # the proxy puts the inner answer here
 
@@ -45,7 +45,7 @@ def split_outer(tree: exp.Select) -> tuple[exp.Select, str, str] | None:
 
 
 def with_answer(sql: str, alias: str, rows: list[list[str | None]],
-                columns: list[tuple[str, str]]) -> str:
+                columns: list[tuple[str, str]], bound: BoundValues) -> str:
     """The outer SQL reading the inner answer: `columns` are its (name, type name)."""
-    table = values_table(rows, [t for _, t in columns], alias, [n for n, _ in columns])
+    table = values_table(rows, [t for _, t in columns], alias, [n for n, _ in columns], bound)
     return sql.replace(ANSWER, table, 1)

@@ -185,10 +185,12 @@ def branch_budgets(plans: tuple[PrivateAggregate, ...], epsilon: float, delta: f
                  for count, spends in zip(asked, spending, strict=True))
 
 
-def composed(calibrations: tuple[Calibration, ...]) -> Calibration:
-    """A statement answered by several releases (branch_budgets): charged the sum of their
-    ε and δ; its parts are theirs, in order."""
-    return Calibration(sum(c.epsilon for c in calibrations), sum(c.delta for c in calibrations),
+def composed(calibrations: tuple[Calibration, ...], epsilon: float) -> Calibration:
+    """A statement answered by several releases at their branch_budgets shares of
+    `epsilon`: charged the sum of their ε (never above `epsilon`: the float sum of the
+    shares can exceed it by an ulp) and δ; its parts are theirs, in order."""
+    return Calibration(min(sum(c.epsilon for c in calibrations), epsilon),
+                       sum(c.delta for c in calibrations),
                        all(c.pure for c in calibrations),
                        tuple(part for c in calibrations for part in c.parts), None,
                        calibrations[0].mechanism)
