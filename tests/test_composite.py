@@ -109,6 +109,42 @@ def test_limit_and_offset_apply_to_the_combined_row():
     assert plan.combine.endswith("LIMIT 1 OFFSET 0")  # ORDER BY of one row: nothing to do
 
 
+LIMITED = ("SELECT quantity, count(*) FROM orders GROUP BY quantity ORDER BY 2 DESC "
+           "LIMIT (SELECT count(*) FROM orders WHERE customer_id = 1)")
+
+
+@pytest.mark.unit
+def test_a_limit_by_a_private_count_is_a_release_read_by_the_combination():
+    plan = composite(LIMITED)
+    assert [(b.text, b.label) for b in plan.branches] == [
+        ("SELECT quantity, COUNT(*) FROM orders GROUP BY quantity ORDER BY 2 DESC", ""),
+        ("SELECT COUNT(*) FROM orders WHERE customer_id = 1", "subquery in LIMIT")]
+    # The groups that exist: those whose noisy count is above 0, as PostgreSQL limits.
+    assert plan.branches[0].plan.grouping.occupied_by is not None
+    assert plan.combine.endswith(
+        'LIMIT (SELECT "b1"."c0" FROM __dpgate_branch_1__ AS "b1")')
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("sql", "words"), [
+    # beside the private count, a subquery dpgate did not write over a release (one
+    # naming a release's rows reads a table the policy does not know: private, a release)
+    ("SELECT quantity, count(*) FROM orders GROUP BY quantity LIMIT "
+     "(SELECT count(*) FROM orders WHERE customer_id = 1) + (SELECT count(*) FROM products)",
+     "take a constant"),
+    ("SELECT quantity, count(*) FROM orders GROUP BY quantity LIMIT "
+     "(SELECT count(*) FROM orders WHERE customer_id = 1) OFFSET "
+     "(SELECT \"b1\".\"c0\" FROM __dpgate_branch_1__ AS \"b1\")", "would reveal rows"),
+    # one row and one column only
+    ("SELECT quantity, count(*) FROM orders GROUP BY quantity LIMIT "
+     "(SELECT count(*) FROM orders GROUP BY customer_id)", "without GROUP BY"),
+    ("SELECT quantity, count(*) FROM orders GROUP BY quantity LIMIT "
+     "(SELECT quantity FROM orders WHERE customer_id = 1)", "would reveal rows"),
+])
+def test_a_subquery_in_limit_is_a_release_or_refused(sql: str, words: str):
+    assert words in refusal(sql).message
+
+
 @pytest.mark.unit
 def test_set_operation_branches_are_releases_and_public_branches_stay_in_the_combination():
     plan = composite("SELECT count(*) FROM orders UNION SELECT count(*) FROM customers "
@@ -240,6 +276,24 @@ def test_a_set_operations_branches_are_named_in_the_notice(proxy: RunningProxy):
     assert "[branch 1] epsilon 0.05" in notices[-1] and "[branch 2] epsilon 0.05" in notices[-1]
     assert [row[2] for row in last] == ["count (branch 1)", "count (branch 2)"]
     assert [c["epsilon"] for c in charges(proxy, dsn)] == pytest.approx([0.1])
+
+
+def test_a_limit_by_a_private_count_is_one_charge_and_its_rows_the_noisy_count(
+        proxy: RunningProxy):
+    dsn = fresh(proxy)
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        notices: list[str] = []
+        connection.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+        connection.execute("SET dp.epsilon = 0.3")
+        rows = connection.execute(LIMITED).fetchall()
+        last = connection.execute("SHOW dp.last_answers").fetchall()
+        spent = connection.execute("SHOW dp.budget").fetchone()[1]
+    assert spent == pytest.approx(0.3)
+    assert [c["epsilon"] for c in charges(proxy, dsn)] == pytest.approx([0.3])
+    assert "in 2 releases" in notices[-1] and "[subquery in LIMIT] epsilon" in notices[-1]
+    (released,) = [row for row in last if row[2] == "count (subquery in LIMIT)"]
+    assert [n for _, n in rows] == sorted((n for _, n in rows), reverse=True)
+    assert len(rows) <= 10 and released  # at most the domain's 10 keys
 
 
 def test_a_release_refused_before_the_charge_is_free(proxy: RunningProxy):

@@ -46,6 +46,9 @@ def plan_query(tree: exp.Expression, policy: Policy, offset: int, metrics: Metri
     if isinstance(tree, exp.SetOperation):
         return _set_operation(tree, policy, offset, metrics, public)
     parts = _choice_parts(tree, offset) if isinstance(tree, exp.Select) else None
+    if isinstance(tree, exp.Select) and parts is None:
+        if _row_subqueries(tree, policy):
+            return _limited(tree, policy, offset, metrics)
     if parts is None or not isinstance(tree, exp.Select):
         return plan_private_aggregate(tree, policy, offset, metrics)
     return _split(tree, parts, policy, offset, metrics)
@@ -110,6 +113,63 @@ def _split_parts(tree: exp.Select, parts: list[list[int]], policy: Policy, offse
         if tree.args.get(clause) is not None:
             combine.set(clause, tree.args[clause].copy())
     return branches, combine
+
+
+def _row_subqueries(tree: exp.Select, policy: Policy) -> list[exp.Subquery]:
+    """The outermost subqueries of the statement's LIMIT and OFFSET that read private
+    tables: each is a release of its own, the rows' count applied over released values."""
+    found: list[exp.Subquery] = []
+    for clause in _ROWS:
+        node = tree.args.get(clause)
+        found += [sub for sub in (node.find_all(exp.Subquery) if node is not None else ())
+                  if sub.find_ancestor(exp.Subquery) is None and _reads_private(sub, policy)]
+    return found
+
+
+def _reads_private(node: exp.Expression, policy: Policy) -> bool:
+    ctes = cte_reference_ids(node)
+    return any(policy.is_private(table.db, table.name) for table in node.find_all(exp.Table)
+               if isinstance(table.this, exp.Identifier) and id(table) not in ctes)
+
+
+def _limited(tree: exp.Select, policy: Policy, offset: int, metrics: Metrics) -> Composite:
+    """LIMIT or OFFSET by an aggregate over private rows: the statement without them is
+    one release, each such subquery another (one row, one column), and `combine` applies
+    LIMIT/OFFSET over the released rows, the subquery reading the released value."""
+    whole = tree.copy()
+    main = tree.copy()
+    for clause in _ROWS:
+        main.set(clause, None)
+    # PostgreSQL limits the groups that exist (groups.occupied_by), in the statement's order.
+    plan = plan_private_aggregate(main.copy(), policy, offset, metrics, occupied=True)
+    branches = [Branch(main.sql(dialect="postgres"), plan)]
+    combine = exp.select(*[
+        exp.column(f"c{column}", table="b0", quoted=True).as_(name, quoted=True)
+        for column, name in enumerate(_names(main, plan))]).from_(branch_source(0))
+    written: set[int] = set()
+    shared = whole.args.get("with_")
+    for number, sub in enumerate(_row_subqueries(whole, policy), 1):
+        query = sub.this
+        if shared is not None and isinstance(query, exp.Select):  # it may read the WITH
+            given = [cte.copy() for cte in _read_ctes(shared.expressions, query)]
+            if given and query.args.get("with_") is None and not shared.args.get("recursive"):
+                query.set("with_", exp.With(expressions=given))
+        scalar = plan_private_aggregate(query.copy(), policy, offset, metrics)
+        if not isinstance(query, exp.Select) or scalar.grouping is not None or \
+                len(scalar.visible) != 1:
+            raise unsupported("a subquery in LIMIT or OFFSET over private tables is answered "
+                              "as one aggregate without GROUP BY", hint="Ask for one "
+                              "count(*) there.", position=position_of(sub, offset))
+        clause = "LIMIT" if sub.find_ancestor(exp.Limit) is not None else "OFFSET"
+        branches.append(Branch(query.sql(dialect="postgres"), scalar, f"subquery in {clause}"))
+        value = exp.select(exp.column("c0", table=f"b{number}", quoted=True)).from_(
+            branch_source(number)).subquery()
+        written.add(id(value))
+        sub.replace(value)
+    for clause in _ROWS:
+        if whole.args.get(clause) is not None:
+            combine.set(clause, whole.args[clause])
+    return _composite(branches, combine, tree, offset, policy, written)
 
 
 def _set_operation(tree: exp.SetOperation, policy: Policy, offset: int, metrics: Metrics,
@@ -194,7 +254,10 @@ def _leaves(node: exp.Expression) -> Iterator[exp.Expression]:
 
 
 def _composite(branches: list[Branch], combine: exp.Expression, tree: exp.Expression,
-               offset: int, policy: Policy) -> Composite:
+               offset: int, policy: Policy, written: frozenset[int] | set[int] = frozenset()
+               ) -> Composite:
+    """`written`: the subqueries of LIMIT/OFFSET that dpgate wrote over a branch's released
+    value (_limited), the only ones allowed there."""
     if combine.find(exp.Placeholder, exp.Parameter):
         raise unsupported("parameters outside the private parts of a statement answered in "
                           "several releases (in its ORDER BY, LIMIT or OFFSET, or a public "
@@ -203,8 +266,9 @@ def _composite(branches: list[Branch], combine: exp.Expression, tree: exp.Expres
     for clause in combine.find_all(exp.Limit, exp.Offset):
         # `combine` runs after the releases: a count of rows there would be a number
         # about private rows, unnoised, and a failure there is charged.
-        found = clause.find(exp.Subquery, exp.Select, exp.Table, exp.Column, exp.AggFunc,
-                            exp.Window)
+        found = next((node for node in clause.find_all(
+            exp.Subquery, exp.Select, exp.Table, exp.Column, exp.AggFunc, exp.Window)
+            if not any(id(above) in written for above in _upwards(node, clause))), None)
         if found is not None:
             raise unsupported("LIMIT and OFFSET of a statement answered in several releases "
                               "take a constant", hint="Write the number of rows: LIMIT 10.",
@@ -226,3 +290,11 @@ def _composite(branches: list[Branch], combine: exp.Expression, tree: exp.Expres
     # The question: how the branches combine, and each branch's question.
     fingerprint = " -- ".join([sql, *(branch.plan.fingerprint_text for branch in branches)])
     return Composite(tuple(branches), sql, fingerprint)
+
+
+def _upwards(node: exp.Expr, top: exp.Expr) -> Iterator[exp.Expr]:
+    """`node` and its ancestors up to `top`."""
+    current: exp.Expr | None = node
+    while current is not None and current is not top:
+        yield current
+        current = current.parent
