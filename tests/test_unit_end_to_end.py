@@ -121,6 +121,11 @@ def test_a_composite_is_exact_when_no_customer_exceeds_tau(unit_proxy, demo_data
     mixed = "SELECT count(*), max(quantity) FROM orders WHERE product_id = 1"
     ((count, most),), _ = through_proxy(dsn, mixed)
     assert count == on_postgres(demo_database, mixed)[0][0] and 1 <= most <= 10
+    limited = ("SELECT quantity, count(*) FROM orders WHERE product_id = 1 GROUP BY quantity "
+               "ORDER BY 1 LIMIT (SELECT count(*) FROM orders WHERE customer_id = 1)")
+    rows, notices = through_proxy(dsn, limited)
+    assert rows == on_postgres(demo_database, limited)
+    assert any("[subquery in LIMIT]" in n for n in notices)
 
 
 def test_a_chosen_tau_counts_every_row_without_noise(choosing_proxy, demo_database):
