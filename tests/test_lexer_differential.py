@@ -210,6 +210,8 @@ def test_known_shapes_agree(postgres: Postgres, sql: str):
     "SELECT 0xFFFFFFFFFFFF",  # longer in decimal: not written at the same positions
     "SELECT U&'\\0041' UESCAPE '\\'",  # sqlglot cannot write this back
     'SELECT 1 AS U&"a"',  # sqlglot does not read U&"…" names
+    # an escape ending a part of a continued E'' string would take the next part's digits
+    "SELECT E'\\x4'\n'1' = E'\\x041'", "SELECT E'\\1'\n'01'", "SELECT E'\\u00'\n'41'",
 ])
 def test_shapes_read_otherwise_are_refused(sql: str):
     with pytest.raises(Refusal):
@@ -218,7 +220,8 @@ def test_shapes_read_otherwise_are_refused(sql: str):
 
 @pytest.mark.parametrize("sql", ["SELECT 123abc", "SELECT 1__0", "SELECT 1_", "SELECT 0x",
                                  "SELECT 0b2", "SELECT 1e", "SELECT 1e+", "SELECT 0x1Fg",
-                                 "SELECT 1.5_", "SELECT 1; SELECT 7days"])
+                                 "SELECT 1.5_", "SELECT 1; SELECT 7days", "SELECT 0x1F.5",
+                                 "SELECT 0x1F.", "SELECT 0b1.e5"])
 def test_numbers_postgresql_16_cannot_read_are_its_syntax_errors(postgres: Postgres, sql: str):
     with psycopg.connect(postgres.admin_dsn, autocommit=True) as connection:
         with pytest.raises(psycopg.Error) as failed:

@@ -181,6 +181,7 @@ _PG_NUMBERS = [(kind, re.compile(pattern)) for kind, pattern in [
         _NUMERIC, rf"(?:{_DECIMAL}|{_NUMERIC})[Ee][-+]?{_DECIMAL}")),
 ]]
 _BASES = {"hex": 16, "oct": 8, "bin": 2}
+_AFTER_POINT = re.compile(rf"\.(?:{_DECIMAL}(?:[Ee][-+]?{_DECIMAL})?)?")
 # Where such a number may be: a digit that starts a word, then a letter or `_` (a name
 # such as a1_b does not start with its digit). Only then is the text scanned again.
 _MAYBE_OTHER_NUMBER = re.compile(rf"(?<![A-Za-z_0-9$\x80-\U0010ffff])\d[\d_.]*{_START}")
@@ -217,15 +218,45 @@ def as_postgresql_reads(sql: str) -> str:
                 raise Refusal(FEATURE_NOT_SUPPORTED, f"{text} is longer in decimal: dpgate "
                               "reads numbers in decimal", hint=f"Write it as {value}.",
                               position=start + 1)
+            if kind in _BASES and sql.startswith(".", start + len(text)):
+                # PostgreSQL ends the integer there and fails at the point; in decimal
+                # it would become a fraction.
+                point = _AFTER_POINT.match(sql, start + len(text))
+                near = point.group() if point else "."
+                raise Refusal(SYNTAX_ERROR, f'syntax error at or near "{near}"',
+                              position=start + len(text) + 1)
             replaced.append((start, start + len(text), value))
     for start, end, bodies in reading.continued:
         prefix = sql[start:bodies[0][0]]  # E', U&', B' … with its quote
+        if prefix[0] in "eE" and any(_ends_in_open_escape(sql[a:b]) for a, b in bodies[:-1]):
+            # PostgreSQL reads each part's escapes on their own: joined, an escape ending
+            # one part (E'\x4') would take the next part's first digits.
+            raise Refusal(FEATURE_NOT_SUPPORTED, "an E'…' string continued across a "
+                          "newline with a backslash escape before its last part is not "
+                          "supported", hint="Write it as one literal.", position=start + 1)
         replaced.append((start, end, prefix + "".join(sql[a:b] for a, b in bodies) + "'"))
     pieces, at = [], 0
     for start, end, text in sorted(replaced):
         pieces += [sql[at:start], text.rjust(end - start)]
         at = end
     return "".join(pieces) + sql[at:]
+
+
+# An E'' escape that more digits would continue: \x4, \1, \12, \u00, \U0001.
+_OPEN_ESCAPE = re.compile(r"\\(?:x[0-9A-Fa-f]?|[0-7]{1,2}|u[0-9A-Fa-f]{0,3}|U[0-9A-Fa-f]{0,7})")
+_ANY_ESCAPE = re.compile(r"\\(?:x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|.)", re.DOTALL)
+
+
+def _ends_in_open_escape(body: str) -> bool:
+    """Whether the body of an E'' string ends in an escape that digits after it would
+    continue (each escape read whole, as PostgreSQL reads them)."""
+    at = 0
+    while (slash := body.find("\\", at)) >= 0:
+        if _OPEN_ESCAPE.fullmatch(body, slash):
+            return True
+        escape = _ANY_ESCAPE.match(body, slash)
+        at = escape.end() if escape else slash + 1
+    return False
 
 
 def _pg_number(sql: str, at: int) -> tuple[str, str]:
