@@ -300,7 +300,8 @@ class Branch:
 @dataclass(frozen=True)
 class Composite:
     """A statement answered by several private releases under one charge (composite.py):
-    a quantile beside noisy aggregates, or a UNION/INTERSECT/EXCEPT of private aggregates.
+    a quantile beside noisy aggregates, a UNION/INTERSECT/EXCEPT of private aggregates, or
+    a LIMIT/OFFSET by a private aggregate.
 
     Each branch is released as a PrivateAggregate with its share of ε (and δ); `combine`
     then runs over the released rows only (post-processing), branch i's rows as a VALUES

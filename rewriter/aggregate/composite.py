@@ -1,6 +1,7 @@
 """Statements answered by several private releases under one charge (plan.Composite): a
-quantile or mode beside noisy aggregates, or of several columns, and a set operation
-(UNION [ALL], INTERSECT [ALL], EXCEPT [ALL]) whose branches are private aggregates.
+quantile or mode beside noisy aggregates, or of several columns, a set operation
+(UNION [ALL], INTERSECT [ALL], EXCEPT [ALL]) whose branches are private aggregates, and
+a LIMIT or OFFSET by an aggregate over private rows.
 
 Each part is planned as a statement of its own (plan_private_aggregate) and released with
 its share of ε (calibrate.branch_budgets). What joins the parts — the statement's column
