@@ -209,11 +209,24 @@ DRAWS_OR_CLOCK = frozenset({
 })
 def reads_alike(tree: exp.Expr) -> bool:
     """Whether two reads of the statement's rows in one statement give the same rows: it
-    calls none of DRAWS_OR_CLOCK (by PostgreSQL's name or sqlglot's node) and samples no
-    table. Every other volatile function is refused on private rows, and one statement
-    reads one snapshot."""
-    return not any(isinstance(node, _DRAWS_OR_SAMPLES) or function_name(node) in DRAWS_OR_CLOCK
-                   for node in tree.find_all(exp.Func, exp.TableSample))
+    calls none of DRAWS_OR_CLOCK (by PostgreSQL's name or sqlglot's node), samples no
+    table, and no query inside it depends on the order a scan meets rows in — a LIMIT,
+    OFFSET or FETCH (which rows), DISTINCT ON (which row of each) or an aggregate (a
+    float sum's last digits): that order differs between two scans (a synchronised
+    sequential scan starts where the last one was; parallel workers). Every other
+    volatile function is refused on private rows, and one statement reads one snapshot."""
+    if any(isinstance(node, _DRAWS_OR_SAMPLES) or function_name(node) in DRAWS_OR_CLOCK
+           for node in tree.find_all(exp.Func, exp.TableSample)):
+        return False
+    return not any(_depends_on_order(query) for query in tree.find_all(exp.Query)
+                   if query is not tree)
+
+
+def _depends_on_order(query: exp.Query) -> bool:
+    distinct = query.args.get("distinct")
+    return any(query.args.get(clause) is not None for clause in ("limit", "offset", "fetch")) \
+        or (distinct is not None and distinct.args.get("on") is not None) \
+        or (isinstance(query, exp.Select) and query.find(exp.AggFunc) is not None)
 
 
 # sqlglot's own nodes for random() (Rand), gen_random_uuid() (Uuid) and their kin.
