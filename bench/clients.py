@@ -119,6 +119,24 @@ file = "{policy}"
     return port, process
 
 
+def time_fresh_questions(port: int, database: str, questions: dict[str, str], runs: int,
+                         warm: int) -> dict[str, list[float]]:
+    """Seconds of each question (its `{k}` filled with 1…runs, so never a stored answer),
+    asked by the benchmark's analyst taking turns question by question, after one round
+    at k = `warm` for plans, pools and the catalog."""
+    times: dict[str, list[float]] = {kind: [] for kind in questions}
+    dsn = f"postgresql://{ANALYST}:{PASSWORD}@127.0.0.1:{port}/{database}"
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        for sql in questions.values():
+            connection.execute(sql.format(k=warm)).fetchall()
+        for k in range(1, runs + 1):
+            for kind, sql in questions.items():
+                start = time.perf_counter()
+                connection.execute(sql.format(k=k)).fetchall()
+                times[kind].append(time.perf_counter() - start)
+    return times
+
+
 def start_pgbouncer(directory: Path, admin: dict[str, str], run_as: str | None,
                     stack: ExitStack, session_database: str | None = None
                     ) -> tuple[int, subprocess.Popen]:

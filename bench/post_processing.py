@@ -22,9 +22,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-import psycopg
-
-from bench.clients import ANALYST, PASSWORD, p95, start_dpgate
+from bench.clients import p95, start_dpgate, time_fresh_questions
 from proxy.demo.demo import prepare_database, start_embedded_postgres
 from proxy.demo.roles import RELAY
 from proxy.pgwire.backend import BackendPool, Endpoint
@@ -49,16 +47,7 @@ def main() -> None:
         stack.callback(server.cleanup)
         dsns = prepare_database(admin_uri, DATABASE)
         port, _ = start_dpgate(directory, dsns, stack, root=args.dpgate_root)
-        times: dict[str, list[float]] = {kind: [] for kind in QUESTIONS}
-        dsn = f"postgresql://{ANALYST}:{PASSWORD}@127.0.0.1:{port}/{DATABASE}"
-        with psycopg.connect(dsn, autocommit=True) as connection:
-            for sql in QUESTIONS.values():  # warm: plans, pools, catalog
-                connection.execute(sql.format(k=0)).fetchall()
-            for k in range(1, args.runs + 1):
-                for kind, sql in QUESTIONS.items():
-                    start = time.perf_counter()
-                    connection.execute(sql.format(k=k)).fetchall()
-                    times[kind].append(time.perf_counter() - start)
+        times = time_fresh_questions(port, DATABASE, QUESTIONS, args.runs, warm=0)
         times.update(asyncio.run(_lends(Endpoint.from_dsn(dsns[RELAY]), args.runs * 5)))
     medians = {kind: statistics.median(values) for kind, values in times.items()}
     print(f"{'question':<16}{'median ms':>11}{'p95 ms':>9}")

@@ -27,12 +27,10 @@ from rewriter.sensitivity.metrics import Metrics
 from tests.conftest import (
     DemoDatabase,
     RunningProxy,
-    add_analyst,
     free_port,
-    start_proxy,
-    wait_for_port,
     write_config,
 )
+from tests.proxies import zero_noise_proxy
 
 pytestmark = pytest.mark.end_to_end
 
@@ -402,22 +400,10 @@ def test_statements_differing_in_where_literals_share_one_plan(proxy: RunningPro
 @pytest.fixture(scope="module")
 def exact(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory
           ) -> Iterator[str]:
-    """A proxy with zero noise (ε = 10¹⁵, no shift), as tests/test_differential.py's."""
-    directory = tmp_path_factory.mktemp("composite")
-    port = free_port()
-    config = directory / "dpgate.toml"
-    write_config(config, port, directory / "ledger.sqlite3", demo_database)
-    config.write_text(config.read_text().replace(
-        "default_epsilon = 0.1",
-        "default_epsilon = 1e15\nmax_epsilon = 1e15\nshift_interval = [0.0, 0.0]"))
-    add_analyst(config, "zed", "zed-pw", 1e18)
-    process = start_proxy(config)
-    try:
-        wait_for_port(port, process)
-        yield f"postgresql://zed:zed-pw@127.0.0.1:{port}/dpgate_e2e"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    """A proxy with zero noise, as tests/test_differential.py's."""
+    with zero_noise_proxy(tmp_path_factory.mktemp("composite"), demo_database, "zed",
+                          "zed-pw") as dsn:
+        yield dsn
 
 
 @pytest.mark.parametrize("sql", [

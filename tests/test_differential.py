@@ -36,21 +36,16 @@ from rewriter.policy.model import Policy
 from rewriter.sensitivity.metrics import Metrics
 from tests.conftest import (
     DemoDatabase,
-    add_analyst,
     free_port,
-    start_proxy,
-    wait_for_port,
     write_config,
 )
+from tests.proxies import EXACT_EPSILON, zero_noise_proxy
 from tests.sql_corpus import REFUSED_ON_PURPOSE, corpus
 
 pytestmark = pytest.mark.end_to_end
 
 COVERAGE = Path(__file__).resolve().parent.parent / "docs" / "sql-coverage.md"
 ANALYST, PASSWORD = "dora", "dora-pw"
-# Noise of scale sensitivity/ε: at 1e12 a row-level SUM over a semi-join (sensitivity near
-# 1e6) drew noise beyond the six decimals compared in some runs; at 1e15 it stays below 1e-8.
-EXACT_EPSILON = "1e15"
 
 
 @dataclass
@@ -66,21 +61,9 @@ class Outcome:
 @pytest.fixture(scope="module")
 def exact_dsn(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory
               ) -> Iterator[str]:
-    directory = tmp_path_factory.mktemp("differential")
-    port = free_port()
-    config = directory / "dpgate.toml"
-    write_config(config, port, directory / "ledger.sqlite3", demo_database)
-    exact = (f"default_epsilon = {EXACT_EPSILON}\nmax_epsilon = {EXACT_EPSILON}\n"
-             "shift_interval = [0.0, 0.0]")
-    config.write_text(config.read_text().replace("default_epsilon = 0.1", exact))
-    add_analyst(config, ANALYST, PASSWORD, 1e18)
-    process = start_proxy(config)
-    try:
-        wait_for_port(port, process)
-        yield f"postgresql://{ANALYST}:{PASSWORD}@127.0.0.1:{port}/dpgate_e2e"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    with zero_noise_proxy(tmp_path_factory.mktemp("differential"), demo_database, ANALYST,
+                          PASSWORD) as dsn:
+        yield dsn
 
 
 def run(dsn: str, sql: str, connection: psycopg.Connection | None = None) -> Outcome:
