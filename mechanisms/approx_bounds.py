@@ -59,8 +59,9 @@ class ChosenBounds:
     low: Fraction
     high: Fraction
     # Estimates: raising the values below `low` to it makes the clamped sum exceed the
-    # truth by about `bias_low`; lowering those above `high` makes it fall short by about
-    # `bias_high`.
+    # truth by at most about `bias_low`; lowering those above `high` makes it fall short
+    # by at most about `bias_high` (rows at each bucket's far edge plus two standard
+    # deviations of the counts' noise: an estimate whose coverage is measured).
     bias_low: Fraction
     bias_high: Fraction
 

@@ -71,22 +71,25 @@ def bounded_sum_noiser(part: NoisyPart, calibrated: PartCalibration, calibration
     def noise_for(low: Fraction, high: Fraction) -> float:
         return per_magnitude * float(_magnitude(part, low, high))
 
+    parsed = {raw: _buckets(raw, buckets) for raw in raws}
     chosen = declared
     if choosing:
+        # Over the rows as listed (identical rows each count), read once above.
         pooled = [sum(counts, Fraction(0)) for counts in
-                  zip(*(_buckets(raw, buckets)[0] for raw in raws), strict=True)] \
+                  zip(*(parsed[raw][0] for raw in raws), strict=True)] \
             if raws else [Fraction(0)] * buckets
         # Weighted counts are real: noised on a grid for their L1 sensitivity (rows).
         chosen = choose_bounds(pooled, edges, selection_scale, rng, noise_for,
                                rows if part.weighted else None)
+    # The same for every row: one grid for the answer, as release._real_noiser's.
+    grid = _grid(part, calibrated, calibration, _magnitude(part, chosen.low, chosen.high),
+                 share if choosing else 0.0)
 
     def noise(raw: bytes | None) -> Drawn:
-        counts, sums = _buckets(raw, buckets)
+        counts, sums = parsed[raw] if raw in parsed else _buckets(raw, buckets)
         value = clamped_sum(counts, sums, edges, chosen)
-        magnitude = _magnitude(part, chosen.low, chosen.high)
         if part.centred:
             value -= sum(counts) * chosen.centre
-        grid = _grid(part, calibrated, calibration, magnitude, share if choosing else 0.0)
         released = float(value) if grid is None else noisy_real(value, grid, shift, rng)
         return Drawn(released, released, chosen, grid)
     return noise

@@ -140,7 +140,8 @@ class RelayLane:
         if exchange.plan is not None:
             exchange.started = time.perf_counter()
         if self.pending:
-            exchange.forwarded, self.pending = self.pending, []
+            # Queued before it, so answered first; a batch's own list stays after them.
+            exchange.forwarded, self.pending = [*self.pending, *exchange.forwarded], []
         if not self.in_flight:
             self.session.running.set(relay)
         self.in_flight.append(exchange)

@@ -2,9 +2,9 @@
 
 `private` is the entry point of one release; `composite` that of a statement answered by
 several under one charge (a quantile beside noisy aggregates, a set operation of private
-aggregates), each part planned by `private`; `pipeline` lists the passes (PASSES) that
-run the modules below in order, each with one job, reading the `scope` (the statement and
-its relations) and returning its part:
+aggregates, a LIMIT or OFFSET by a private aggregate), each part planned by `private`;
+`pipeline` lists the passes (PASSES) that run the modules below in order, each with one
+job, reading the `scope` (the statement and its relations) and returning its part:
 
 - `unit_mode`: whose rows are bounded (a unit's, or one row's), and each noisy part's
   sensitivity under those bounds.

@@ -46,13 +46,13 @@ def plan_query(tree: exp.Expression, policy: Policy, offset: int, metrics: Metri
     Raises Refusal for what is not answered, MissingMetrics as plan_private_aggregate."""
     if isinstance(tree, exp.SetOperation):
         return _set_operation(tree, policy, offset, metrics, public)
-    parts = _choice_parts(tree, offset) if isinstance(tree, exp.Select) else None
-    if isinstance(tree, exp.Select) and parts is None:
+    if isinstance(tree, exp.Select):
+        parts = _choice_parts(tree, offset)
+        if parts is not None:
+            return _split(tree, parts, policy, offset, metrics)
         if _row_subqueries(tree, policy):
             return _limited(tree, policy, offset, metrics)
-    if parts is None or not isinstance(tree, exp.Select):
-        return plan_private_aggregate(tree, policy, offset, metrics)
-    return _split(tree, parts, policy, offset, metrics)
+    return plan_private_aggregate(tree, policy, offset, metrics)
 
 
 def _choice_parts(tree: exp.Select, offset: int) -> list[list[int]] | None:

@@ -82,7 +82,7 @@ def calibrate(plan: PrivateAggregate, epsilon: float, delta: float, k: int = 0,
     chosen = Mechanism(mechanism)
     if not plan.parts:
         return Calibration(0.0, 0.0, True, (), None, chosen)
-    budget = _budget(plan, epsilon, delta, chosen)
+    budget = _budget(plan, delta, chosen)
     epsilons = part_epsilons(plan.parts, epsilon, sum_count_share, _averages(plan))
     parts = tuple(_choice(part, share, k) if part.choice else
                   _additive(part, share, budget, plan, k)
@@ -138,8 +138,7 @@ class _Budget:
     selecting: bool  # key selection
 
 
-def _budget(plan: PrivateAggregate, epsilon: float, delta: float, chosen: Mechanism
-            ) -> _Budget:
+def _budget(plan: PrivateAggregate, delta: float, chosen: Mechanism) -> _Budget:
     pure = not any(part.elastic.depends_on_k for part in plan.parts)
     selecting = plan.grouping is not None and plan.grouping.key_selection
     gaussian = chosen == Mechanism.GAUSSIAN
