@@ -476,3 +476,16 @@ def test_a_name_dpgate_keeps_for_itself_is_refused():
     sql = ("SELECT length('__dpgate_branch_0__ AS \"b0\"')::bigint "
            "UNION ALL SELECT count(*) FROM orders")
     assert "keeps for itself" in refusal(sql).message
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*), median(quantity) FROM orders FETCH FIRST (SELECT (WITH orders AS "
+    "(SELECT 1) SELECT 0) + (SELECT count(*) FROM orders WHERE customer_id = 7)) ROWS ONLY",
+    "SELECT count(*) FROM orders UNION ALL SELECT count(*) FROM customers FETCH FIRST "
+    "(SELECT count(*) FROM products) ROWS ONLY",
+])
+def test_fetch_first_of_several_releases_takes_a_constant_too(sql: str):
+    """FETCH FIRST is LIMIT by another name; a CTE named like a private table in one
+    subquery does not hide that table read in another."""
+    message = refusal(sql).message
+    assert "take a constant" in message or "read outside the private parts" in message

@@ -24,7 +24,7 @@ from ..release.computed import branch_source
 from ..sensitivity.metrics import Metrics
 from ..sql.nodes import name_of, unalias
 from ..sql.positions import position_of
-from ..sql.scopes import cte_reference_ids
+from ..sql.scopes import real_tables
 from .choice import choice_spec
 from .private import plan_private_aggregate
 
@@ -128,9 +128,7 @@ def _row_subqueries(tree: exp.Select, policy: Policy) -> list[exp.Subquery]:
 
 
 def _reads_private(node: exp.Expression, policy: Policy) -> bool:
-    ctes = cte_reference_ids(node)
-    return any(policy.is_private(table.db, table.name) for table in node.find_all(exp.Table)
-               if isinstance(table.this, exp.Identifier) and id(table) not in ctes)
+    return any(policy.is_private(table.db, table.name) for table in real_tables(node))
 
 
 def _limited(tree: exp.Select, policy: Policy, offset: int, metrics: Metrics) -> Composite:
@@ -161,7 +159,7 @@ def _limited(tree: exp.Select, policy: Policy, offset: int, metrics: Metrics) ->
             raise unsupported("a subquery in LIMIT or OFFSET over private tables is answered "
                               "as one aggregate without GROUP BY", hint="Ask for one "
                               "count(*) there.", position=position_of(sub, offset))
-        clause = "LIMIT" if sub.find_ancestor(exp.Limit) is not None else "OFFSET"
+        clause = "LIMIT" if sub.find_ancestor(exp.Limit, exp.Fetch) is not None else "OFFSET"
         branches.append(Branch(query.sql(dialect="postgres"), scalar, f"subquery in {clause}"))
         value = exp.select(exp.column("c0", table=f"b{number}", quoted=True)).from_(
             branch_source(number)).subquery()
@@ -194,12 +192,9 @@ def _set_operation(tree: exp.SetOperation, policy: Policy, offset: int, metrics:
             if given or own is not None:
                 leaf.set("with_", exp.With(expressions=[
                     *(cte.copy() for cte in given), *(own.expressions if own else [])]))
-    ctes = cte_reference_ids(combine)
     branches: list[Branch] = []
     for place, leaf in enumerate(list(_leaves(combine)), 1):
-        if not any(policy.is_private(table.db, table.name)
-                   for table in leaf.find_all(exp.Table)
-                   if isinstance(table.this, exp.Identifier) and id(table) not in ctes):
+        if not _reads_private(leaf, policy):
             public(leaf)
             if leaf.args.get("with_") is not None and not isinstance(leaf.parent, exp.Subquery):
                 leaf.replace(exp.Subquery(this=leaf.copy()))  # a WITH given it above
@@ -264,7 +259,7 @@ def _composite(branches: list[Branch], combine: exp.Expression, tree: exp.Expres
                           "several releases (in its ORDER BY, LIMIT or OFFSET, or a public "
                           "branch) are not supported", hint="Write the value.",
                           position=position_of(tree, offset))
-    for clause in combine.find_all(exp.Limit, exp.Offset):
+    for clause in combine.find_all(exp.Limit, exp.Offset, exp.Fetch):
         # `combine` runs after the releases: a count of rows there would be a number
         # about private rows, unnoised, and a failure there is charged.
         found = next((node for node in clause.find_all(
@@ -274,9 +269,8 @@ def _composite(branches: list[Branch], combine: exp.Expression, tree: exp.Expres
             raise unsupported("LIMIT and OFFSET of a statement answered in several releases "
                               "take a constant", hint="Write the number of rows: LIMIT 10.",
                               position=position_of(found, offset))
-    own = {branch_table(number) for number in range(len(branches))} | \
-        {cte.alias for cte in combine.find_all(exp.CTE)}
-    private = [table for table in combine.find_all(exp.Table)
+    own = {branch_table(number) for number in range(len(branches))}
+    private = [table for table in real_tables(combine)
                if table.name not in own and policy.is_private(table.db or None, table.name)]
     if private:
         raise unsupported(f"{private[0].name} is read outside the private parts of this "

@@ -29,7 +29,7 @@ from ..sql.functions import changes_state, function_name, is_denied
 from ..sql.lexer import as_postgresql_reads, tokenize
 from ..sql.lexical import check_setting, guarded
 from ..sql.positions import position_of
-from ..sql.scopes import cte_reference_ids
+from ..sql.scopes import real_tables
 from .probes import probe_limit
 
 _DIALECT = Postgres()
@@ -207,7 +207,7 @@ def _read_query(text: str, policy: Policy, offset: int
     case, quoted ones kept, so that `"ORDERS"` and `orders` are different names here too.
     """
     tree = normalize_identifiers(parse_query(text, offset), dialect=_DIALECT)
-    tables = _real_tables(tree)
+    tables = real_tables(tree)
     return tree, tables, any(policy.is_private(table.db, table.name) for table in tables)
 
 
@@ -228,7 +228,7 @@ def _relay(text: str, tree: exp.Expression, tables: list[exp.Table], offset: int
 def _relay_branch(leaf: exp.Expression, offset: int) -> None:
     """A set operation's branch over public tables, checked (and its row counts
     neutralised, in place) as the relayed query it would be on its own."""
-    check_catalog_query(leaf, _real_tables(leaf), offset)
+    check_catalog_query(leaf, real_tables(leaf), offset)
     _refuse_writes_and_side_effects(leaf, offset, relayed=True)
 
 
@@ -346,12 +346,6 @@ def _qualify_array_types(text: str) -> str:
             pieces += [text[last:token.start], f"pg_catalog.{token.text.lower()}"]
             last = token.end + 1
     return "".join(pieces) + text[last:]
-
-
-def _real_tables(tree: exp.Expression) -> list[exp.Table]:
-    cte_references = cte_reference_ids(tree)
-    return [table for table in tree.find_all(exp.Table)
-            if isinstance(table.this, exp.Identifier) and id(table) not in cte_references]
 
 
 def _refuse_writes_and_side_effects(tree: exp.Expression, offset: int, relayed: bool = False,

@@ -23,3 +23,11 @@ def cte_reference_ids(tree: exp.Expression) -> set[int]:
         for table in scope.tables
         if not table.db and isinstance(scope.sources.get(table.alias_or_name), Scope)
     }
+
+
+def real_tables(tree: exp.Expression) -> list[exp.Table]:
+    """The table references of `tree` that name a real table: not a CTE in their scope,
+    not a function in FROM."""
+    ctes = cte_reference_ids(tree)
+    return [table for table in tree.find_all(exp.Table)
+            if isinstance(table.this, exp.Identifier) and id(table) not in ctes]
