@@ -132,7 +132,7 @@ def test_a_limit_by_a_private_count_is_a_release_read_by_the_combination():
      "take a constant"),
     ("SELECT quantity, count(*) FROM orders GROUP BY quantity LIMIT "
      "(SELECT count(*) FROM orders WHERE customer_id = 1) OFFSET "
-     "(SELECT \"b1\".\"c0\" FROM __dpgate_branch_1__ AS \"b1\")", "would reveal rows"),
+     "(SELECT \"b1\".\"c0\" FROM __dpgate_branch_1__ AS \"b1\")", "keeps for itself"),
     # one row and one column only
     ("SELECT quantity, count(*) FROM orders GROUP BY quantity LIMIT "
      "(SELECT count(*) FROM orders GROUP BY customer_id)", "without GROUP BY"),
@@ -472,9 +472,15 @@ def test_limit_and_offset_of_several_releases_take_a_constant(sql: str):
     assert "take a constant" in refusal(sql).message
 
 
-def test_a_name_dpgate_keeps_for_itself_is_refused():
-    sql = ("SELECT length('__dpgate_branch_0__ AS \"b0\"')::bigint "
-           "UNION ALL SELECT count(*) FROM orders")
+@pytest.mark.parametrize("sql", [
+    "SELECT length('__dpgate_branch_0__ AS \"b0\"')::bigint UNION ALL SELECT count(*) FROM orders",
+    "SELECT count(*) + length('__dpgate_released__ AS r') FROM orders",
+    "SELECT count(*) AS \"__DPGATE_released__ AS r\", count(*) + 1 FROM orders",
+    "SELECT n + length('__dpgate_answer__') FROM (SELECT count(*) AS n FROM orders) AS t",
+])
+def test_a_name_dpgate_keeps_for_itself_is_refused(sql: str):
+    """dpgate fills those names in by their text in the SQL over released values: one
+    written by the analyst would make it a charged failure where PostgreSQL answers."""
     assert "keeps for itself" in refusal(sql).message
 
 

@@ -277,11 +277,6 @@ def _composite(branches: list[Branch], combine: exp.Expression, tree: exp.Expres
                           "statement", hint="Ask for it in a statement of its own.",
                           position=position_of(private[0], offset))
     sql = combine.sql(dialect="postgres")
-    for number in range(len(branches)):
-        # with_branches fills each branch's FROM item by its text: it must be there once.
-        if sql.count(branch_source(number).sql(dialect="postgres")) != 1:
-            raise unsupported("this statement writes a name dpgate keeps for itself",
-                              hint="Rename it.", position=position_of(tree, offset))
     # The question: how the branches combine, and each branch's question.
     fingerprint = " -- ".join([sql, *(branch.plan.fingerprint_text for branch in branches)])
     return Composite(tuple(branches), sql, fingerprint)

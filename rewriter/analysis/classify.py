@@ -183,9 +183,17 @@ def _classify_set(text: str, tokens: list[Token]) -> Plan:
     return SetDpSetting(name, value_or_default)
 
 
+# The names dpgate writes into the SQL it runs over released values (release.computed's
+# ROWS, release.outer's ANSWER, plan.branch_table): it fills them in by their text.
+RESERVED = "__dpgate_"
+
+
 def _classify_query(text: str, policy: Policy, metrics: Metrics, offset: int) -> Plan:
     tree, tables, private = _read_query(text, policy, offset)
     if private:
+        if (at := text.lower().find(RESERVED)) >= 0:
+            raise unsupported("this statement writes a name dpgate keeps for itself "
+                              f"({RESERVED}…)", hint="Rename it.", position=offset + at + 1)
         _refuse_writes_and_side_effects(tree, offset, volatile=metrics.volatile_functions)
         refuse_catalogs_with_private(tables, policy, offset)
         limit = probe_limit(tree)  # before the analysis changes the tree
