@@ -495,3 +495,22 @@ def test_fetch_first_of_several_releases_takes_a_constant_too(sql: str):
     subquery does not hide that table read in another."""
     message = refusal(sql).message
     assert "take a constant" in message or "read outside the private parts" in message
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT quantity, count(*) FROM orders WHERE quantity > $1 GROUP BY quantity "
+    "HAVING count(*) > $2 ORDER BY 1",
+    "SELECT count(*) + $2 FROM orders WHERE quantity > $1",
+])
+def test_an_untyped_parameter_only_post_processing_reads_is_typed_as_postgresql_types_it(
+        exact: str, demo_database: DemoDatabase, sql: str):
+    """libpq and node-postgres send parameters untyped (OID 0): one that only HAVING or a
+    computed column reads is not in the rewritten SQL, which cannot type it alone."""
+    def rows(dsn: str) -> list[list[bytes | None]]:
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            result = connection.pgconn.exec_params(sql.encode(), [b"2", b"100"], [0, 0])
+            assert result.status == psycopg.pq.ExecStatus.TUPLES_OK, \
+                result.error_message.decode()
+            return [[result.get_value(r, c) for c in range(result.nfields)]
+                    for r in range(result.ntuples)]
+    assert rows(exact) == rows(demo_database.admin_dsn)

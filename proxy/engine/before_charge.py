@@ -54,8 +54,8 @@ class BeforeCharge:
         """
         async with self.pool.connection() as backend:
             written = await self._as_written(backend, text, plan, types, offset)
+            types = tuple(written.parameters) if written is not None else types
             if isinstance(plan, Composite):
-                types = tuple(written.parameters) if written is not None else types
                 runs = [await self._run(backend, branch, None, None, types)
                         for branch in plan.branches]
                 return await self._combined(written, plan, runs, types)
@@ -71,7 +71,8 @@ class BeforeCharge:
             return await self._checked_composite(text, plan, parameters, offset)
         async with self.pool.connection() as backend:
             calibration = await self._calibration(plan)
-            sql, shape = await self._described(backend, text, plan, parameters, offset)
+            sql, shape, parameters = await self._described(backend, text, plan, parameters,
+                                                           offset)
         return Checked(calibration, shape, (Run(plan, sql, calibration, shape),), parameters)
 
     async def _checked_composite(self, text: str, plan: Composite,
@@ -152,7 +153,11 @@ class BeforeCharge:
         return calibration
 
     async def _described(self, backend: BackendConnection, text: str, plan: PrivateAggregate,
-                         parameters: Parameters | None, offset: int) -> tuple[str, Shape]:
+                         parameters: Parameters | None, offset: int
+                         ) -> tuple[str, Shape, Parameters | None]:
+        """The SQL to run, the answer's shape, and the parameters typed as PostgreSQL types
+        the statement's: a parameter sent untyped that only the computed columns or HAVING
+        read is not in the rewritten SQL, which could not type it."""
         types = parameters.types if parameters else ()
         # The shape of a statement with parameters is the same for all their values
         # (Parse/Describe read catalogs only). A bad value fails at the private query's
@@ -161,12 +166,17 @@ class BeforeCharge:
         shape = None if remembered is None else self.checker.shapes.get(remembered)
         written = None if shape is not None else \
             await self._as_written(backend, text, plan, types, offset)
+        if parameters is not None and written is not None:
+            types = tuple(written.parameters)
+            parameters = replace(parameters, types=types)
+        elif parameters is not None and shape is not None:
+            parameters = replace(parameters, types=tuple(shape.parameters))
         sql = await self._prepare(backend, plan, parameters)
         if shape is None:
             shape = await self._shape(backend, written, sql, plan, types, parameters)
             if remembered is not None:
                 self.checker.shapes.put(remembered, shape)
-        return sql, shape
+        return sql, shape, parameters
 
     async def _prepare(self, backend: BackendConnection, plan: PrivateAggregate,
                        parameters: Parameters | None, check: bool = True) -> str:
