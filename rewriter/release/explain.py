@@ -17,6 +17,7 @@ from ..plan import (
     EmptyStatement,
     NoisyPart,
     OutputColumn,
+    OutputKind,
     PrivateAggregate,
     Relay,
     SetDpSetting,
@@ -34,6 +35,7 @@ from ..sensitivity.calibrate import (
 from ..sensitivity.metrics import Metrics, MissingMetrics
 from ..sqlstate import SqlState
 from .error_bars import noise_bound
+from .propagate import inputs_of, projections
 from .unit_report import mode_report
 
 OBJECT_NOT_IN_PREREQUISITE_STATE = SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE
@@ -123,7 +125,8 @@ def _report(plan: PrivateAggregate, calibration: Calibration, beta: float
             continue
         if output.kind == "computed":  # post-processing of the noisy outputs: free
             columns.append({"name": output.name, "kind": "computed", "aggregate": None,
-                            "elastic_sensitivity": 0.0})
+                            "elastic_sensitivity": 0.0,
+                            **_computed_error(plan, calibration, len(columns), beta)})
             continue
         parts = [calibration.parts[i] for i in output.parts]
         first = parts[0]
@@ -205,6 +208,31 @@ def _error_bar(plan: PrivateAggregate, calibration: Calibration, output: OutputC
     return {"confidence": 1 - beta, "centred_sum_error": total, "count_error": count,
             "error": f"m + (sum ± {total:.6g}) / (count ± {count:.6g}) with m = "
             f"{(lo + hi) / 2:g}, within [{lo:g}, {hi:g}]"}
+
+
+def _computed_error(plan: PrivateAggregate, calibration: Calibration, index: int,
+                    beta: float) -> dict[str, Any]:
+    """A column computed from released values: which noisy values it reads, and how its
+    interval is stated with each answer (proxy/engine/computed_errors.py)."""
+    if plan.post_sql is None:
+        return {}
+    if not calibration.pure:
+        return {"error": "not stated: the noise follows the smooth sensitivity of this "
+                "join, which depends on the data"}
+    node = projections(plan.post_sql)[index]
+    read: dict[tuple[int, ...], OutputColumn] = {}  # one per noisy value, as first read
+    for i in inputs_of(node):
+        if plan.outputs[i].kind == OutputKind.NOISY:
+            read.setdefault(plan.outputs[i].parts, plan.outputs[i])
+    noisy = list(read.values())
+    shares = f"1 − β/{len(noisy)}" if len(noisy) > 1 else "1 − β"
+    limits = plan.computed.ranges[index] if plan.computed and plan.computed.ranges else None
+    return {"reads": [output.name for output in noisy], "confidence": 1 - beta,
+            "error": "stated with each answer: the interval of each noisy value it reads, "
+            f"at confidence {shares} each (a union bound), carried through "
+            "the expression by interval arithmetic; a divisor whose interval holds 0 leaves "
+            "it unbounded" + (f"; cut to [{limits[0]:g}, {limits[1]:g}], what it can take "
+                              "whatever the data" if limits else "")}
 
 
 def _beyond_tau(plan: PrivateAggregate) -> str | None:
