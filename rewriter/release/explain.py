@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any, assert_never
 
+from mechanisms.accuracy import quantile_rank_bound
 from mechanisms.contribution_bound import cell_resolution
 from mechanisms.names import Mechanism
 
@@ -30,6 +32,7 @@ from ..sensitivity.calibrate import (
     PartCalibration,
     branch_budgets,
     calibrate,
+    choice_epsilon,
     composed,
 )
 from ..sensitivity.metrics import Metrics, MissingMetrics
@@ -131,7 +134,7 @@ def _report(plan: PrivateAggregate, calibration: Calibration, beta: float
         parts = [calibration.parts[i] for i in output.parts]
         first = parts[0]
         if output.kind == "choice":
-            columns.append(_choice_report(output, plan.parts[output.parts[0]], first))
+            columns.append(_choice_report(output, plan.parts[output.parts[0]], first, beta))
             continue
         columns.append({
             "name": output.name, "kind": "noisy", "aggregate": output.aggregate,
@@ -263,9 +266,10 @@ def _presence(plan: PrivateAggregate, calibration: Calibration, output: OutputCo
                if own else {})}
 
 
-def _choice_report(output: OutputColumn, part: NoisyPart, calibrated: PartCalibration
-                   ) -> dict[str, Any]:
-    """A column chosen by the exponential mechanism: Δu, ε and the candidates."""
+def _choice_report(output: OutputColumn, part: NoisyPart, calibrated: PartCalibration,
+                   beta: float) -> dict[str, Any]:
+    """A column chosen by the exponential mechanism: Δu, ε and the candidates; a
+    quantile's error in rank (one in values would depend on the data)."""
     report: dict[str, Any] = {
         "name": output.name, "kind": "choice", "aggregate": output.aggregate,
         "mechanism": "exponential", "utility_sensitivity": calibrated.smooth_sensitivity,
@@ -273,6 +277,13 @@ def _choice_report(output: OutputColumn, part: NoisyPart, calibrated: PartCalibr
         "epsilon": calibrated.epsilon, "utility_scale": calibrated.scale,
     }
     if part.grid is not None and part.level is not None:
+        ranks = math.ceil(quantile_rank_bound(choice_epsilon(calibrated.epsilon, part),
+                                              part.level, part.grid, beta))
         report.update(level=float(part.level), grid_low=float(part.grid.lo),
-                      grid_step=float(part.grid.step), grid_points=part.grid.points)
+                      grid_step=float(part.grid.step), grid_points=part.grid.points,
+                      rank_error=ranks, confidence=1 - beta,
+                      error=f"in rank: give or take half a grid step, the value released "
+                      f"has p·n ± {ranks} of the n rows below it; no interval in values is "
+                      "stated, as it would depend on how far apart the values near that "
+                      "rank lie")
     return report
