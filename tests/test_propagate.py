@@ -101,3 +101,4 @@ def test_a_branch_sees_its_condition_hold_for_a_whole_number():
     assert interval_of(node, lambda i: count) == (0.0, 10.0)
     real = Input((0.4, 30.0), "n")  # not a whole number: the divisor may be near 0
     assert interval_of(node, lambda i: real) == (-math.inf, math.inf)
+

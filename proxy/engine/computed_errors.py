@@ -33,9 +33,8 @@ def computed_bounds(plan: PrivateAggregate, rows: Sequence[tuple[list, list]],
                     rounded: Callable[[float], int | str]) -> dict[str, int | str]:
     """Per visible computed column with an interval: its (1 − β) error bar over `rows`
     (each the released outputs and the drawn parts), `rounded` up for the NOTICE."""
-    assert plan.post_sql is not None
+    assert plan.post_sql is not None and plan.computed is not None
     bounds: dict[str, int | str] = {}
-    assert plan.computed is not None
     ranges = plan.computed.ranges or (None,) * len(plan.visible)
     for output, node, limits in zip(plan.visible, projections(plan.post_sql), ranges,
                                     strict=True):
@@ -56,7 +55,8 @@ def computed_bounds(plan: PrivateAggregate, rows: Sequence[tuple[list, list]],
                     ends = max(ends[0], limits[0]), min(ends[1], limits[1])
                 below = max(below, point[1] - ends[0])
                 above = max(above, ends[1] - point[0])
-        except NoInterval:
+        except (NoInterval, ArithmeticError, ValueError):
+            # No interval rather than no answer: the values are released and charged.
             continue
         if below > -math.inf:
             bounds[output.name] = _bar(max(below, 0.0), max(above, 0.0), rounded)
@@ -95,7 +95,7 @@ def _key(value: object) -> Interval | str | None:
 
 def _bar(below: float, above: float, rounded: Callable[[float], int | str]) -> int | str:
     """± the nearer end, and the further end named, as a count's '(upper end +N)'."""
-    if math.isinf(below) or math.isinf(above):
+    if not (math.isfinite(below) and math.isfinite(above)):  # ∞, or ∞ − ∞
         return UNBOUNDED
     low, high = rounded(below), rounded(above)
     if low == high:

@@ -79,6 +79,14 @@ class _Evaluate:
     inputs: Callable[[int], Input]
 
     def value(self, node: exp.Expression) -> Value:
+        value = self._value(node)
+        if isinstance(value, tuple) and (math.isnan(value[0]) or math.isnan(value[1])):
+            # ∞ − ∞ and the like: an end that says nothing is as far as it can be.
+            return (-math.inf if math.isnan(value[0]) else value[0],
+                    math.inf if math.isnan(value[1]) else value[1])
+        return value
+
+    def _value(self, node: exp.Expression) -> Value:
         if isinstance(node, exp.Paren):
             return self.value(node.this)
         if isinstance(node, exp.Column):
