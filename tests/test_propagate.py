@@ -102,3 +102,16 @@ def test_a_branch_sees_its_condition_hold_for_a_whole_number():
     real = Input((0.4, 30.0), "n")  # not a whole number: the divisor may be near 0
     assert interval_of(node, lambda i: real) == (-math.inf, math.inf)
 
+
+
+def test_a_division_truncates_only_where_postgresql_divides_integers():
+    node = sqlglot.parse_one('"r"."o0" / "r"."o1"', dialect="postgres")
+
+    def typed(whole):
+        return lambda i: Input((7.0, 9.0) if i == 0 else (2.0, 2.0), i, whole_type=whole)
+    assert interval_of(node, typed(True)) == (3.0, 4.0)  # bigint / bigint: 3 … 4
+    assert interval_of(node, typed(False)) == (3.5, 4.5)  # numeric
+    assert interval_of(node, typed(None)) == (3.0, 4.5)  # not known: either
+    # an integer beside a numeric constant is numeric
+    ratio = sqlglot.parse_one('"r"."o0" * 100.0 / "r"."o1"', dialect="postgres")
+    assert interval_of(ratio, typed(True)) == (350.0, 450.0)

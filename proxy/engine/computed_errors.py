@@ -30,9 +30,11 @@ UNBOUNDED = "∞ (a divisor's interval contains 0: the value may be anything)"
 
 def computed_bounds(plan: PrivateAggregate, rows: Sequence[tuple[list, list]],
                     interval: OutputInterval, beta: float,
-                    rounded: Callable[[float], int | str]) -> dict[str, int | str]:
+                    rounded: Callable[[float], int | str], whole: Sequence[bool]
+                    ) -> dict[str, int | str]:
     """Per visible computed column with an interval: its (1 − β) error bar over `rows`
-    (each the released outputs and the drawn parts), `rounded` up for the NOTICE."""
+    (each the released outputs and the drawn parts), `rounded` up for the NOTICE;
+    `whole` says which outputs PostgreSQL reads in an integer type."""
     assert plan.post_sql is not None and plan.computed is not None
     bounds: dict[str, int | str] = {}
     ranges = plan.computed.ranges or (None,) * len(plan.visible)
@@ -47,8 +49,8 @@ def computed_bounds(plan: PrivateAggregate, rows: Sequence[tuple[list, list]],
             share = beta / max(len(noisy), 1)
             below = above = -math.inf  # until a row's value is not NULL
             for values, drawn in rows:
-                ends = interval_of(node, _inputs(plan, values, drawn, interval, share))
-                point = interval_of(node, _inputs(plan, values, drawn, None, share))
+                ends = interval_of(node, _inputs(plan, values, drawn, interval, share, whole))
+                point = interval_of(node, _inputs(plan, values, drawn, None, share, whole))
                 if ends is None or point is None:
                     continue  # NULL here
                 if limits is not None:  # the truth lies within them, whatever the data
@@ -64,22 +66,24 @@ def computed_bounds(plan: PrivateAggregate, rows: Sequence[tuple[list, list]],
 
 
 def _inputs(plan: PrivateAggregate, values: list, drawn: list,
-            interval: OutputInterval | None, beta: float) -> Callable[[int], Input]:
+            interval: OutputInterval | None, beta: float, whole: Sequence[bool]
+            ) -> Callable[[int], Input]:
     """The released outputs as inputs: a key its value (a number, else text), a noisy
     output its interval (`interval` None: the released value itself)."""
     def of(index: int) -> Input:
         output, value = plan.outputs[index], values[index]
         if output.kind != OutputKind.NOISY:
-            return Input(_key(value), ("key", index))
+            return Input(_key(value), ("key", index), whole_type=whole[index])
         if value is None:
-            return Input(None, output.parts)
+            return Input(None, output.parts, whole_type=whole[index])
         if interval is None:
-            return Input((float(value), float(value)), output.parts)
+            return Input((float(value), float(value)), output.parts, whole_type=whole[index])
         ends = interval(output, value, drawn, beta)
         if ends is None:
             raise NoInterval("a value without an interval")
         # The truth of a count is a whole number of rows (weighted or not, as released).
-        return Input(ends, output.parts, output.aggregate in ("count", "count_distinct"))
+        return Input(ends, output.parts, output.aggregate in ("count", "count_distinct"),
+                     whole[index])
     return of
 
 

@@ -116,7 +116,8 @@ def release(plan: PrivateAggregate, calibration: Calibration,
     bounds = _bounds(plan, calibration, settings, count) | errors.bounds()
     if plan.post_sql is not None:  # every output, for the statement's own expressions
         bounds |= computed_bounds(plan, pairs, errors.interval, 1 - settings.confidence,
-                                  _rounded_up)
+                                  _rounded_up,
+                                  [type_oid in wire.INTEGER_OIDS for _, type_oid in columns])
         answer = Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
                                     in zip(row, columns, strict=True)] for row in rows],
                          bounds)

@@ -40,6 +40,9 @@ class Input:
     interval: Interval | str | None
     identity: object
     integer: bool = False
+    # Whether its PostgreSQL type is an integer type (bigint / bigint truncates); None:
+    # not known, and a division is then bounded either way.
+    whole_type: bool | None = None
 
 
 @functools.lru_cache(maxsize=256)
@@ -129,9 +132,35 @@ class _Evaluate:
         if right[0] <= 0 <= right[1]:
             return INFINITE  # a divisor that may be 0 (or near it) says nothing
         quotient = _ends([a / b for a in left for b in right])
-        # PostgreSQL's integer division truncates toward 0, a monotone map: either way
-        # the value lies within the real quotient's interval widened to its truncations.
-        return min(quotient[0], _trunc(quotient[0])), max(quotient[1], _trunc(quotient[1]))
+        # PostgreSQL's integer division truncates toward 0, a monotone map; where the
+        # operands' types are not known, the value lies within the real quotient's
+        # interval widened to its truncations either way.
+        whole = self._whole(node)
+        if whole is False:
+            return quotient
+        truncated = _trunc(quotient[0]), _trunc(quotient[1])
+        return truncated if whole else (min(quotient[0], truncated[0]),
+                                        max(quotient[1], truncated[1]))
+
+    def _whole(self, node: exp.Expr) -> bool | None:
+        """Whether PostgreSQL computes `node` in an integer type (None: not known)."""
+        if isinstance(node, exp.Paren):
+            return self._whole(node.this)
+        if isinstance(node, exp.Column):
+            return self.inputs(_index(node)).whole_type
+        if isinstance(node, exp.Literal):
+            return None if node.is_string else node.this.isdigit()
+        if isinstance(node, (exp.Neg, exp.Abs)):
+            return self._whole(node.this)
+        if isinstance(node, exp.Cast):
+            return str(getattr(node.args["to"].this, "value", "")).lower() in _INTEGER_CASTS
+        if isinstance(node, (exp.Round, exp.Sqrt)):
+            return False
+        if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div)):
+            kinds = [self._whole(node.this), self._whole(node.expression)]
+            # An integer beside a numeric or a float is computed as the latter.
+            return False if False in kinds else None if None in kinds else True
+        return None
 
     def _same(self, left: exp.Expression, right: exp.Expression) -> bool:
         """Both operands the same released value (a variance's sum times itself)."""
