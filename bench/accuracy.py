@@ -355,6 +355,8 @@ def _at_bound(answer: Answer, calibration, rng: SeededRandomSource
     if unit is None or unit.counts_cap is None:
         return None
     count = count_at_bound(answer.plan, calibration, answer.rows, NO_SHIFT, rng)
+    if count.total is not None:  # shape × total: no cells at a τ to split the error by
+        return None
     keys = answer.plan.keys
     return count, {tuple(None if v is None else v.decode() for v in row[:keys]):
                    float(Decimal(row[keys].decode())) / count.resolution

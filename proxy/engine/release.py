@@ -35,6 +35,8 @@ from .chosen_bound import (
     count_at_bound,
     count_bound,
     count_note,
+    scaled_to_total,
+    shape_bound,
     truncation_allowance,
 )
 from .weighted_sums import sums_at_bound, weights_note
@@ -92,10 +94,16 @@ def release(plan: PrivateAggregate, calibration: Calibration,
     noisers = _noisers(plan, calibration, shift_draw, settings, rng, true_rows,
                        count.resolution if count is not None else 1)
     errors = _RowErrors.of(plan, calibration, settings, count)
+    draws = [[noise(raw) for noise, raw in zip(noisers, true_row[plan.keys:], strict=True)]
+             for true_row in true_rows]
+    shape: list[float] | None = None
+    if count is not None and count.total is not None:  # the shape cells, then × total
+        shape = [drawn[0].plain for drawn in draws]
+        draws = [[Drawn(round(value), round(value) + drawn[0].released - drawn[0].plain)]
+                 for value, drawn in zip(scaled_to_total(count, shape), draws, strict=True)]
     rows = []
-    for true_row in true_rows:
+    for true_row, drawn in zip(true_rows, draws, strict=True):
         keys = [None if v is None else v.decode() for v in true_row[:plan.keys]]
-        drawn = [noise(raw) for noise, raw in zip(noisers, true_row[plan.keys:], strict=True)]
         if calibration.threshold is not None:
             assert plan.grouping is not None and plan.grouping.selection_part is not None
             # Decided on the unshifted noisy count: τ was derived for unshifted noise, and
@@ -108,6 +116,10 @@ def release(plan: PrivateAggregate, calibration: Calibration,
     if plan.grouping is not None and (occupied := plan.grouping.occupied_by) is not None:
         rows = [row for row in rows if row[occupied] > 0]  # released counts only (queries.md)
     bounds = _bounds(plan, calibration, settings, count) | errors.bounds()
+    if count is not None and shape is not None:
+        name = next(o.name for o in plan.visible if o.kind == OutputKind.NOISY)
+        bounds[name] = shape_bound(count, shape, widest_shift(calibration, 0, settings),
+                                   1 - settings.confidence)
     if plan.post_sql is not None:  # every output, for the statement's own expressions
         answer = Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
                                     in zip(row, columns, strict=True)] for row in rows],
