@@ -529,7 +529,7 @@ def monthly_floor(dsn: str, draws: int = 2000) -> None:
     total = sum(min(n, most) for n in totals.values())
     print(f"\nratio-corrected cells (total at tau {most}, the largest customer: hindsight)")
     print(f"{'tau_c':>5} {'cells eps':>9} {'exact total':>11} {'noisy total':>11}")
-    for tau in (2, 4, 8):
+    for tau in (1, 2, 4, 8):
         kept = np.zeros(len(months))
         for month, unit, m in rows:
             n = totals[unit]
