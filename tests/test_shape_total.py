@@ -3,13 +3,15 @@
 
 On tiny databases (up to two units, each with rows in two cells, at most CAP in all)
 every neighbour (a unit removed, or one of any kind added) is enumerated. The release is
-the walk's stop (its exact pmf, summed over every value of its threshold noise), then, by
-a rule of τ alone, either the plain cells at τ and the rows beyond it, or the shape cells
-(τ_c = 1) and the total up to the cap. Given the stop, the coordinates are independent
-discrete Laplace draws, so the largest privacy loss over every output is the stop's plus
-each coordinate's largest, which is found by enumerating that coordinate's window (wide
-enough to reach past both centres). It must stay within the charged ε, and exceed it for
-a broken version (shape cells weighed at τ_c = 2 but calibrated for 1).
+a question (whether n(τ) plus discrete Laplace noise reaches a threshold, its exact
+probability), then either the shape cells (τ_c = 1) and the total up to the cap, or the
+walk's stop (its exact pmf, summed over every value of its threshold noise), the plain
+cells at its τ and the rows beyond it. Given the branch (and the stop), the coordinates
+are independent discrete Laplace draws, so the largest privacy loss over every output is
+the branch's (and stop's) plus each coordinate's largest, which is found by enumerating
+that coordinate's window (wide enough to reach past both centres). It must stay within
+the charged ε, and exceed it for a broken version (shape cells weighed at τ_c = 2 but
+calibrated for 1).
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ import itertools
 import math
 import statistics
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
 
 from mechanisms.contribution_bound import (
     BoundChoice,
+    _tail,
     beyond,
     bound_grid,
     cell_resolution,
@@ -38,11 +40,13 @@ from proxy.config import PrivacySettings
 from proxy.engine.chosen_bound import (
     CHOICE_PART,
     SHAPE_TOTAL_PART,
+    ShapeDecision,
     _at,
     _cells,
     _rows,
     _unit_histogram,
     count_at_bound,
+    shape_decision,
     shape_pays,
 )
 from proxy.engine.release import release
@@ -117,63 +121,87 @@ def _stops(choice: BoundChoice, db: tuple[tuple[int, int], ...]) -> list[float]:
     return heavy_distribution(choice, [beyond(histogram, t) for t in choice.grid])
 
 
-def _worst_loss(rule: Callable[[int], bool], shape_tau: int = 1) -> float:
+def _passes(decision: ShapeDecision, db: tuple[tuple[int, int], ...]) -> float:
+    """P(n(τ) + DLap(1/ε) ≥ threshold) exactly."""
+    n = beyond(_values(db, 1, cell_resolution(CELLS))[0], decision.tau)
+    return _tail(decision.threshold - n, math.exp(-decision.epsilon))
+
+
+def _worst_loss(decision: ShapeDecision, shape_tau: int = 1) -> float:
+    """The largest privacy loss of the release over every neighbour pair: the decision,
+    then either the shape cells and the total (what the decision left), or the walk, the
+    plain cells at its τ and, below the cap, the rows beyond it (what the decision left)."""
     calibration = calibrate(plan_private_aggregate(parse_query(HISTOGRAM), demo_policy(), 0,
                                                    METRICS), EPSILON, 1e-8)
     q = cell_resolution(CELLS)
-    grid = bound_grid(CAP)
-    choice = BoundChoice(EPSILON * SHARE * CHOICE_PART, grid)
-    choice = replace(choice, hedge=histogram_hedge(CELLS, choice, EPSILON * (1 - SHARE)))
-    rest = EPSILON - choice.epsilon
+    rest = EPSILON - decision.epsilon
     total_epsilon = rest * SHAPE_TOTAL_PART
-    beyond_epsilon = EPSILON * SHARE * (1 - CHOICE_PART)
+    choice = BoundChoice(rest * SHARE * CHOICE_PART, bound_grid(CAP))
+    choice = replace(choice, hedge=histogram_hedge(CELLS, choice, rest * (1 - SHARE)))
+    walked = rest - choice.epsilon
+    beyond_epsilon = rest * SHARE * (1 - CHOICE_PART)
     worst = 0.0
     for db in _databases(2):
         for other in _neighbours(db):
+            passing = [_passes(decision, d) for d in (db, other)]
+            (h, cells, mine), (g, _, theirs) = (_values(d, shape_tau, q) for d in (db, other))
+            steps = float(_at(calibration, 1, rest - total_epsilon, cells, q).parts[0].scale) * q
+            loss = _coordinate_loss(truncated_total(h, CAP), truncated_total(g, CAP),
+                                    CAP / total_epsilon) + \
+                sum(_coordinate_loss(a, b, steps) for a, b in zip(mine, theirs, strict=True))
+            worst = max(worst, abs(math.log(passing[0] / passing[1])) + loss)
             stops = [_stops(choice, d) for d in (db, other)]
             for m, (p, r) in enumerate(zip(*stops, strict=True)):
                 tau = choice.bound(m)
-                (h, cells, mine), (g, _, theirs) = (
-                    _values(d, shape_tau if rule(tau) else tau, q) for d in (db, other))
-                if rule(tau):  # shape cells at τ_c = 1 and the total up to the cap
-                    steps = float(_at(calibration, 1, rest - total_epsilon, cells,
-                                      q).parts[0].scale) * q
-                    loss = _coordinate_loss(truncated_total(h, CAP), truncated_total(g, CAP),
-                                            CAP / total_epsilon)
-                else:  # plain cells at τ and, below the cap, the rows beyond it
-                    estimate = beyond_epsilon if tau < CAP else 0.0
-                    steps = float(_at(calibration, tau, rest - estimate, cells,
-                                      q).parts[0].scale) * q
-                    loss = _coordinate_loss(
-                        truncated_total(h, CAP) - truncated_total(h, tau),
-                        truncated_total(g, CAP) - truncated_total(g, tau),
-                        (CAP - tau) / estimate) if estimate else 0.0
+                (h, cells, mine), (g, _, theirs) = (_values(d, tau, q) for d in (db, other))
+                estimate = beyond_epsilon if tau < CAP else 0.0
+                steps = float(_at(calibration, tau, walked - estimate, cells,
+                                  q).parts[0].scale) * q
+                loss = _coordinate_loss(
+                    truncated_total(h, CAP) - truncated_total(h, tau),
+                    truncated_total(g, CAP) - truncated_total(g, tau),
+                    (CAP - tau) / estimate) if estimate else 0.0
                 loss += sum(_coordinate_loss(a, b, steps)
                             for a, b in zip(mine, theirs, strict=True))
-                worst = max(worst, abs(math.log(p / r)) + loss)
+                failing = math.log((1 - passing[0]) * p / ((1 - passing[1]) * r))
+                worst = max(worst, abs(failing) + loss)
     return worst
 
 
-@pytest.mark.parametrize("rule", [lambda tau: True, lambda tau: tau >= 3],
-                         ids=["always the shape", "the shape from tau 3"])
-def test_the_shape_times_total_release_stays_within_the_charged_epsilon(rule):
-    worst = _worst_loss(rule)
+@pytest.mark.parametrize("decision", [ShapeDecision(1, 1, 0.3), ShapeDecision(2, 0, 0.2)],
+                         ids=["n(1) >= 1", "n(2) >= 0"])
+def test_the_shape_times_total_release_stays_within_the_charged_epsilon(decision):
+    worst = _worst_loss(decision)
     assert worst <= EPSILON * (1 + 1e-9)
     assert worst > 0.5 * EPSILON  # the check can fail: it does below
 
 
 def test_shape_cells_weighed_beyond_their_calibration_break_it():
     """A unit's shape cells weighed at τ_c = 2 (up to 2 rows in all) under noise for 1."""
-    assert _worst_loss(lambda tau: True, shape_tau=2) > EPSILON * 1.05
+    assert _worst_loss(ShapeDecision(1, 1, 0.3), shape_tau=2) > EPSILON * 1.05
 
 
-def test_the_shape_is_chosen_only_where_the_plain_cells_are_noisy():
-    """The rule reads τ (released), the cap, the domain's size and ε: public. Zero-noise
-    answers keep the plain cells, exact; so do small τ, whose plain cells are accurate."""
-    assert shape_pays(32, 50, 24, 0.08, 0.085)  # the demo's monthly series at ε = 0.1
-    assert not shape_pays(2, 50, 24, 0.08, 0.085)  # few rows per unit: plain cells
-    assert not shape_pays(48, 50, 24, 0.8e12, 0.85e12)  # no noise: exact cells
-    assert not shape_pays(32, 50, 2, 0.08, 0.085)  # two cells: the total's noise in each
+def test_the_shape_is_asked_for_only_where_the_plain_cells_would_be_noisy():
+    """The question reads the cap, the domain's size and ε: public. Zero-noise answers keep
+    the plain cells, exact, without a question (no ε spent on it); so do few cells."""
+    grid = bound_grid(50)
+    monthly = shape_decision(grid, 50, 24, 0.1, 0.2)  # the demo's monthly series, ε = 0.1
+    assert monthly is not None and monthly.epsilon == pytest.approx(0.003)
+    assert monthly.tau == 8 and monthly.threshold > 1000  # n(8) ≈ 4,500 there
+    assert shape_decision(grid, 50, 24, 1e12, 0.2) is None  # no noise: exact cells
+    assert shape_decision(grid, 50, 2, 0.1, 0.2) is None  # the total's noise in each cell
+    assert shape_pays(32, 50, 24, 0.08, 0.085) and not shape_pays(2, 50, 24, 0.08, 0.085)
+    # the sampler follows the exact probability: few units beyond τ stay plain (the walk
+    # then at ε − 0.003), many take the shape
+    rng = SeededRandomSource(8)
+    trials = 2000
+    for beyond_tau in (0, 300, 1400, 3000):
+        histogram = {3: 2000, 20: beyond_tau}
+        exact = _tail(monthly.threshold - beyond_tau, math.exp(-monthly.epsilon))
+        seen = sum(monthly.passes(histogram, rng) for _ in range(trials)) / trials
+        assert seen == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / trials)
+                                     + 2e-3)
+    assert _tail(monthly.threshold, math.exp(-monthly.epsilon)) < 0.01
 
 
 def _spread_units(count: int, seed: int) -> list[dict[int, int]]:
@@ -197,7 +225,7 @@ def test_spread_rows_are_answered_as_shape_times_total_and_the_interval_covers()
     assert plan.unit is not None and plan.unit.spread_keys
     calibration = calibrate(plan, 0.1, 1e-8)
     settings = PrivacySettings(shift_interval=(0.0, 0.0))
-    units = _spread_units(3000, 1)
+    units = _spread_units(6000, 1)  # n(16) ≈ 3,600, the question asks ≥ 1,413
     truth = {k: sum(u.get(k, 0) for u in units) for k in range(1, 11)}
     rows = _backend(units, range(1, 11))
     count = count_at_bound(plan, calibration, rows, settings, SeededRandomSource(3))

@@ -39,6 +39,7 @@ from mechanisms.contribution_bound import (
     COUNT_HEDGE,
     COUNT_UPPER_THRESHOLD_SCALES,
     BoundChoice,
+    beyond,
     bound_grid,
     cell_resolution,
     choose_bound,
@@ -64,6 +65,10 @@ TRUNCATION_PART = 0.1
 # assumption could cost more than the noise it saves (and zero-noise answers stay exact).
 SHAPE_TOTAL_PART = 0.3
 SHAPE_FROM_NOISE = 10
+# The question before the walk whether to answer so: its part of the query's ε, and its
+# threshold's margin in noise scales above the walk's (docs/privacy-unit.md).
+DECISION_PART = 0.03
+DECISION_SCALES = 3
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,15 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
                             _at(calibration, tau, epsilon, cells, resolution), tau, False,
                             resolution=resolution)
     grid = bound_grid(unit.chosen_limit)
+    cap = unit.counts_cap
+    decision = shape_decision(grid, cap, len(cells), epsilon, share) \
+        if cells is not None and unit.spread_keys else None
+    if decision is not None:
+        assert cells is not None
+        if decision.passes(histogram, rng):
+            return _shape_times_total(calibration, histogram, cells, cap, epsilon, decision,
+                                      resolution, rng)
+        epsilon -= decision.epsilon  # the plain cells' release gets the rest
     choice = BoundChoice(epsilon * share * CHOICE_PART, grid)
     if cells is not None:
         choice = replace(choice, hedge=histogram_hedge(len(cells), choice, epsilon * (1 - share)))
@@ -114,17 +128,6 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
         choice = replace(choice, hedge=COUNT_HEDGE, upper_scales=COUNT_UPPER_THRESHOLD_SCALES)
     tau = choose_bound(choice, histogram, rng)
     rest = epsilon - choice.epsilon
-    cap = unit.counts_cap
-    if cells is not None and unit.spread_keys and \
-            shape_pays(tau, cap, len(cells), epsilon * (1 - share), rest):
-        total_epsilon = rest * SHAPE_TOTAL_PART
-        scale = laplace_scale(cap, total_epsilon)
-        return CountAtBound(_rows(histogram, cells, 1, resolution),
-                            _at(calibration, 1, rest - total_epsilon, cells, resolution), 1,
-                            True, choice.epsilon, resolution=resolution,
-                            total=truncated_total(histogram, cap) +
-                            sample_discrete_laplace(scale, rng),
-                            total_scale=scale, total_epsilon=total_epsilon)
     if tau >= cap:  # nothing is beyond τ up to the cap, whatever the data
         return CountAtBound(_rows(histogram, cells, tau, resolution),
                             _at(calibration, tau, rest, cells, resolution), tau, True,
@@ -139,14 +142,65 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
                         dropped_scale=scale, resolution=resolution)
 
 
+@dataclass(frozen=True)
+class ShapeDecision:
+    """Whether to answer a histogram as shape × total: AboveThreshold on one level, i.e.
+    whether n(τ) + DLap(1/ε) ≥ threshold (n(τ) = units with more than τ rows, sensitivity 1
+    under adding or removing a unit). It costs `epsilon` of the query's ε either way."""
+
+    tau: int
+    threshold: int
+    epsilon: float
+
+    def passes(self, histogram: dict[int, int], rng: RandomSource) -> bool:
+        noise = sample_discrete_laplace(laplace_scale(1, self.epsilon), rng)
+        return beyond(histogram, self.tau) + noise >= self.threshold
+
+
+def shape_decision(grid: Sequence[int], cap: int, cells: int, epsilon: float, share: float
+                   ) -> ShapeDecision | None:
+    """The question asked before the walk (None: plain cells, no question): τ_s is the
+    least τ of the grid at which the plain cells would pay for shape × total
+    (`shape_pays`); the walk would reach it only past the levels below it, so the
+    question is whether the units beyond the last of those (the hedge's levels under τ_s)
+    number the walk's threshold there plus DECISION_SCALES noise scales: a histogram
+    with few such units stays plain with probability ≥ 1 − e^{−3}/2. All of it reads the
+    policy, the domain's size and ε: public."""
+    asked = epsilon * DECISION_PART
+    rest = epsilon - asked
+    walk = BoundChoice(rest * share * CHOICE_PART, tuple(grid))
+    hedge = histogram_hedge(cells, walk, rest * (1 - share))
+    for index, tau in enumerate(grid):
+        if shape_pays(tau, cap, cells, rest * (1 - share), rest):
+            level = max(index - hedge - 1, 0)
+            return ShapeDecision(grid[level], walk.threshold(level) +
+                                 math.ceil(DECISION_SCALES / asked), asked)
+    return None
+
+
 def shape_pays(tau: int, cap: int, cells: int, cells_epsilon: float, rest: float) -> bool:
-    """Whether a histogram is answered as shape × total: when the plain cells at the chosen
-    τ (with `cells_epsilon`) would carry at least SHAPE_FROM_NOISE rows of noise each, and
-    the total's noise, spread over the cells, at most half of it. Public: τ is released,
-    the rest is the policy's and the domain's size."""
+    """Whether plain cells at τ (with `cells_epsilon`) would carry at least
+    SHAPE_FROM_NOISE rows of noise each, and the total of shape × total (at its share of
+    `rest`), spread over the cells, at most half of it."""
     noise = tau / cells_epsilon
     return noise >= SHAPE_FROM_NOISE and \
         cap / (cells * rest * SHAPE_TOTAL_PART) <= noise / 2
+
+
+def _shape_times_total(calibration: Calibration, histogram: dict[int, int], cells: Cells,
+                       cap: int, epsilon: float, decision: ShapeDecision, resolution: int,
+                       rng: RandomSource) -> CountAtBound:
+    """The shape cells at τ_c = 1 and the total up to the cap, with what the decision
+    left: SHAPE_TOTAL_PART of it for the total (sensitivity cap), the rest the cells."""
+    rest = epsilon - decision.epsilon
+    total_epsilon = rest * SHAPE_TOTAL_PART
+    scale = laplace_scale(cap, total_epsilon)
+    return CountAtBound(_rows(histogram, cells, 1, resolution),
+                        _at(calibration, 1, rest - total_epsilon, cells, resolution), 1,
+                        True, decision.epsilon, resolution=resolution,
+                        total=truncated_total(histogram, cap) +
+                        sample_discrete_laplace(scale, rng),
+                        total_scale=scale, total_epsilon=total_epsilon)
 
 
 def scaled_to_total(count: CountAtBound, shape: Sequence[float]) -> list[float]:
@@ -289,8 +343,8 @@ def count_note(plan: PrivateAggregate, count: CountAtBound) -> str | None:
                 f"all, spread over its cells; epsilon {count.calibration.parts[0].epsilon:g})"
                 f" times the rows counted with at most {unit.counts_cap} per unit, about "
                 f"{max(count.total, 0)} (±{margin}; epsilon {count.total_epsilon:g}), after "
-                f"a private choice (epsilon {count.choice_epsilon:g}) found many rows per "
-                "unit: this assumes each unit's rows fall in the cells as all rows do; the "
+                f"a private check (epsilon {count.choice_epsilon:g}) found many units with "
+                "many rows: this assumes each unit's rows fall in the cells as all rows do; the "
                 "interval allows for the noise, not for units whose rows fall otherwise")
     chosen = (f"each {unit.unit} counted with at most {rows}, a bound chosen privately for "
               f"this query (at most {unit.chosen_limit}; epsilon {count.choice_epsilon:g} of "
