@@ -118,9 +118,10 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
     if decision is not None:
         assert cells is not None
         if decision.passes(histogram, rng):
-            return _shape_times_total(calibration, histogram, cells, cap, epsilon, decision,
+            return _shape_times_total(calibration, histogram, cells, cap,
+                                      epsilon - decision.epsilon, decision.epsilon,
                                       resolution, rng)
-        epsilon -= decision.epsilon  # the plain cells' release gets the rest
+        epsilon -= decision.epsilon  # the walk and what follows it get the rest
     choice = BoundChoice(epsilon * share * CHOICE_PART, grid)
     if cells is not None:
         choice = replace(choice, hedge=histogram_hedge(len(cells), choice, epsilon * (1 - share)))
@@ -128,6 +129,11 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
         choice = replace(choice, hedge=COUNT_HEDGE, upper_scales=COUNT_UPPER_THRESHOLD_SCALES)
     tau = choose_bound(choice, histogram, rng)
     rest = epsilon - choice.epsilon
+    if decision is not None and shape_pays(tau, cap, len(cells or ()), epsilon * (1 - share),
+                                           rest):  # the question missed what the walk saw
+        assert cells is not None
+        return _shape_times_total(calibration, histogram, cells, cap, rest,
+                                  decision.epsilon + choice.epsilon, resolution, rng)
     if tau >= cap:  # nothing is beyond τ up to the cap, whatever the data
         return CountAtBound(_rows(histogram, cells, tau, resolution),
                             _at(calibration, tau, rest, cells, resolution), tau, True,
@@ -164,8 +170,9 @@ def shape_decision(grid: Sequence[int], cap: int, cells: int, epsilon: float, sh
     (`shape_pays`); the walk would reach it only past the levels below it, so the
     question is whether the units beyond the last of those (the hedge's levels under τ_s)
     number the walk's threshold there plus DECISION_SCALES noise scales: a histogram
-    with few such units stays plain with probability ≥ 1 − e^{−3}/2. All of it reads the
-    policy, the domain's size and ε: public."""
+    with few such units goes on to the walk with probability ≥ 1 − e^{−3}/2, and the
+    shape is then taken only if the walk's τ pays for it. All of it reads the policy, the
+    domain's size and ε: public."""
     asked = epsilon * DECISION_PART
     rest = epsilon - asked
     walk = BoundChoice(rest * share * CHOICE_PART, tuple(grid))
@@ -188,16 +195,16 @@ def shape_pays(tau: int, cap: int, cells: int, cells_epsilon: float, rest: float
 
 
 def _shape_times_total(calibration: Calibration, histogram: dict[int, int], cells: Cells,
-                       cap: int, epsilon: float, decision: ShapeDecision, resolution: int,
+                       cap: int, rest: float, spent: float, resolution: int,
                        rng: RandomSource) -> CountAtBound:
-    """The shape cells at τ_c = 1 and the total up to the cap, with what the decision
-    left: SHAPE_TOTAL_PART of it for the total (sensitivity cap), the rest the cells."""
-    rest = epsilon - decision.epsilon
+    """The shape cells at τ_c = 1 and the total up to the cap with `rest` (what the
+    question, and the walk if it ran, `spent`, left): SHAPE_TOTAL_PART of it for the
+    total (sensitivity cap), the rest the cells."""
     total_epsilon = rest * SHAPE_TOTAL_PART
     scale = laplace_scale(cap, total_epsilon)
     return CountAtBound(_rows(histogram, cells, 1, resolution),
                         _at(calibration, 1, rest - total_epsilon, cells, resolution), 1,
-                        True, decision.epsilon, resolution=resolution,
+                        True, spent, resolution=resolution,
                         total=truncated_total(histogram, cap) +
                         sample_discrete_laplace(scale, rng),
                         total_scale=scale, total_epsilon=total_epsilon)
@@ -343,7 +350,7 @@ def count_note(plan: PrivateAggregate, count: CountAtBound) -> str | None:
                 f"all, spread over its cells; epsilon {count.calibration.parts[0].epsilon:g})"
                 f" times the rows counted with at most {unit.counts_cap} per unit, about "
                 f"{max(count.total, 0)} (±{margin}; epsilon {count.total_epsilon:g}), after "
-                f"a private check (epsilon {count.choice_epsilon:g}) found many units with "
+                f"private checks (epsilon {count.choice_epsilon:g}) found many units with "
                 "many rows: this assumes each unit's rows fall in the cells as all rows do; the "
                 "interval allows for the noise, not for units whose rows fall otherwise")
     chosen = (f"each {unit.unit} counted with at most {rows}, a bound chosen privately for "

@@ -213,11 +213,11 @@ def _error_bar(plan: PrivateAggregate, calibration: Calibration, output: OutputC
 SHAPE_TIMES_TOTAL = (
     "where a τ large enough to leave the cells at least 10 rows of noise each would be "
     "chosen, 3% of the epsilon first asks privately whether many units have that many rows; "
-    "if so the cells are answered as the units' shape (each unit weighs 1 row in all, spread "
-    "over its cells) times the rows up to the cap, with 0.7 and 0.3 of the rest, and no τ "
-    "is chosen; this assumes each unit's rows fall in the cells as all rows do, and the "
-    "interval, stated with the answer, allows for the noise, not for units whose rows fall "
-    "otherwise")
+    "if so, or if the τ then chosen is that large, the cells are answered as the units' "
+    "shape (each unit weighs 1 row in all, spread over its cells) times the rows up to the "
+    "cap, with 0.7 and 0.3 of the rest; this assumes each unit's rows fall in the cells as "
+    "all rows do, and the interval, stated with the answer, allows for the noise, not for "
+    "units whose rows fall otherwise")
 
 
 def _beyond_tau(plan: PrivateAggregate) -> str | None:
