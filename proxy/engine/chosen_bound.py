@@ -18,13 +18,14 @@ truncation at the other half: the upper end (of the count, or of every cell) gro
 noisy rows beyond τ plus that estimate's one-sided bound, so it holds every row up to the
 cap, on any data: no cell can have lost more rows than all of them together.
 
-A histogram whose keys are read from the rows (`spread_keys`) and whose chosen τ would
-leave its cells with much noise is answered instead as its units' shape times its total
-(`shape_pays`): the cells at τ_c = 1 (each unit weighs 1 row in all, spread over its cells
-in proportion: L1 = 1) and the rows up to the cap, Σ_u min(n_u, cap) (sensitivity cap),
-each with its own share of the ε left after the choice; each cell is then its shape cell
-times the total over the shape cells' sum (post-processing). It assumes a unit's rows fall
-in the cells as all rows do; its interval allows for the noise, not for that assumption.
+A histogram whose keys are read from the rows (`spread_keys`) and whose τ would leave its
+cells with much noise (`shape_pays`) is answered instead as its units' shape times its
+total: the cells at τ_c = 1 (each unit weighs 1 row in all, spread over its cells in
+proportion: L1 = 1) and the rows up to the cap, Σ_u min(n_u, cap) (sensitivity cap), each
+with its share of the ε left; each cell is then its shape cell times the total over the
+shape cells' sum (post-processing). Whether: a private question before the walk
+(`shape_decision`), or failing that the walk's τ. It assumes a unit's rows fall in the
+cells as all rows do; its interval allows for the noise, not for that assumption.
 """
 
 from __future__ import annotations
@@ -244,7 +245,9 @@ def shape_bound(count: CountAtBound, shape: Sequence[float], widest_shift: float
 def _sum_bound(scale: float, terms: int, beta: float) -> float:
     """|Σ of `terms` Laplace(scale) draws| ≤ this with probability ≥ 1 − β: E e^{λX} =
     1/(1 − b²λ²) ≤ e^{2b²λ²} for |λ| ≤ 1/(2b), so P(S ≥ t) ≤ e^{−t²/(8kb²)} for t ≤ 2kb
-    and ≤ e^{k/2 − t/(2b)} beyond (each side at β/2)."""
+    and ≤ e^{k/2 − t/(2b)} beyond (each side at β/2). Applied to the cells' discrete
+    noise, whose variance is below the continuous one's (its own tail is not bounded
+    here: the interval's coverage is measured, docs/privacy-unit.md)."""
     log = math.log(2 / beta)
     near = scale * math.sqrt(8 * terms * log)
     return near if near <= 2 * terms * scale else scale * (terms + 2 * log)
