@@ -359,6 +359,8 @@ def _at_bound(answer: Answer, calibration, rng: SeededRandomSource
     if unit is None or unit.counts_cap is None:
         return None
     count = count_at_bound(answer.plan, calibration, answer.rows, NO_SHIFT, rng)
+    if count.total is not None:  # shape × total: no cells at a τ to split the error by
+        return None
     keys = answer.plan.keys
     return count, {tuple(None if v is None else v.decode() for v in row[:keys]):
                    float(Decimal(row[keys].decode())) / count.resolution
@@ -531,7 +533,7 @@ def monthly_floor(dsn: str, draws: int = 2000) -> None:
     total = sum(min(n, most) for n in totals.values())
     print(f"\nratio-corrected cells (total at tau {most}, the largest customer: hindsight)")
     print(f"{'tau_c':>5} {'cells eps':>9} {'exact total':>11} {'noisy total':>11}")
-    for tau in (2, 4, 8):
+    for tau in (1, 2, 4, 8):
         kept = np.zeros(len(months))
         for month, unit, m in rows:
             n = totals[unit]

@@ -36,6 +36,8 @@ from .chosen_bound import (
     count_bound,
     count_ends,
     count_note,
+    scaled_to_total,
+    shape_bound,
     truncation_allowance,
 )
 from .computed_errors import computed_bounds
@@ -94,10 +96,16 @@ def release(plan: PrivateAggregate, calibration: Calibration,
     noisers = _noisers(plan, calibration, shift_draw, settings, rng, true_rows,
                        count.resolution if count is not None else 1)
     errors = _RowErrors.of(plan, calibration, settings, count)
+    draws = [[noise(raw) for noise, raw in zip(noisers, true_row[plan.keys:], strict=True)]
+             for true_row in true_rows]
+    shape: list[float] | None = None
+    if count is not None and count.total is not None:  # the shape cells, then × total
+        shape = errors.shape = [drawn[0].plain for drawn in draws]
+        draws = [[Drawn(round(value), round(value) + drawn[0].released - drawn[0].plain)]
+                 for value, drawn in zip(scaled_to_total(count, shape), draws, strict=True)]
     rows, drawn_rows = [], []
-    for true_row in true_rows:
+    for true_row, drawn in zip(true_rows, draws, strict=True):
         keys = [None if v is None else v.decode() for v in true_row[:plan.keys]]
-        drawn = [noise(raw) for noise, raw in zip(noisers, true_row[plan.keys:], strict=True)]
         if calibration.threshold is not None:
             assert plan.grouping is not None and plan.grouping.selection_part is not None
             # Decided on the unshifted noisy count: τ was derived for unshifted noise, and
@@ -114,6 +122,10 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         pairs = [(row, drawn) for row, drawn in pairs if row[occupied] > 0]
         rows = [row for row, _ in pairs]
     bounds = _bounds(plan, calibration, settings, count) | errors.bounds()
+    if count is not None and shape is not None:
+        name = next(o.name for o in plan.visible if o.kind == OutputKind.NOISY)
+        bounds[name] = shape_bound(count, shape, widest_shift(calibration, 0, settings),
+                                   1 - settings.confidence)
     if plan.post_sql is not None:  # every output, for the statement's own expressions
         bounds |= computed_bounds(plan, pairs, errors.interval, 1 - settings.confidence,
                                   _rounded_up,
@@ -417,6 +429,8 @@ class _RowErrors:
     outputs: list[tuple[int, OutputColumn]]  # visible AVGs and bucketed sums
     widths: dict[str, float]
     count: CountAtBound | None = None
+    # The shape cells of a histogram answered as shape × total (chosen_bound.shape_bound).
+    shape: list[float] | None = None
 
     @classmethod
     def of(cls, plan: PrivateAggregate, calibration: Calibration,
@@ -471,6 +485,8 @@ class _RowErrors:
         unit = self.plan.unit
         if self.plan.parts[index].edges is not None:
             below = above = self._sum(index, drawn[index], beta * share / 2)
+        elif self.count is not None and self.shape is not None:
+            below = above = shape_bound(self.count, self.shape, widest, beta)
         elif self.count is not None and unit is not None and unit.counts_cap is not None \
                 and self.calibration.mechanism != Mechanism.GAUSSIAN:
             below, above = count_ends(self.count, widest, beta)

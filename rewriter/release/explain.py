@@ -204,7 +204,9 @@ def _error_bar(plan: PrivateAggregate, calibration: Calibration, output: OutputC
         error = noise_bound(plan, calibration, output.parts[0], 0.0, beta) + \
             (1 if _cell_rounding(plan, calibration) else 0)  # whole rows, as released
         return {"error": error, "confidence": 1 - beta,
-                **({"upper_end": beyond} if beyond else {})}
+                **({"upper_end": beyond} if beyond else {}),
+                **({"shape_times_total": SHAPE_TIMES_TOTAL}
+                   if plan.unit is not None and plan.unit.spread_keys else {})}
     total, count = (noise_bound(plan, calibration, i, 0.0, beta / 2) for i in output.parts)
     assert output.bounds is not None
     lo, hi = output.bounds
@@ -236,6 +238,17 @@ def _computed_error(plan: PrivateAggregate, calibration: Calibration, index: int
             "the expression by interval arithmetic; a divisor whose interval holds 0 leaves "
             "it unbounded" + (f"; cut to [{limits[0]:g}, {limits[1]:g}], what it can take "
                               "whatever the data" if limits else "")}
+
+
+# A histogram over keys read from the rows (UnitBounds.spread_keys), proxy/engine/chosen_bound.py.
+SHAPE_TIMES_TOTAL = (
+    "where a τ large enough to leave the cells at least 10 rows of noise each would be "
+    "chosen, 3% of the epsilon first asks privately whether many units have that many rows; "
+    "if so, or if the τ then chosen is that large, the cells are answered as the units' "
+    "shape (each unit weighs 1 row in all, spread over its cells) times the rows up to the "
+    "cap, with 0.7 and 0.3 of the rest; this assumes each unit's rows fall in the cells as "
+    "all rows do, and the interval, stated with the answer, allows for the noise, not for "
+    "units whose rows fall otherwise")
 
 
 def _beyond_tau(plan: PrivateAggregate) -> str | None:
