@@ -100,7 +100,7 @@ def release(plan: PrivateAggregate, calibration: Calibration,
              for true_row in true_rows]
     shape: list[float] | None = None
     if count is not None and count.total is not None:  # the shape cells, then × total
-        shape = errors.shape = [drawn[0].plain for drawn in draws]
+        shape = [drawn[0].plain for drawn in draws]
         draws = [[Drawn(round(value), round(value) + drawn[0].released - drawn[0].plain)]
                  for value, drawn in zip(scaled_to_total(count, shape), draws, strict=True)]
     rows, drawn_rows = [], []
@@ -122,10 +122,10 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         pairs = [(row, drawn) for row, drawn in pairs if row[occupied] > 0]
         rows = [row for row, _ in pairs]
     bounds = _bounds(plan, calibration, settings, count) | errors.bounds()
-    if count is not None and shape is not None:
-        name = next(o.name for o in plan.visible if o.kind == OutputKind.NOISY)
-        bounds[name] = shape_bound(count, shape, widest_shift(calibration, 0, settings),
-                                   1 - settings.confidence)
+    if count is not None and shape is not None:  # each visible count (its one part)
+        bar = shape_bound(count, shape, widest_shift(calibration, 0, settings),
+                          1 - settings.confidence)
+        bounds |= {o.name: bar for o in plan.visible if o.kind == OutputKind.NOISY}
     if plan.post_sql is not None:  # every output, for the statement's own expressions
         bounds |= computed_bounds(plan, pairs, errors.interval, 1 - settings.confidence,
                                   _rounded_up,
@@ -429,8 +429,6 @@ class _RowErrors:
     outputs: list[tuple[int, OutputColumn]]  # visible AVGs and bucketed sums
     widths: dict[str, float]
     count: CountAtBound | None = None
-    # The shape cells of a histogram answered as shape × total (chosen_bound.shape_bound).
-    shape: list[float] | None = None
 
     @classmethod
     def of(cls, plan: PrivateAggregate, calibration: Calibration,
@@ -485,8 +483,6 @@ class _RowErrors:
         unit = self.plan.unit
         if self.plan.parts[index].edges is not None:
             below = above = self._sum(index, drawn[index], beta * share / 2)
-        elif self.count is not None and self.shape is not None:
-            below = above = shape_bound(self.count, self.shape, widest, beta)
         elif self.count is not None and unit is not None and unit.counts_cap is not None \
                 and self.calibration.mechanism != Mechanism.GAUSSIAN:
             below, above = count_ends(self.count, widest, beta)
