@@ -210,6 +210,9 @@ class Computed:
 
     probe_sql: str
     post_sql: str | None = None
+    # Per visible output, what its value can take whatever the data (a variance of a
+    # bounded column: Popoviciu's bound), or None: its interval is clipped to it.
+    ranges: tuple[tuple[float, float] | None, ...] = ()
 
 
 @dataclass(frozen=True)

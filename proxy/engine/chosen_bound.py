@@ -316,16 +316,23 @@ def _at(calibration: Calibration, tau: int, epsilon: float, cells: Cells | None,
 
 
 def count_bound(count: CountAtBound, widest_shift: float, beta: float) -> int | str:
-    """The NOTICE's (1 − β) interval half-width (a fractional cell's: plus its rounding to
-    whole rows); with a chosen τ below the cap, the noise at β/2 and the upper end's
-    allowance for the rows beyond τ at β/2."""
+    """The NOTICE's (1 − β) interval: its half-width, and its upper end when that is
+    further (count_ends)."""
+    below, above = count_ends(count, widest_shift, beta)
+    return below if above == below else f"{below} (upper end +{above})"
+
+
+def count_ends(count: CountAtBound, widest_shift: float, beta: float) -> tuple[int, int]:
+    """How far below and above the released count its (1 − β) interval reaches: the
+    noise (a fractional cell's plus its rounding to whole rows); with a chosen τ below
+    the cap, the noise at β/2 and the upper end's allowance for the rows beyond τ at β/2."""
     part = count.calibration.parts[0]
     rounding = 1 if count.resolution > 1 else 0
     if not count.chosen:
-        return math.ceil(shifted_laplace_bound(part.scale, widest_shift, beta)) + rounding
+        noise = math.ceil(shifted_laplace_bound(part.scale, widest_shift, beta)) + rounding
+        return noise, noise
     noise = math.ceil(shifted_laplace_bound(part.scale, widest_shift, beta / 2)) + rounding
-    allowance = truncation_allowance(count, beta / 2)
-    return noise if allowance == 0 else f"{noise} (upper end +{noise + allowance})"
+    return noise, noise + truncation_allowance(count, beta / 2)
 
 
 def truncation_allowance(count: CountAtBound, beta: float) -> int:
