@@ -335,21 +335,28 @@ def small_database(postgres: Postgres) -> str:
     return conninfo
 
 
-def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
-        small_database: str):
-    from collections import Counter
-
-    from rewriter.checks.plan_check import expected_scans, plan_failure
+def _notes_policy(column: str, bound: int):
+    """The small database's policy with order_notes reaching the unit through orders
+    (a hop dpgate joins itself), its `column` bounded by [0, bound], τ = 2."""
     from rewriter.policy.model import Policy
 
-    policy = Policy.from_dict({
+    return Policy.from_dict({
         "privacy_unit": {"table": "customers", "column": "customer_id"},
         "max_contributions": 2,
         "tables": {"customers": {"private": True},
                    "orders": {"private": True, "unit": "customer_id"},
                    "order_notes": {"private": True,
                                    "unit": "order_id -> orders.order_id -> orders.customer_id",
-                                   "columns": {"amount": {"bounds": [0, 1000]}}}}})
+                                   "columns": {column: {"bounds": [0, bound]}}}}})
+
+
+def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
+        small_database: str):
+    from collections import Counter
+
+    from rewriter.checks.plan_check import expected_scans, plan_failure
+
+    policy = _notes_policy("amount", 1000)
     sql = "SELECT count(*) FROM order_notes WHERE note <> 'x'"
     with psycopg.connect(small_database) as connection:
         connection.execute("CREATE TABLE order_notes (order_id int, note text, amount int); "
@@ -390,6 +397,51 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
         connection.rollback()
     assert count == expected
     assert weighed == {int(n): int(rows) for n, rows in sizes}  # rows of units of size n
+
+
+def test_a_column_the_hop_table_has_too_is_the_statements_own(small_database: str):
+    """dpgate's hop join (order_notes → orders) adds no column a statement's unqualified
+    name could mean: `order_id` is order_notes', as PostgreSQL reads the statement alone
+    (it was AmbiguousColumn), in every SQL form unit mode writes."""
+    from rewriter.checks.plan_check import expected_scans, plan_failure
+
+    policy = _notes_policy("order_id", 10000)
+    with psycopg.connect(small_database) as connection:
+        connection.execute("CREATE TABLE order_notes (order_id int, note text); "
+                           "INSERT INTO order_notes SELECT order_id, 'n' FROM orders, "
+                           "generate_series(1, 3) AS g")
+        metrics = measured_metrics(small_database)
+
+        def run(sql: str) -> list[tuple]:
+            plan = plan_private_aggregate(parse_query(sql), policy, 0, metrics)
+            (explained,) = connection.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + plan.sql
+                                              ).fetchone()
+            checks = plan.checks
+            assert plan_failure(explained, expected_scans(checks), policy, checks.windows,
+                                checks.join_keys) is None, sql
+            return connection.execute(plan.sql).fetchall()
+
+        # A lone count's per-unit counts (capped at τ = 2): Σ min(n, 2) over the units.
+        count = sum(c * units for c, units in run(
+            "SELECT count(*) FROM order_notes WHERE order_id > 5"))
+        (expected,) = connection.execute(
+            "SELECT sum(least(n, 2)) FROM (SELECT o.customer_id, count(*) AS n FROM "
+            "order_notes n JOIN orders o USING (order_id) WHERE n.order_id > 5 GROUP BY 1) "
+            "AS s").fetchone()
+        # A weighted sum: per unit size n its rows and their order_ids' sum (in buckets).
+        summed: dict[int, Decimal] = {}
+        for n, _, _, _, total, _ in run("SELECT sum(order_id) FROM order_notes"):
+            summed[int(n)] = summed.get(int(n), Decimal(0)) + (total or 0)
+        sizes = dict(connection.execute(
+            "SELECT n, sum(t) FROM (SELECT o.customer_id, count(*) AS n, sum(n.order_id) AS t "
+            "FROM order_notes n JOIN orders o USING (order_id) GROUP BY 1) AS s GROUP BY 1"
+        ).fetchall())
+        # The row_number() sort keeps τ = 2 of each unit's non-NULL order_ids.
+        ((kept,),) = run("SELECT count(order_id) FROM order_notes")
+        connection.rollback()
+    assert count == expected
+    assert summed == {int(n): total for n, total in sizes.items()}
+    assert kept == 2 * 300  # every customer has ≥ 1 order, so ≥ 3 notes
 
 
 @pytest.mark.parametrize(("sql", "bound"), [
