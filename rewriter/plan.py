@@ -228,16 +228,19 @@ class PlanChecks:
     analysis joined on and the alias lists it read, the only columns PostgreSQL's plan may
     join private rows on (plan_joins.py; None: unchecked); `cells_sql`: the number of
     cells of a histogram whose domain a public table supplies, refused above max_cells;
-    `copies`: how many times dpgate's SQL reads the statement's rows (weights read them
-    twice where the reads agree: bounding.weighted_rows), so PostgreSQL may scan each
-    private table that many times per scan the analysis saw.
+    `reads`: where dpgate's SQL reads the statement's rows more than once (weights read
+    them twice where the reads agree: bounding.weighted_rows), the SQL of each read: each
+    is checked on its own, with the analysis's scans, and the statement may scan each
+    private table that many times per scan the analysis saw. (Pooled over the reads, one
+    read could scan a table once more than the analysis saw where PostgreSQL left a scan
+    out of the other, a join it removed as unused there.)
     """
 
     scans: tuple[str, ...] = ()
     windows: int = 0
     join_keys: JoinKeys | None = None
     cells_sql: str | None = None
-    copies: int = 1
+    reads: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

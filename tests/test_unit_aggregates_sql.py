@@ -118,7 +118,7 @@ def test_weighted_sums_by_unit_size_are_exact(orders: tuple[str, list[Order]]):
                                     "GROUP BY quantity")
     assert plan.unit is not None and plan.unit.weights_cap is not None
     # Read twice (the units' sizes, then the rows joined to them), never copied.
-    assert plan.checks.copies == 2
+    assert len(plan.checks.reads) == 2
     assert sum(n.get("Relation Name") == "orders" for n in nodes) == 2
     assert not any(n["Node Type"] in ("CTE Scan", "Materialize") for n in nodes)
     sizes = _sizes(rows)
@@ -164,11 +164,16 @@ def test_the_plan_check_expects_the_second_read_and_no_third(orders: tuple[str, 
                                   0, measured_metrics(dsn))
     with psycopg.connect(dsn) as connection:
         (explain,) = connection.execute(f"EXPLAIN (VERBOSE, FORMAT JSON) {plan.sql}").fetchone()
+        reads = [connection.execute(f"EXPLAIN (VERBOSE, FORMAT JSON) {read}").fetchone()[0]
+                 for read in plan.checks.reads]
     checks = plan.checks
-    assert checks.copies == 2
+    assert len(checks.reads) == 2
     assert plan_failure(explain, expected_scans(checks), policy, checks.windows,
                         checks.join_keys) is None
-    once = replace(checks, copies=1)
+    # Each read on its own scans orders once, as the analysis saw.
+    assert all(plan_failure(read, expected_scans(checks, read=True), policy, 0,
+                            checks.join_keys) is None for read in reads)
+    once = replace(checks, reads=())
     assert "reads public.orders 2 time(s)" in str(plan_failure(
         explain, expected_scans(once), policy, once.windows, once.join_keys))
 
@@ -187,7 +192,7 @@ def test_rows_are_read_twice_only_where_the_reads_agree():
     plan = plan_private_aggregate(parse_query("SELECT sum(order_cost) FROM orders WHERE "
                                               "order_date < clock_timestamp()"),
                                   demo_policy(), 0, METRICS)
-    assert plan.checks.copies == 2 and "clock_timestamp" not in plan.sql.lower()
+    assert len(plan.checks.reads) == 2 and "clock_timestamp" not in plan.sql.lower()
 
 
 @pytest.mark.parametrize("sql", [
@@ -209,4 +214,4 @@ def test_queries_whose_rows_depend_on_scan_order_are_read_once(sql: str):
     and its rows read again could then disagree, and it would weigh more than τ."""
     assert not reads_alike(parse_query(sql))
     plan = plan_private_aggregate(parse_query(sql), demo_policy(), 0, METRICS)
-    assert plan.checks.copies == 1
+    assert plan.checks.reads == ()
