@@ -133,6 +133,10 @@ class UnitBounds:
     # from it, or first chooses τ ≤ `chosen_limit` privately when that is set.
     counts_cap: int | None = None
     chosen_limit: int | None = None
+    # A count histogram at a chosen τ whose cells need no whole rows (any noise but the
+    # Gaussian): the backend returns per key and unit size n the rows of such units
+    # (bounding.weighted_rows), not the units' rows per cell (bounding.cell_contributions).
+    cells_by_size: bool = False
     # SUM, AVG, the variance family and counts beside them: the backend returns per group
     # and per unit size n their aggregates (bounding.weighted_rows), n capped at
     # `weights_cap` for the choice of τ; the proxy weighs each by min(1, τ/n).

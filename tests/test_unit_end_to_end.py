@@ -150,6 +150,30 @@ def test_a_histogram_with_a_chosen_tau_is_postgresqls_without_noise(choosing_pro
     assert any("at most 50 rows, a bound chosen privately" in n for n in notices)
 
 
+def test_a_gaussian_histogram_keeps_whole_rows_and_a_stale_plan_is_refused(choosing_proxy,
+                                                                           demo_database):
+    """A session under the Gaussian mechanism plans a histogram's cells by unit (whole
+    rows, ⌊m·τ/n⌋ at its fixed τ = 10); the others plan them by unit size. A statement
+    prepared before SET dp.mechanism = gaussian holds the other SQL: refused, uncharged."""
+    dsn, _ = choosing_proxy
+    sql = "SELECT quantity, count(*) FROM orders WHERE product_id <= 500 GROUP BY 1 ORDER BY 1"
+    expected_rows = on_postgres(demo_database, (
+        "SELECT quantity, sum(CASE WHEN n <= 10 THEN m ELSE floor(m * 10 / n) END) FROM (SELECT "
+        "customer_id, quantity, count(*) AS m, sum(count(*)) OVER (PARTITION BY customer_id) "
+        "AS n FROM orders WHERE product_id <= 500 GROUP BY 1, 2) AS c GROUP BY 1 ORDER BY 1"))
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        by_size = connection.execute(sql, prepare=True).fetchall()
+        assert by_size == on_postgres(demo_database, sql)  # τ chosen at 50: every row
+        connection.execute("SET dp.mechanism = gaussian")
+        left = connection.execute("SHOW dp.budget").fetchone()
+        with pytest.raises(errors.FeatureNotSupported, match="prepared for another"):
+            connection.execute(sql, prepare=True)
+        assert connection.execute("SHOW dp.budget").fetchone() == left  # not charged
+        whole = connection.execute(sql, prepare=False).fetchall()  # planned anew
+    assert [(k, int(v)) for k, v in whole] == [(k, int(v)) for k, v in expected_rows]
+    assert whole != by_size  # customers beyond τ = 10 lost rows: the whole-row cells
+
+
 def test_weighted_sums_with_a_chosen_tau_are_postgresqls_without_noise(choosing_proxy,
                                                                        demo_database):
     """Weighted sums read the rows twice (bounding.weighted_rows): PostgreSQL's plan of
@@ -489,12 +513,14 @@ def _weighed(rows: list[tuple], keys: int, tau: int, parts: Layout) -> list[tupl
     return [tuple(row[:keys]) + tuple(number(v) for v in row[keys:]) for row in weighed]
 
 
-def _cells_at(rows: list[tuple], keys: int, tau: int) -> list[tuple]:
-    """Each cell at τ from (keys…, m, n, units) rows: a unit of n > τ rows keeps
-    m·τ/n of its m rows there, a fraction (proxy/engine/chosen_bound.py)."""
+def _cells_at(rows: list[tuple], keys: int, tau: int, by_size: bool) -> list[tuple]:
+    """Each cell at τ from (keys…, m, n, units) rows, or `by_size` (keys…, n, rows): a
+    unit of n > τ rows keeps m·τ/n of its m rows there, a fraction
+    (proxy/engine/chosen_bound.py)."""
     cells: dict[tuple, Fraction] = {}
     for row in rows:
-        key, (m, n, units) = row[:keys], row[keys:]
+        key = row[:keys]
+        m, n, units = (row[keys + 1], row[keys], 1) if by_size else row[keys:]
         cells[key] = cells.get(key, Fraction(0)) + (
             units * (m if n <= tau else Fraction(m * tau, n)) if m is not None else 0)
     return [(*key, value) for key, value in cells.items()]
@@ -610,8 +636,10 @@ def _moves_by_at_most(small_database: str, sql: str, plan: PrivateAggregate, bou
         # moves by at most the cap; here also the number of units beyond any τ moves by 1.
         without, with_big = ([(sum(c * units for c, units in rows),)]
                              for rows in (without, with_big))
-    elif cap is not None:  # a histogram's cells by unit, at τ = the cap
-        without, with_big = (_cells_at(rows, plan.keys, cap) for rows in (without, with_big))
+    elif cap is not None:  # a histogram's cells by unit (or size), at τ = the cap
+        assert plan.unit is not None
+        without, with_big = (_cells_at(rows, plan.keys, cap, plan.unit.cells_by_size)
+                             for rows in (without, with_big))
     before = {row[:plan.keys]: row[plan.keys] or 0 for row in without}
     after = {row[:plan.keys]: row[plan.keys] or 0 for row in with_big}
     moved = sum(abs(after.get(k, 0) - before.get(k, 0)) for k in before.keys() | after.keys())

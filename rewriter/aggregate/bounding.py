@@ -156,9 +156,10 @@ def weighted_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
     rows = _with_unit(inner, bounding)
     # OFFSET 0 keeps the joined rows a subquery of their own, so that each value (a
     # clamped CASE) is computed once per row: pulled up, PostgreSQL repeats it in every
-    # aggregate and bucket over it (20% of a lone sum at 1,000,000 rows). The sizes' read
-    # is pulled up, so that it can count the units down an index.
-    fenced = rows.copy().offset(0).sql(dialect="postgres")
+    # aggregate and bucket over it (20% of a lone sum at 1,000,000 rows). Rows with no
+    # value (a count histogram's) are pulled up: the fence costs them 15%. The sizes'
+    # read is pulled up, so that it can count the units down an index.
+    fenced = (rows.copy().offset(0) if columns else rows).sql(dialect="postgres")
     outputs = [f"q.{key}" for key in keys] + ['u."_dp_n"', 'count(*) AS "_dp_rows"'] + \
         [column for column, _ in columns]
     group = [str(i + 1) for i in range(len(keys) + 1)] + \
