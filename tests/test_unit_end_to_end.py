@@ -174,14 +174,18 @@ def test_a_gaussian_histogram_keeps_whole_rows_and_a_stale_plan_is_refused(choos
     assert whole != by_size  # customers beyond τ = 10 lost rows: the whole-row cells
 
 
+@pytest.mark.parametrize("condition", ["", " AND o.order_date < now()"])
 def test_weighted_sums_with_a_chosen_tau_are_postgresqls_without_noise(choosing_proxy,
-                                                                       demo_database):
+                                                                       demo_database,
+                                                                       condition: str):
     """Weighted sums read the rows twice (bounding.weighted_rows): PostgreSQL's plan of
     them passes the proxy's plan check, and at zero noise τ lands above every customer in
-    each group, so the sums and averages are PostgreSQL's (no row weighs less than 1)."""
+    each group, so the sums and averages are PostgreSQL's (no row weighs less than 1).
+    A value computed before the statement (now()) is written into both reads (it was
+    refused: "could not place a computed value")."""
     dsn, _ = choosing_proxy
     sql = ("SELECT p.category, sum(o.order_cost), avg(o.order_cost) FROM orders o JOIN "
-           "products p ON o.product_id = p.product_id WHERE o.product_id <= 300 "
+           f"products p ON o.product_id = p.product_id WHERE o.product_id <= 300{condition} "
            "GROUP BY p.category ORDER BY p.category")
     rows, notices = through_proxy(dsn, sql)
     truth = on_postgres(demo_database, sql)
@@ -574,6 +578,24 @@ def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
     metrics = measured_metrics(small_database)
     plan = plan_private_aggregate(parse_query(sql), policy, 0, metrics)
     _moves_by_at_most(small_database, sql, plan, bound)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT quantity, count(*) FROM orders GROUP BY quantity",
+    "SELECT p.category, count(*) FROM orders o JOIN products p ON o.product_id = p.product_id "
+    "GROUP BY p.category",
+])
+def test_a_gaussian_sessions_histogram_cells_by_unit_move_by_at_most_tau(
+        small_database: str, sql: str):
+    """The cells by unit a Gaussian session plans (whole rows per unit), as the others'
+    by unit size above."""
+    from mechanisms.names import Mechanism
+    from rewriter.policy.session import with_session_noise
+
+    plan = plan_private_aggregate(parse_query(sql), with_session_noise(
+        demo_policy(), Mechanism.GAUSSIAN), 0, measured_metrics(small_database))
+    assert plan.unit is not None and not plan.unit.cells_by_size
+    _moves_by_at_most(small_database, sql, plan, GROUPS)
 
 
 @pytest.mark.parametrize(("sql", "bounds"), [

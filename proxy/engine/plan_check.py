@@ -67,7 +67,7 @@ class PlanChecker:
                               f"must be one value, and this one has {len(rows)} rows",
                               hint="Set-returning functions are not allowed in conditions.")
             literals = [bytes(value or b"").decode() for value in rows[0]]
-            sql = substitute(sql, plan.constants, literals)
+            sql = substitute(sql, plan.constants, literals, max(1, len(reads)))
             reads = tuple(substitute(read, plan.constants, literals) for read in reads)
         if not check:
             return sql

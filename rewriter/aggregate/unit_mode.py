@@ -127,8 +127,8 @@ def chosen_count(scope: Scope, mode: UnitMode, parts: list[PartSpec], plan: Priv
     scope.findings.group_columns |= unit.columns  # the units' counts group on them
     # A histogram's fractional cells need only the rows per (key, unit size): read twice
     # and joined, half the cost of the units' rows per cell, which the Gaussian
-    # mechanism's whole rows need (docs/privacy-unit.md, "Cost").
-    # Two reads must give the same rows (sql.functions.reads_alike), as weighted sums'.
+    # mechanism's whole rows need (docs/privacy-unit.md, "Cost"). The two reads must give
+    # the same rows, as weighted sums' (sql.functions.reads_alike).
     by_size = bool(keys) and not declared.whole_cells and reads_alike(scope.tree)
     bounds = replace(unit.bounds, max_groups=tau, max_group_contributions=tau,
                      counts_cap=cap, chosen_limit=limit, cells_by_size=by_size)
