@@ -131,7 +131,8 @@ def chosen_count(scope: Scope, mode: UnitMode, parts: list[PartSpec], plan: Priv
     # the same rows, as weighted sums' (sql.functions.reads_alike).
     by_size = bool(keys) and not declared.whole_cells and reads_alike(scope.tree)
     bounds = replace(unit.bounds, max_groups=tau, max_group_contributions=tau,
-                     counts_cap=cap, chosen_limit=limit, cells_by_size=by_size)
+                     counts_cap=cap, chosen_limit=limit, cells_by_size=by_size,
+                     spread_keys=bool(keys) and _spread(scope, keys, unit.columns))
     fingerprint = plan.fingerprint_text + (f" /* tau chosen <= {limit} */" if limit else "")
     sql, reads = rewrite_chosen_count(scope.tree, scope.policy, keys, bounding, cap, by_size)
     return replace(plan, sql=sql,
@@ -139,6 +140,20 @@ def chosen_count(scope: Scope, mode: UnitMode, parts: list[PartSpec], plan: Priv
                    unit=bounds, checks=replace(plan.checks, windows=int(bool(keys) and not by_size),
                                                reads=reads),
                    fingerprint_text=fingerprint)
+
+
+def _spread(scope: Scope, keys: list[KeySpec], units: frozenset[tuple[str, str]]) -> bool:
+    """Whether every key is read from the rows, not from the unit: none is a column of the
+    privacy unit's table or a unit column (such a key puts all of a unit's rows in one
+    group, where a ratio of the units' shape to the rows' cannot hold). The statement's
+    text decides, never the data."""
+    declared = scope.policy.unit
+    assert declared is not None
+    for key in keys:
+        origin = scope.resolve(key.column).origin
+        if origin is None or origin in units or origin[0] == declared.table:
+            return False
+    return True
 
 
 def unit_sensitivities(bounds: UnitBounds, histogram: bool) -> tuple[int, float]:
