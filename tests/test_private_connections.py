@@ -244,3 +244,26 @@ def test_a_query_run_to_its_timeout_spends_reader_seconds_not_more_epsilon(
         made.run(scenario())
     finally:
         made.workers.close()
+
+
+def test_a_release_that_fails_unforeseen_after_the_read_is_charged(
+        setup: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in a release (here: a bare `next()` run dry, as one was) comes after the
+    private rows were read: whether it happens may depend on them, so it is charged,
+    reported as dpgate's internal error without detail (a StatementError, not a session
+    end)."""
+    import proxy.engine.private_query as private_query
+
+    def broken(*args: object) -> object:
+        return next(iter([]))
+    monkeypatch.setattr(private_query, "release", broken)
+
+    async def scenario() -> None:
+        engine = setup.engine("ada")
+        with pytest.raises(StatementError) as failed:
+            await ask(engine, "SELECT count(*) FROM orders WHERE product_id = 3")
+        assert error_fields(failed.value)["C"] == "XX000"
+        assert "charge of epsilon" in error_fields(failed.value)["M"]
+    setup.run(scenario())
+    assert [what for what, _ in setup.ledger.lent_at_commit] == ["failure"]
+    assert setup.ledger.budget("ada").queries == 1

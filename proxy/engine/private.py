@@ -259,8 +259,7 @@ class PrivateAnswers:
                 true_rows.append(await self.query.rows(run.sql, checked.parameters,
                                                        checked.calibration, request))
             for _ in range(3):  # a rotation of the shift meanwhile: noise again with the new one
-                rows, answers = await self.query.answer_rows(checked, shift, true_rows,
-                                                             request)
+                rows, answers = await self._released(checked, shift, true_rows, request)
                 try:
                     outcome = await ledger_call(self.charges, charge, self.ledger,
                                                 AnswerCharge(request, shift, rows))
@@ -283,6 +282,22 @@ class PrivateAnswers:
                 self.workers.free(rows_read)
         raise StatementError(SqlState.IO_ERROR, "the analyst's secret shift kept changing; "
                              "nothing was released", hint="Ask again.")
+
+    async def _released(self, checked: Checked, shift: float, true_rows: list, request:
+                        ChargeRequest) -> tuple[list[list[str | None]], list[Release]]:
+        """query.answer_rows, whose unforeseen failure (a bug in a release) is charged:
+        it came after the private rows were read and noise was drawn from them, so even
+        whether it happens may depend on them. Its detail stays in the log."""
+        try:
+            return await self.query.answer_rows(checked, shift, true_rows, request)
+        except StatementError:  # charged where it arose (post-processing, PostgreSQL's)
+            raise
+        except Exception:
+            log.exception("releasing a private answer failed; the failure is charged")
+            await self.query.charge_failure(request)
+            raise StatementError(
+                SqlState.INTERNAL_ERROR, f"dpgate failed while releasing the answer; its "
+                f"charge of epsilon {checked.calibration.epsilon:g} is kept") from None
 
     def _recent(self, statement: str, checked: Checked, answers: list[Release]
                 ) -> RecentAnswer:
