@@ -100,7 +100,8 @@ def _prepared(connection: psycopg.Connection, sql: str, policy, metrics) -> Answ
     rewritten = plan.sql
     if plan.constants:  # computed first, as the proxy does (a time bucket's mapping)
         literals = connection.execute(evaluation_sql(plan.constants)).fetchone()
-        rewritten = substitute(rewritten, plan.constants, list(literals))
+        rewritten = substitute(rewritten, plan.constants, list(literals),
+                               max(1, len(plan.checks.reads)))
     cursor = connection.execute(rewritten)
     rows = [[None if v is None else _as_text(v) for v in row] for row in cursor.fetchall()]
     key_types = [column.type_code for column in cursor.description[:plan.keys]]

@@ -55,6 +55,7 @@ from proxy.engine.release import release
 from rewriter.aggregate.private import plan_private_aggregate
 from rewriter.analysis.classify import parse_query
 from rewriter.sensitivity.calibrate import calibrate
+from tests.test_contribution_bound import by_unit_size
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
@@ -245,7 +246,7 @@ def test_spread_rows_are_answered_as_shape_times_total_and_the_interval_covers()
     settings = PrivacySettings(shift_interval=(0.0, 0.0))
     units = _spread_units(6000, 1)  # n(16) ≈ 3,600, the question asks ≥ 1,413
     truth = {k: sum(u.get(k, 0) for u in units) for k in range(1, 11)}
-    rows = _backend(units, range(1, 11))
+    rows = by_unit_size(_backend(units, range(1, 11)))  # as the default noise's plan reads
     count = count_at_bound(plan, calibration, rows, settings, SeededRandomSource(3))
     assert count.total is not None and count.tau == 1
     plain = replace(plan, unit=replace(plan.unit, spread_keys=False))
@@ -275,7 +276,7 @@ def test_zero_noise_keeps_the_plain_cells_exact():
     calibration = calibrate(plan, 1e12, 1e-8)
     units = _spread_units(300, 2)
     truth = {k: sum(u.get(k, 0) for u in units) for k in range(1, 11)}  # ≤ 40 rows each
-    answer = release(plan, calibration, [23], _backend(units, range(1, 11)), 0.0,
+    answer = release(plan, calibration, [23], by_unit_size(_backend(units, range(1, 11))), 0.0,
                      PrivacySettings(shift_interval=(0.0, 0.0)), SeededRandomSource(4))
     assert {int(k or 0): int(v or 0) for k, v in answer.rows} == truth
 

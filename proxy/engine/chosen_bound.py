@@ -99,10 +99,11 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
     """Choose τ (or take the fixed one) and compute the count, or each cell, at it."""
     unit = plan.unit
     assert unit is not None and unit.counts_cap is not None
-    cells = _cells(true_rows, plan.keys) if plan.keys else None
+    cells = _cells(true_rows, plan.keys, unit.cells_by_size) if plan.keys else None
     histogram = _unit_histogram(cells, unit.counts_cap) if cells is not None else \
         {int(count): int(units) for count, units in true_rows}  # type: ignore[arg-type]
     gaussian = calibration.mechanism == Mechanism.GAUSSIAN
+    assert not (gaussian and unit.cells_by_size)  # refused before the charge (before_charge.py)
     # Under the Gaussian mechanism the cells keep ⌊m·τ/n⌋: whole rows, L2 ≤ τ exactly.
     resolution = cell_resolution(len(cells)) if cells is not None and not gaussian else 1
     epsilon = calibration.epsilon
@@ -256,15 +257,22 @@ def _sum_bound(scale: float, terms: int, beta: float) -> float:
 Cells = dict[tuple[bytes | None, ...], list[tuple[int, int, int]]]
 
 
-def _cells(true_rows: Sequence[Row], keys: int) -> Cells:
+def _cells(true_rows: Sequence[Row], keys: int, by_size: bool = False) -> Cells:
     """Per key (in the backend's order), its (m, n, units): that many units have m rows
-    in the cell and n in all (bounding.cell_contributions); none for an empty key."""
+    in the cell and n in all (bounding.cell_contributions); none for an empty key.
+    `by_size`: the backend gave per key and n the rows of units of n rows in the cell
+    (bounding.weighted_rows), taken as one "unit" of that many rows and n in all: every
+    use here (the units' sizes Σ m·units / n, a cell's Σ units·m·min(1, τ/n)) is linear
+    in m·units, so exactly as the units themselves; not ⌊m·τ/n⌋ per unit, which the
+    Gaussian's whole cells need (they are never planned so: unit_mode.chosen_count)."""
     cells: Cells = {}
     for row in true_rows:
         key, counts = tuple(row[:keys]), row[keys:]
         cells.setdefault(key, [])
         if counts[0] is not None:
-            cells[key].append(tuple(int(v or 0) for v in counts))  # type: ignore[arg-type]
+            values = tuple(int(v or 0) for v in counts)
+            cells[key].append((values[1], values[0], 1) if by_size else
+                              values)  # type: ignore[arg-type]
     return cells
 
 

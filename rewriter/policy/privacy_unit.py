@@ -70,6 +70,9 @@ class PrivacyUnit:
     # to this limit; False once the session fixes τ (SET dp.max_contributions).
     contributions_limit: int = DEFAULT_MAX_CONTRIBUTIONS
     choose_contributions: bool = True
+    # The session's noise is Gaussian: a count histogram's cells then keep whole rows of
+    # each unit (⌊m·τ/n⌋, L2 ≤ τ), so the backend returns them by unit (session.py).
+    whole_cells: bool = False
 
     @property
     def label(self) -> str:
