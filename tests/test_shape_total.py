@@ -66,6 +66,7 @@ CELLS = 2
 UNITS = [(a, b) for a in range(CAP + 1) for b in range(CAP + 1) if 1 <= a + b <= CAP]
 EPSILON, SHARE = 1.5, 0.4
 HISTOGRAM = "SELECT quantity, count(*) FROM orders GROUP BY quantity"
+SHAPED = demo_policy(shape_times_total=True)  # the policy's opt-in of the estimator
 
 
 def _databases(size: int) -> list[tuple[tuple[int, int], ...]]:
@@ -147,7 +148,7 @@ def _worst_loss(decision: ShapeDecision, after_walk: Callable[[int], bool],
     if it passes, the shape cells and the total (what the question left); if not, the
     walk's stop and, by a rule of its τ, either the shape cells and the total or the
     plain cells at τ and, below the cap, the rows beyond it (what the walk left)."""
-    calibration = calibrate(plan_private_aggregate(parse_query(HISTOGRAM), demo_policy(), 0,
+    calibration = calibrate(plan_private_aggregate(parse_query(HISTOGRAM), SHAPED, 0,
                                                    METRICS), EPSILON, 1e-8)
     q = cell_resolution(CELLS)
     rest = EPSILON - decision.epsilon
@@ -240,7 +241,7 @@ def test_spread_rows_are_answered_as_shape_times_total_and_the_interval_covers()
     × total path (its NOTICE says what it assumes), every cell's stated interval holds its
     count in ≥ 95% of releases, and its cells are nearer the truth than the plain cells'
     (the same releases with the shape path kept out)."""
-    plan = plan_private_aggregate(parse_query(HISTOGRAM), demo_policy(), 0, METRICS)
+    plan = plan_private_aggregate(parse_query(HISTOGRAM), SHAPED, 0, METRICS)
     assert plan.unit is not None and plan.unit.spread_keys
     calibration = calibrate(plan, 0.1, 1e-8)
     settings = PrivacySettings(shift_interval=(0.0, 0.0))
@@ -272,7 +273,7 @@ def test_spread_rows_are_answered_as_shape_times_total_and_the_interval_covers()
 
 
 def test_zero_noise_keeps_the_plain_cells_exact():
-    plan = plan_private_aggregate(parse_query(HISTOGRAM), demo_policy(), 0, METRICS)
+    plan = plan_private_aggregate(parse_query(HISTOGRAM), SHAPED, 0, METRICS)
     calibration = calibrate(plan, 1e12, 1e-8)
     units = _spread_units(300, 2)
     truth = {k: sum(u.get(k, 0) for u in units) for k in range(1, 11)}  # ≤ 40 rows each
@@ -301,3 +302,19 @@ def test_a_unit_moves_the_shape_cells_by_one_row_and_the_total_by_its_rows():
         assert abs(moved - q) <= len(newcomer)
         assert truncated_total(after[0], 50) - truncated_total(before[0], 50) == \
             min(sum(newcomer.values()), 50)
+
+
+def test_a_where_that_leaves_no_domain_key_has_no_cell_to_shape():
+    """quantity is declared 1..10: the WHERE leaves no key, so no cell. Shaping none
+    divided by zero cells (an internal error before); now no row is released."""
+    sql = "SELECT quantity, count(*) FROM orders WHERE quantity IN (30, 40) GROUP BY quantity"
+    plan = plan_private_aggregate(parse_query(sql), SHAPED, 0, METRICS)
+    assert plan.unit is not None and plan.unit.spread_keys
+    answer = release(plan, calibrate(plan, 0.1, 1e-8), [23], [], 0.0,
+                     PrivacySettings(shift_interval=(0.0, 0.0)), SeededRandomSource(5))
+    assert answer.rows == []
+
+
+def test_the_demo_policy_keeps_shape_times_total_off():
+    plan = plan_private_aggregate(parse_query(HISTOGRAM), demo_policy(), 0, METRICS)
+    assert plan.unit is not None and not plan.unit.spread_keys

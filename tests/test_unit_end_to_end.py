@@ -21,6 +21,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
+from proxy.demo.demo import DEMO_POLICY_FILE
 from proxy.engine.weighted_sums import Layout, layout, rows_at
 from rewriter.aggregate.private import plan_private_aggregate
 from rewriter.analysis.classify import parse_query
@@ -61,13 +62,26 @@ def choosing_proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPat
     yield from _zero_noise_proxy(demo_database, tmp_path_factory, "")
 
 
+@pytest.fixture(scope="module")
+def shaping_proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[tuple[str, str]]:
+    """choosing_proxy with the policy's opt-in shape × total histograms."""
+    yield from _zero_noise_proxy(demo_database, tmp_path_factory, "", shape_times_total=True)
+
+
 def _zero_noise_proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory,
-                      privacy: str) -> Iterator[tuple[str, str]]:
+                      privacy: str, shape_times_total: bool = False
+                      ) -> Iterator[tuple[str, str]]:
     directory = tmp_path_factory.mktemp("unit")
     port = free_port()
     config = directory / "dpgate.toml"
     write_config(config, port, directory / "ledger.sqlite3", demo_database)
     text = config.read_text().replace("row_level = true", "row_level = false")
+    if shape_times_total:
+        policy = directory / "policy.toml"
+        policy.write_text(DEMO_POLICY_FILE.read_text().replace(
+            "row_level_fallback = false", "row_level_fallback = false\nshape_times_total = true"))
+        text = text.replace(str(DEMO_POLICY_FILE), str(policy))
     config.write_text(text.replace("default_epsilon = 0.1", "default_epsilon = 1e12\n"
                                    "max_epsilon = 1e12\nshift_interval = [0.0, 0.0]\n"
                                    + privacy))
@@ -703,13 +717,14 @@ def test_one_row_moves_a_full_join_using_by_at_most_its_elastic_sensitivity(
         assert abs(after - before) == 4 and bound == 2 * 4
 
 
-def test_a_monthly_series_is_answered_as_shape_times_total_and_says_so(choosing_proxy,
+def test_a_monthly_series_is_answered_as_shape_times_total_and_says_so(shaping_proxy,
                                                                        demo_database):
-    """At ε = 0.1 the demo's orders by month (customers with up to 50 orders, spread over
-    the months) take the shape × total estimator (proxy/engine/chosen_bound.py): the
-    NOTICE says what it assumes, and the cells add up to the released total (its noise
-    scale 50/0.029 ≈ 1,700 rows: 15% of the 100,000 rows is 8.7 scales)."""
-    dsn, _ = choosing_proxy
+    """With the policy's opt-in, at ε = 0.1 the demo's orders by month (customers with up
+    to 50 orders, spread over the months) take the shape × total estimator
+    (proxy/engine/chosen_bound.py): the NOTICE says what it assumes, and the cells add up
+    to the released total (its noise scale 50/0.029 ≈ 1,700 rows: 15% of the 100,000 rows
+    is 8.7 scales)."""
+    dsn, _ = shaping_proxy
     sql = ("SELECT date_trunc('month', order_date) AS m, count(*) FROM orders GROUP BY 1 "
            "ORDER BY 1")
     notices: list[str] = []
@@ -723,3 +738,17 @@ def test_a_monthly_series_is_answered_as_shape_times_total_and_says_so(choosing_
                for n in notices), notices
     total = sum(n for _, n in truth)
     assert abs(sum(n for _, n in rows) - total) <= 0.15 * total
+
+
+def test_without_the_policys_opt_in_a_monthly_series_keeps_plain_cells(choosing_proxy):
+    """shape × total's interval holds only where each unit's rows fall in the cells as all
+    rows do, which the data owner judges: the demo policy does not turn it on."""
+    dsn, _ = choosing_proxy
+    notices: list[str] = []
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.add_notice_handler(lambda d: notices.append(d.message_primary))
+        connection.execute("SET dp.epsilon = 0.1")
+        connection.execute("SELECT date_trunc('month', order_date) AS m, count(*) "
+                           "FROM orders GROUP BY 1").fetchall()
+    assert notices and not any("shape" in n or "assumes" in n for n in notices), notices
+

@@ -116,7 +116,7 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
     grid = bound_grid(unit.chosen_limit)
     cap = unit.counts_cap
     decision = shape_decision(grid, cap, len(cells), epsilon, share) \
-        if cells is not None and unit.spread_keys else None
+        if cells and unit.spread_keys else None  # no cell (a WHERE left no key): nothing to shape
     if decision is not None:
         assert cells is not None
         if decision.passes(histogram, rng):
@@ -125,6 +125,8 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
                                       resolution, rng)
         epsilon -= decision.epsilon  # the walk and what follows it get the rest
     choice = BoundChoice(epsilon * share * CHOICE_PART, grid)
+    # What the NOTICE names as spent choosing τ: the walk, and the question before it.
+    chosen_with = choice.epsilon + (decision.epsilon if decision is not None else 0.0)
     if cells is not None:
         choice = replace(choice, hedge=histogram_hedge(len(cells), choice, epsilon * (1 - share)))
     else:
@@ -139,13 +141,13 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
     if tau >= cap:  # nothing is beyond τ up to the cap, whatever the data
         return CountAtBound(_rows(histogram, cells, tau, resolution),
                             _at(calibration, tau, rest, cells, resolution), tau, True,
-                            choice.epsilon, dropped=0, resolution=resolution)
+                            chosen_with, dropped=0, resolution=resolution)
     estimate = rest * TRUNCATION_PART if cells is None else epsilon * share * (1 - CHOICE_PART)
     scale = laplace_scale(cap - tau, estimate)
     dropped = truncated_total(histogram, cap) - truncated_total(histogram, tau)
     return CountAtBound(_rows(histogram, cells, tau, resolution),
                         _at(calibration, tau, rest - estimate, cells, resolution), tau, True,
-                        choice.epsilon, beyond_epsilon=estimate,
+                        chosen_with, beyond_epsilon=estimate,
                         dropped=dropped + sample_discrete_laplace(scale, rng),
                         dropped_scale=scale, resolution=resolution)
 

@@ -132,7 +132,8 @@ def chosen_count(scope: Scope, mode: UnitMode, parts: list[PartSpec], plan: Priv
     by_size = bool(keys) and not declared.whole_cells and reads_alike(scope.tree)
     bounds = replace(unit.bounds, max_groups=tau, max_group_contributions=tau,
                      counts_cap=cap, chosen_limit=limit, cells_by_size=by_size,
-                     spread_keys=bool(keys) and _spread(scope, keys, unit.columns))
+                     spread_keys=declared.shape_times_total and bool(keys)
+                     and _spread(scope, keys, unit.columns))
     fingerprint = plan.fingerprint_text + (f" /* tau chosen <= {limit} */" if limit else "")
     sql, reads = rewrite_chosen_count(scope.tree, scope.policy, keys, bounding, cap, by_size)
     return replace(plan, sql=sql,
