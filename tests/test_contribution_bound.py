@@ -347,10 +347,10 @@ def test_a_histograms_interval_holds_every_cell_up_to_the_cap_on_adversarial_dat
     replaced, which allowed for them only when it showed them, covered the heavy cell in
     55 of these 300 releases). The guarantee is the plain cells': the shape × total
     estimator, which quantity's cells may take, assumes the units' rows fall in the cells
-    as all rows do, which this data breaks on purpose, so it is kept out here."""
+    as all rows do, which this data breaks on purpose: it is the policy's opt-in
+    (shape_times_total), off in the demo policy."""
     plan = _histogram_plan(by_size=True)  # the default noise's plan
-    assert plan.unit is not None and plan.unit.counts_cap == 50 and plan.unit.spread_keys
-    plan = replace(plan, unit=replace(plan.unit, spread_keys=False))
+    assert plan.unit is not None and plan.unit.counts_cap == 50 and not plan.unit.spread_keys
     calibration = calibrate(plan, 0.5, 1e-8)
     settings = PrivacySettings(shift_interval=(0.0, 0.0))
     units = [{3: 40}] * 60 + [{k: 1 for k in range(1, 11)}] * 400 + [{1: 2, 2: 1}] * 500
