@@ -196,7 +196,8 @@ class RelayLane:
                 if head.client_ready:
                     self.session.client_ready()  # PostgreSQL's ReadyForQuery is passed on
                 else:
-                    out.append(data[start:at])
+                    if start < at:  # quiet: start is past it (compiled, a reversed slice raises)
+                        out.append(data[start:at])
                     start = end
                 at = end
                 self._finish(in_flight.popleft())
