@@ -147,11 +147,10 @@ class RelayLane:
         self.in_flight.append(exchange)
         if self.outbox.parts:
             self.outbox.write()  # the session's earlier messages first
-        relay.send(message)
         if self.closed or relay.writer.transport.is_closing():
             self._lost()
             return
-        relay.push()
+        relay.push(message)
         self._adopt(relay)
 
     async def exchange(self, message: bytes, exchange: Exchange) -> str | None:
