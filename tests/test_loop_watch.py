@@ -59,11 +59,11 @@ def test_recent_decisions_are_kept_where_full_passes_do_not_walk_them():
     decisions = [Decision(now(), "alice", "127.0.0.1:5", "private", ANSWERED, "", 0.1, 0.0,
                           f"fingerprint {n}", 0.001) for n in range(3)]
     for decision in decisions:
-        operations.record(decision.row())
+        operations.record(decision)
         # A relayed statement is counted, not kept: under load it would push the
         # dashboard's hour of answers and refusals out of the RECENT_DECISIONS kept.
         operations.record(Decision(now(), "alice", "127.0.0.1:5", "relay", RELAYED, "", 0.0,
-                                   0.0, "relayed", 0.001).row())
+                                   0.0, "relayed", 0.001))
     gc.collect()
     assert operations.recent() == decisions  # as recorded, oldest first
     assert operations.counts["alice"][RELAYED] == 3

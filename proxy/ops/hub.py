@@ -37,7 +37,7 @@ from .decision import (
 from .metrics import Metrics
 
 # Decisions kept in memory for the dashboard (recent refusals, answers per minute), those
-# of relayed statements that succeeded left out (Operations.needs_row).
+# of relayed statements that succeeded left out (Operations.needs_decision).
 RECENT_DECISIONS = 10_000
 
 
@@ -111,18 +111,18 @@ class Operations:
             self.audit.write(Decision(now(), user, client, "login", REFUSED, sqlstate, 0.0, 0.0,
                                       "", 0.0))
 
-    def record(self, row: DecisionRow) -> None:
-        """One statement decided (a Decision's `row()`: no Decision is made per statement
-        unless the audit log writes it): count it, log it, keep it for the views."""
-        _, analyst, _, kind, outcome, sqlstate, epsilon, delta, _, seconds, _ = row
-        self.count(analyst, kind, outcome, sqlstate, epsilon, delta, seconds)
+    def record(self, decision: Decision) -> None:
+        """One statement decided (a Decision is made only where `needs_decision` says so): count
+        it, log it, keep it for the views as a plain row."""
+        self.count(decision.analyst, decision.kind, decision.outcome, decision.sqlstate,
+                   decision.epsilon, decision.delta, decision.seconds)
         if self.audit is not None:
-            self.audit.write(Decision(*row))
-        if outcome != RELAYED:
-            self._recent.append(row)
+            self.audit.write(decision)
+        if decision.outcome != RELAYED:
+            self._recent.append(decision.row())
 
-    def needs_row(self, outcome: str) -> bool:
-        """Whether `record` uses the decision's row, or `count` is all it does: the views
+    def needs_decision(self, outcome: str) -> bool:
+        """Whether `record` needs a Decision, or `count` is all it does: the views
         show private answers, refusals and failures, and relayed statements, tens of
         thousands a second under load, would push the dashboard's hour out of those kept."""
         return self.audit is not None or outcome != RELAYED
@@ -210,14 +210,15 @@ class SessionOps:
         operations = self.operations
         if operations is None:
             return
-        if not operations.needs_row(outcome):  # no time, fingerprint or row to make
+        if not operations.needs_decision(outcome):  # no time, fingerprint or Decision to make
             operations.count(info.analyst, kind, outcome, sqlstate or "", tracker.epsilon,
                              tracker.delta, seconds)
             return
-        operations.record((
-            now(), info.analyst, info.client, kind, outcome, sqlstate or "", tracker.epsilon,
-            tracker.delta, tracker.fingerprint or statement_fingerprint(text), seconds,
-            plan.reason if isinstance(plan, Refusal) and sqlstate else ""))
+        operations.record(Decision(
+            at=now(), analyst=info.analyst, client=info.client, kind=kind, outcome=outcome,
+            sqlstate=sqlstate or "", epsilon=tracker.epsilon, delta=tracker.delta,
+            fingerprint=tracker.fingerprint or statement_fingerprint(text), seconds=seconds,
+            reason=plan.reason if isinstance(plan, Refusal) and sqlstate else ""))
 
 
 class StatementReport:
