@@ -39,7 +39,8 @@ test: lint native
 
 RELAY_TESTS = tests/test_native.py tests/test_fast_relay.py tests/test_relay_routine.py \
 	tests/test_extended_protocol.py tests/test_extended_fuzz.py tests/test_startup.py \
-	tests/test_cancel.py tests/test_ops.py tests/test_catalog_clients.py
+	tests/test_cancel.py tests/test_ops.py tests/test_pgwire_codes.py tests/test_psql.py \
+	tests/test_catalog_clients.py tests/clients
 
 # The totality fuzzer at length (tests/test_totality_fuzz.py runs a bounded version).
 FUZZ_COUNT ?= 20000
