@@ -130,6 +130,9 @@ def build(root: Path = ROOT, target: Path = BUILD) -> bool:
               script_args=["-q", "build_ext", "--build-lib", str(work / "lib"),
                            "--build-temp", str(work / "obj"), "--parallel",
                            str(os.cpu_count() or 1)])
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     finally:
         os.chdir(here)
     (work / "lib" / "manifest.json").write_text(json.dumps(
