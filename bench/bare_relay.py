@@ -12,7 +12,6 @@ is queued.
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 from typing import Any
 
@@ -57,9 +56,7 @@ async def _serve(port: int, host: str, pg_port: int) -> None:
 
     class Client(_Side):
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            super().connection_made(transport)
-            transport.get_extra_info("socket").setsockopt(
-                socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            super().connection_made(transport)  # TCP_NODELAY: uvloop's default
             loop.create_task(connect(self))
 
     server = await loop.create_server(Client, "127.0.0.1", port)
