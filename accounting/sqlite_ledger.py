@@ -203,9 +203,6 @@ class SqliteLedger:
             return _look_up(connection, analyst, fingerprint, AT_ONCE_ANSWER_BYTES)
         except sqlite3.OperationalError:  # busy, locked: the thread's look_up waits
             return None
-        finally:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
 
     def charge_answer(self, request: ChargeRequest, shift: float,
                       rows: list[list[object]]) -> Charged | Repeated | ShiftChanged:
@@ -341,20 +338,22 @@ def _failure_work(charge: FailureCharge
 
 def _look_up(connection: sqlite3.Connection, analyst: str, fingerprint: str,
              limit: int | None) -> Repeated | Standing | None:
-    """look_up's reads in one snapshot; None if the stored answer is longer than `limit`
-    characters."""
-    connection.execute("BEGIN")
-    stored = connection.execute(
-        "SELECT rows FROM answers WHERE analyst = ? AND fingerprint = ?",
-        (analyst, fingerprint)).fetchone()
-    if stored is not None and limit is not None and len(stored[0]) > limit:
+    """look_up's reads in one statement (one snapshot, no BEGIN nor ROLLBACK: a fresh
+    answer's look-up runs on the event loop); None if the stored answer is longer than
+    `limit` characters."""
+    row = connection.execute(
+        "SELECT a.rows, n.shift, n.epsilon_total, n.epsilon_spent, n.delta_total,"
+        " n.delta_spent, n.queries FROM analysts n LEFT JOIN answers a"
+        " ON a.analyst = n.name AND a.fingerprint = ? WHERE n.name = ?",
+        (fingerprint, analyst)).fetchone()
+    if row is None:
+        raise UnknownAnalyst(analyst)
+    stored, shift, *spend = row
+    if stored is not None and limit is not None and len(stored) > limit:
         return None
-    budget = _budget(connection, analyst)
-    if stored is not None:
-        return Repeated(json.loads(stored[0]), budget)
-    (shift,) = connection.execute("SELECT shift FROM analysts WHERE name = ?",
-                                  (analyst,)).fetchone()
-    return Standing(budget, shift)
+    budget = Budget(*spend)
+    return Repeated(json.loads(stored), budget) if stored is not None \
+        else Standing(budget, shift)
 
 
 def _stored(connection: sqlite3.Connection, request: ChargeRequest) -> Repeated | None:

@@ -20,6 +20,9 @@ the interval the NOTICE states, each printed with its target. A third times, at
 of a total count, a histogram and a grouped sum against the statement run directly.
 Between them, bench/accuracy_chain.py's second schema (a unit through two foreign keys).
 
+With --kinds it measures instead the coverage of the error bar of every column kind (count,
+sum, avg, variance, stddev, a ratio, a quantile, a histogram cell; bench/accuracy_kinds.py).
+
 With --coverage it measures instead how often the error bar each answer states (the
 NOTICE's ±) covers PostgreSQL's exact answer, per shape (count, sum, avg, avg per category),
 at row level and in unit mode, and the median relative error.
@@ -51,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.accuracy_chain import covered  # noqa: E402
 from bench.accuracy_chain import run as chain  # noqa: E402
+from bench.accuracy_kinds import run_kinds  # noqa: E402
 from mechanisms.seeded_source import SeededRandomSource  # noqa: E402
 from proxy.config import PrivacySettings  # noqa: E402
 from proxy.engine.chosen_bound import CountAtBound, count_at_bound  # noqa: E402
@@ -355,6 +359,8 @@ def _at_bound(answer: Answer, calibration, rng: SeededRandomSource
     if unit is None or unit.counts_cap is None:
         return None
     count = count_at_bound(answer.plan, calibration, answer.rows, NO_SHIFT, rng)
+    if count.total is not None:  # shape × total: no cells at a τ to split the error by
+        return None
     keys = answer.plan.keys
     return count, {tuple(None if v is None else v.decode() for v in row[:keys]):
                    float(Decimal(row[keys].decode())) / count.resolution
@@ -527,7 +533,7 @@ def monthly_floor(dsn: str, draws: int = 2000) -> None:
     total = sum(min(n, most) for n in totals.values())
     print(f"\nratio-corrected cells (total at tau {most}, the largest customer: hindsight)")
     print(f"{'tau_c':>5} {'cells eps':>9} {'exact total':>11} {'noisy total':>11}")
-    for tau in (2, 4, 8):
+    for tau in (1, 2, 4, 8):
         kept = np.zeros(len(months))
         for month, unit, m in rows:
             n = totals[unit]
@@ -685,6 +691,9 @@ def main() -> None:
     parser.add_argument("--smartnoise", help="a Python interpreter with smartnoise-sql")
     parser.add_argument("--coverage", action="store_true",
                         help="measure the error bars' coverage instead (issue 29)")
+    parser.add_argument("--kinds", action="store_true",
+                        help="measure instead the coverage of every column kind's error bar "
+                        "(bench/accuracy_kinds.py)")
     parser.add_argument("--shape", action="append", default=[],
                         help="with --coverage: only the shapes whose name contains this")
     parser.add_argument("--cost-rows", type=int, default=1_000_000,
@@ -723,6 +732,9 @@ def main() -> None:
                 return
             if args.coverage:
                 run_coverage(dsn, args.queries, args.draws, args.shape)
+                return
+            if args.kinds:
+                run_kinds(dsn, args.queries, args.draws)
                 return
             if not args.cost_only:
                 if not args.only_person:

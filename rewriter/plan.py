@@ -137,6 +137,10 @@ class UnitBounds:
     # and per unit size n their aggregates (bounding.weighted_rows), n capped at
     # `weights_cap` for the choice of τ; the proxy weighs each by min(1, τ/n).
     weights_cap: int | None = None
+    # A chosen-τ histogram whose keys are read from the rows, none from the unit's own
+    # table or its unit column: a unit's rows may fall in several of its groups, so the
+    # release may answer it as its units' shape times its total (chosen_bound.py).
+    spread_keys: bool = False
 
     @property
     def groups(self) -> int:
@@ -206,6 +210,9 @@ class Computed:
 
     probe_sql: str
     post_sql: str | None = None
+    # Per visible output, what its value can take whatever the data (a variance of a
+    # bounded column: Popoviciu's bound), or None: its interval is clipped to it.
+    ranges: tuple[tuple[float, float] | None, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -136,6 +136,9 @@ def test_explain_names_the_exponential_mechanism():
     (column,) = report["columns"]
     assert column["mechanism"] == "exponential" and column["utility_sensitivity"] == 1
     assert column["grid_points"] == 2**QUANTILE_GRID_BITS + 1 and column["level"] == 0.5
+    # its error in rank, as the NOTICE states it (choices.choice_bound)
+    assert column["rank_error"] > 0 and f"± {column['rank_error']} of the n rows" in \
+        column["error"]
 
 
 # -- seeded releases -----------------------------------------------------------------------

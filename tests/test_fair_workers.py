@@ -159,3 +159,22 @@ def test_the_work_of_a_cancelled_statement_stops_too():
         finally:
             workers.close()
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("pool", ["cpu", "cpu_until", "ledger_write", "ledger_read"])
+def test_a_stop_iteration_in_work_is_an_error_not_a_wait_for_ever(pool: str):
+    """A bare `next()` that runs dry inside work on a thread: asyncio cannot set a
+    StopIteration on a Future, so the statement awaiting it used to wait for ever."""
+    def dry() -> int:
+        return next(iter([]))
+
+    async def scenario() -> None:
+        workers = Workers(cpu_threads=1, write_threads=1, read_threads=1)
+        try:
+            work = (workers.cpu_until(5.0, dry) if pool == "cpu_until"
+                    else getattr(workers, pool)(dry))
+            with pytest.raises(RuntimeError, match="StopIteration"):
+                await asyncio.wait_for(work, 5.0)
+        finally:
+            workers.close()
+    asyncio.run(scenario())

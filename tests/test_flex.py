@@ -338,6 +338,10 @@ def test_the_shift_unit_on_the_pure_path_is_the_noise_scale():
 def test_explain_reports_a_post_processed_column_and_the_aggregate_it_reads():
     report = explain("SELECT count(*) * 2 FROM orders", POLICY, Metrics(), 0.1, 1e-8)
     assert report["supported"] is True, report
-    assert report["columns"] == [{"name": "?column?", "kind": "computed", "aggregate": None,
-                                  "elastic_sensitivity": 0.0}]
+    column, = report["columns"]
+    assert {k: column[k] for k in ("name", "kind", "aggregate", "elastic_sensitivity",
+                                   "reads", "confidence")} == {
+        "name": "?column?", "kind": "computed", "aggregate": None,
+        "elastic_sensitivity": 0.0, "reads": ["count"], "confidence": 0.95}
+    assert "interval arithmetic" in column["error"]
     assert report["hidden_aggregates"] == ["count"]

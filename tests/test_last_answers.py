@@ -88,3 +88,28 @@ def test_memory_is_bounded_per_analyst():
     assert len(rows) == 20 and rows[0][1].startswith("q49")
     assert len(rows[0][1]) == 2000 and rows[0][3] == "±3"
     assert recent.rows("dave") == []
+
+
+def test_columns_computed_from_released_values_carry_their_interval(proxy: RunningProxy):
+    """A ratio, a standard deviation and a count times 2: each column's interval in the
+    NOTICE and SHOW dp.last_answers, carried from the noisy values it reads; a text built
+    from them has none, and says why."""
+    statement = _unique("SELECT count(*) * 2 AS twice, sum(order_cost) / count(*) AS ratio, "
+                        "stddev(order_cost) AS spread, count(*)::text AS label FROM orders "
+                        "WHERE order_cost < {n}")
+    with psycopg.connect(proxy.dsn("alice"), autocommit=True) as connection:
+        notices: list[str] = []
+        connection.add_notice_handler(lambda d: notices.append(d.message_primary))
+        released = connection.execute(statement).fetchone()
+        rows = connection.execute("SHOW dp.last_answers").fetchall()
+    errors = {row[2]: row[3] for row in rows if row[1] == statement}
+    for name in ("twice", "ratio", "spread"):
+        assert errors[name].startswith("±"), errors
+        assert f"{name} {errors[name]}" in notices[0]
+    assert errors["label"].startswith("computed from the noisy values: no interval")
+    assert "their intervals from the intervals of the values each reads" in notices[0]
+    # a standard deviation is never below 0: nor is its interval's lower end (the width
+    # rounded up to a whole number)
+    spread = errors["spread"]
+    if "(lower end −" in spread:
+        assert float(spread.split("(lower end −")[1].rstrip(")")) <= float(released[2]) + 1

@@ -12,7 +12,8 @@
 - `outcome`: what the engine returns (rows, or one message)
 - `binary`: answers in binary result format encoded without asking PostgreSQL
 - `release`, `choices`: noise, key selection, HAVING/ORDER BY/LIMIT on noisy rows; the
-  exponential mechanism's answers
+  exponential mechanism's answers; `computed_errors`: the error bars of the statement's
+  own expressions over released values
 - `plan_cache`, `plan_check`, `knowledge`, `limits`, `workers`: the plan cache,
   PostgreSQL's check of a rewritten plan before the charge, metrics and column names
   measured on the backend, the work limits of one statement, worker threads.

@@ -68,8 +68,13 @@ def choice_bound(plan: PrivateAggregate, calibration: Calibration, output: Outpu
     assert part.grid is not None and part.level is not None
     ranks = math.ceil(quantile_rank_bound(epsilon, part.level, part.grid, beta))
     high = part.grid.value(part.grid.points - 1)
+    # An interval in values would need the data (how far apart the values near that rank
+    # lie): what is stated is the rank of the grid point released, the rows snapped to it.
     return (f"{ranks} in rank (exponential mechanism on {part.grid.points} grid points of "
-            f"[{float(part.grid.lo):g}, {float(high):g}])")
+            f"[{float(part.grid.lo):g}, {float(high):g}]): give or take half a grid step "
+            f"({float(part.grid.step / 2):.3g}), the value released has p·n ± {ranks} of the "
+            "n rows below it; an interval in values would depend on the data, so none is "
+            "stated")
 
 
 def _text(raw: bytes | None) -> str:

@@ -17,6 +17,15 @@ The NOTICE's interval covers the noise at half the failure probability and the
 truncation at the other half: the upper end (of the count, or of every cell) grows by the
 noisy rows beyond τ plus that estimate's one-sided bound, so it holds every row up to the
 cap, on any data: no cell can have lost more rows than all of them together.
+
+A histogram whose keys are read from the rows (`spread_keys`) and whose τ would leave its
+cells with much noise (`shape_pays`) is answered instead as its units' shape times its
+total: the cells at τ_c = 1 (each unit weighs 1 row in all, spread over its cells in
+proportion: L1 = 1) and the rows up to the cap, Σ_u min(n_u, cap) (sensitivity cap), each
+with its share of the ε left; each cell is then its shape cell times the total over the
+shape cells' sum (post-processing). Whether: a private question before the walk
+(`shape_decision`), or failing that the walk's τ. It assumes a unit's rows fall in the
+cells as all rows do; its interval allows for the noise, not for that assumption.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from mechanisms.contribution_bound import (
     COUNT_HEDGE,
     COUNT_UPPER_THRESHOLD_SCALES,
     BoundChoice,
+    beyond,
     bound_grid,
     cell_resolution,
     choose_bound,
@@ -50,6 +60,16 @@ CHOICE_PART = 0.75  # of bound_choice_share; the rest releases a histogram's row
 # Of a lone count's ε after the choice, when τ is below the cap: the rows beyond τ. Their
 # noise, times ln(1/β), is what the interval's upper end must add to be honest.
 TRUNCATION_PART = 0.1
+# The shape × total estimator: the total's part of the ε left after the choice (the shape
+# cells get the rest; the best split on the demo's monthly series, docs/privacy-unit.md),
+# and the noise of the plain cells, in rows, below which they are kept: there the ratio's
+# assumption could cost more than the noise it saves (and zero-noise answers stay exact).
+SHAPE_TOTAL_PART = 0.3
+SHAPE_FROM_NOISE = 10
+# The question before the walk whether to answer so: its part of the query's ε, and its
+# threshold's margin in noise scales above the walk's (docs/privacy-unit.md).
+DECISION_PART = 0.03
+DECISION_SCALES = 3
 
 
 @dataclass(frozen=True)
@@ -67,6 +87,11 @@ class CountAtBound:
     dropped: int | None = None
     dropped_scale: Fraction | float = 0.0
     resolution: int = 1
+    # The shape × total estimator: `rows` are the shape cells (τ_c = 1), and `total` the
+    # noisy rows up to the cap each cell is scaled to, its scale and epsilon.
+    total: int | None = None
+    total_scale: Fraction | float = 0.0
+    total_epsilon: float = 0.0
 
 
 def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: Sequence[Row],
@@ -88,6 +113,16 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
                             _at(calibration, tau, epsilon, cells, resolution), tau, False,
                             resolution=resolution)
     grid = bound_grid(unit.chosen_limit)
+    cap = unit.counts_cap
+    decision = shape_decision(grid, cap, len(cells), epsilon, share) \
+        if cells is not None and unit.spread_keys else None
+    if decision is not None:
+        assert cells is not None
+        if decision.passes(histogram, rng):
+            return _shape_times_total(calibration, histogram, cells, cap,
+                                      epsilon - decision.epsilon, decision.epsilon,
+                                      resolution, rng)
+        epsilon -= decision.epsilon  # the walk and what follows it get the rest
     choice = BoundChoice(epsilon * share * CHOICE_PART, grid)
     if cells is not None:
         choice = replace(choice, hedge=histogram_hedge(len(cells), choice, epsilon * (1 - share)))
@@ -95,7 +130,11 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
         choice = replace(choice, hedge=COUNT_HEDGE, upper_scales=COUNT_UPPER_THRESHOLD_SCALES)
     tau = choose_bound(choice, histogram, rng)
     rest = epsilon - choice.epsilon
-    cap = unit.counts_cap
+    if decision is not None and shape_pays(tau, cap, len(cells or ()), epsilon * (1 - share),
+                                           rest):  # the question missed what the walk saw
+        assert cells is not None
+        return _shape_times_total(calibration, histogram, cells, cap, rest,
+                                  decision.epsilon + choice.epsilon, resolution, rng)
     if tau >= cap:  # nothing is beyond τ up to the cap, whatever the data
         return CountAtBound(_rows(histogram, cells, tau, resolution),
                             _at(calibration, tau, rest, cells, resolution), tau, True,
@@ -108,6 +147,110 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
                         choice.epsilon, beyond_epsilon=estimate,
                         dropped=dropped + sample_discrete_laplace(scale, rng),
                         dropped_scale=scale, resolution=resolution)
+
+
+@dataclass(frozen=True)
+class ShapeDecision:
+    """Whether to answer a histogram as shape × total: AboveThreshold on one level, i.e.
+    whether n(τ) + DLap(1/ε) ≥ threshold (n(τ) = units with more than τ rows, sensitivity 1
+    under adding or removing a unit). It costs `epsilon` of the query's ε either way."""
+
+    tau: int
+    threshold: int
+    epsilon: float
+
+    def passes(self, histogram: dict[int, int], rng: RandomSource) -> bool:
+        noise = sample_discrete_laplace(laplace_scale(1, self.epsilon), rng)
+        return beyond(histogram, self.tau) + noise >= self.threshold
+
+
+def shape_decision(grid: Sequence[int], cap: int, cells: int, epsilon: float, share: float
+                   ) -> ShapeDecision | None:
+    """The question asked before the walk (None: plain cells, no question): τ_s is the
+    least τ of the grid at which the plain cells would pay for shape × total
+    (`shape_pays`); the walk would reach it only past the levels below it, so the
+    question is whether the units beyond the last of those (the hedge's levels under τ_s)
+    number the walk's threshold there plus DECISION_SCALES noise scales: a histogram
+    with few such units goes on to the walk with probability ≥ 1 − e^{−3}/2, and the
+    shape is then taken only if the walk's τ pays for it. All of it reads the policy, the
+    domain's size and ε: public."""
+    asked = epsilon * DECISION_PART
+    rest = epsilon - asked
+    walk = BoundChoice(rest * share * CHOICE_PART, tuple(grid))
+    hedge = histogram_hedge(cells, walk, rest * (1 - share))
+    for index, tau in enumerate(grid):
+        if shape_pays(tau, cap, cells, rest * (1 - share), rest):
+            level = max(index - hedge - 1, 0)
+            return ShapeDecision(grid[level], walk.threshold(level) +
+                                 math.ceil(DECISION_SCALES / asked), asked)
+    return None
+
+
+def shape_pays(tau: int, cap: int, cells: int, cells_epsilon: float, rest: float) -> bool:
+    """Whether plain cells at τ (with `cells_epsilon`) would carry at least
+    SHAPE_FROM_NOISE rows of noise each, and the total of shape × total (at its share of
+    `rest`), spread over the cells, at most half of it."""
+    noise = tau / cells_epsilon
+    return noise >= SHAPE_FROM_NOISE and \
+        cap / (cells * rest * SHAPE_TOTAL_PART) <= noise / 2
+
+
+def _shape_times_total(calibration: Calibration, histogram: dict[int, int], cells: Cells,
+                       cap: int, rest: float, spent: float, resolution: int,
+                       rng: RandomSource) -> CountAtBound:
+    """The shape cells at τ_c = 1 and the total up to the cap with `rest` (what the
+    question, and the walk if it ran, `spent`, left): SHAPE_TOTAL_PART of it for the
+    total (sensitivity cap), the rest the cells."""
+    total_epsilon = rest * SHAPE_TOTAL_PART
+    scale = laplace_scale(cap, total_epsilon)
+    return CountAtBound(_rows(histogram, cells, 1, resolution),
+                        _at(calibration, 1, rest - total_epsilon, cells, resolution), 1,
+                        True, spent, resolution=resolution,
+                        total=truncated_total(histogram, cap) +
+                        sample_discrete_laplace(scale, rng),
+                        total_scale=scale, total_epsilon=total_epsilon)
+
+
+def scaled_to_total(count: CountAtBound, shape: Sequence[float]) -> list[float]:
+    """Each released shape cell times the released total over the shape cells' sum:
+    post-processing of the two releases. With no weight left in the shape (its noise
+    took it below 0) the total is spread evenly."""
+    assert count.total is not None
+    total, weight = max(count.total, 0), sum(shape)
+    if weight <= 0:
+        return [total / len(shape)] * len(shape)
+    return [cell * total / weight for cell in shape]
+
+
+def shape_bound(count: CountAtBound, shape: Sequence[float], widest_shift: float,
+                beta: float) -> int:
+    """The widest half-width of the cells' (1 − β) intervals, the ratio's assumption
+    granted: β/3 each for a shape cell's noise (and its rounding), the shape's sum (a
+    Chernoff bound for a sum of Laplace noise) and the total's noise, combined by interval
+    arithmetic (total ± a_t)·(cell ± a_c)/(sum ∓ a_w), plus the analyst's widest shift."""
+    assert count.total is not None
+    scale = float(count.calibration.parts[0].scale)
+    cell = laplace_bound(scale, beta / 3) + 1
+    weight = _sum_bound(scale, len(shape), beta / 3) + len(shape) / 2
+    total = laplace_bound(count.total_scale, beta / 3)
+    n, w = max(count.total, 0), sum(shape)
+    widest = 0.0
+    for answer, c in zip(scaled_to_total(count, shape), shape, strict=True):
+        low = max(n - total, 0) * max(c - cell, 0) / (w + weight) if w + weight > 0 else 0
+        high = (n + total) * (c + cell) / (w - weight) if w - weight > 0 else n + total
+        widest = max(widest, answer - low, min(high, n + total) - answer)
+    return math.ceil(widest + widest_shift)
+
+
+def _sum_bound(scale: float, terms: int, beta: float) -> float:
+    """|Σ of `terms` Laplace(scale) draws| ≤ this with probability ≥ 1 − β: E e^{λX} =
+    1/(1 − b²λ²) ≤ e^{2b²λ²} for |λ| ≤ 1/(2b), so P(S ≥ t) ≤ e^{−t²/(8kb²)} for t ≤ 2kb
+    and ≤ e^{k/2 − t/(2b)} beyond (each side at β/2). Applied to the cells' discrete
+    noise, whose variance is below the continuous one's (its own tail is not bounded
+    here: the interval's coverage is measured, docs/privacy-unit.md)."""
+    log = math.log(2 / beta)
+    near = scale * math.sqrt(8 * terms * log)
+    return near if near <= 2 * terms * scale else scale * (terms + 2 * log)
 
 
 Cells = dict[tuple[bytes | None, ...], list[tuple[int, int, int]]]
@@ -173,16 +316,23 @@ def _at(calibration: Calibration, tau: int, epsilon: float, cells: Cells | None,
 
 
 def count_bound(count: CountAtBound, widest_shift: float, beta: float) -> int | str:
-    """The NOTICE's (1 − β) interval half-width (a fractional cell's: plus its rounding to
-    whole rows); with a chosen τ below the cap, the noise at β/2 and the upper end's
-    allowance for the rows beyond τ at β/2."""
+    """The NOTICE's (1 − β) interval: its half-width, and its upper end when that is
+    further (count_ends)."""
+    below, above = count_ends(count, widest_shift, beta)
+    return below if above == below else f"{below} (upper end +{above})"
+
+
+def count_ends(count: CountAtBound, widest_shift: float, beta: float) -> tuple[int, int]:
+    """How far below and above the released count its (1 − β) interval reaches: the
+    noise (a fractional cell's plus its rounding to whole rows); with a chosen τ below
+    the cap, the noise at β/2 and the upper end's allowance for the rows beyond τ at β/2."""
     part = count.calibration.parts[0]
     rounding = 1 if count.resolution > 1 else 0
     if not count.chosen:
-        return math.ceil(shifted_laplace_bound(part.scale, widest_shift, beta)) + rounding
+        noise = math.ceil(shifted_laplace_bound(part.scale, widest_shift, beta)) + rounding
+        return noise, noise
     noise = math.ceil(shifted_laplace_bound(part.scale, widest_shift, beta / 2)) + rounding
-    allowance = truncation_allowance(count, beta / 2)
-    return noise if allowance == 0 else f"{noise} (upper end +{noise + allowance})"
+    return noise, noise + truncation_allowance(count, beta / 2)
 
 
 def truncation_allowance(count: CountAtBound, beta: float) -> int:
@@ -204,6 +354,15 @@ def count_note(plan: PrivateAggregate, count: CountAtBound) -> str | None:
     rows = f"{count.tau} row" + ("" if count.tau == 1 else "s")
     if not count.chosen:
         return None
+    if count.total is not None:
+        margin = math.ceil(laplace_bound(count.total_scale, 0.05))
+        return (f"each cell is its share of the units (each {unit.unit} weighed 1 row in "
+                f"all, spread over its cells; epsilon {count.calibration.parts[0].epsilon:g})"
+                f" times the rows counted with at most {unit.counts_cap} per unit, about "
+                f"{max(count.total, 0)} (±{margin}; epsilon {count.total_epsilon:g}), after "
+                f"private checks (epsilon {count.choice_epsilon:g}) found many units with "
+                "many rows: this assumes each unit's rows fall in the cells as all rows do; the "
+                "interval allows for the noise, not for units whose rows fall otherwise")
     chosen = (f"each {unit.unit} counted with at most {rows}, a bound chosen privately for "
               f"this query (at most {unit.chosen_limit}; epsilon {count.choice_epsilon:g} of "
               "the charge)")

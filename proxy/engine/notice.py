@@ -5,7 +5,7 @@ the plan and the calibration only."""
 from __future__ import annotations
 
 from accounting import Budget
-from rewriter.plan import PrivateAggregate
+from rewriter.plan import OutputKind, PrivateAggregate
 from rewriter.release.unit_report import mode_notice
 from rewriter.sensitivity.calibrate import Calibration
 
@@ -37,6 +37,10 @@ def composite_notice(checked: Checked, answers: list[Release], budget: Budget,
     return "; ".join(lines)
 
 
+# What the interval of a column computed from released values means (computed_errors.py).
+_COMPUTED = ("the statement's expressions were computed from the noisy values, and their "
+             "intervals from the intervals of the values each reads (each at an equal share "
+             "of the confidence, carried through the expression by interval arithmetic)")
 _PUBLIC_KEYS = ("every key of the declared domain that the WHERE admits is listed, "
                 "whatever the data holds")
 
@@ -75,7 +79,11 @@ def _details(plan: PrivateAggregate, calibration: Calibration, answer: Release,
         lines.append(_no_group(plan, calibration))
     if (mode := answer.unit_note or mode_notice(plan)) is not None:
         lines.append(mode)
-    if plan.post_sql is not None or plan.outer is not None:
+    if plan.post_sql is not None:
+        lines.append(_COMPUTED if any(o.kind == OutputKind.COMPUTED and o.name in answer.bounds
+                                      for o in plan.visible) else
+                     "the statement's expressions were computed from the noisy values")
+    elif plan.outer is not None:
         lines.append("the statement's expressions were computed from the noisy values")
     elif any(o.hidden for o in plan.outputs):
         lines.append("HAVING and ORDER BY used noisy aggregates")

@@ -82,13 +82,14 @@ def recent_answer(statement: str, plan: PrivateAggregate, bounds: dict[str, int 
             error = f"±{bounds[output.name]}"
         elif output.kind == OutputKind.KEY:
             error = "a group key: no noise"
-        elif output.kind == OutputKind.COMPUTED:
-            error = "computed from the noisy values: see the columns it uses"
         elif not plan.parts:
             error = "public: no noise"
         elif not pure:
             error = "not shown: the noise follows this join's smooth sensitivity, which " \
                     "depends on the data"
+        elif output.kind == OutputKind.COMPUTED:
+            error = "computed from the noisy values: no interval is derived for it (NULL, " \
+                    "text, a date, or a function dpgate does not bound)"
         else:
             error = "not shown"
         columns.append((output.name, error))

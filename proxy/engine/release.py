@@ -34,9 +34,13 @@ from .chosen_bound import (
     CountAtBound,
     count_at_bound,
     count_bound,
+    count_ends,
     count_note,
+    scaled_to_total,
+    shape_bound,
     truncation_allowance,
 )
+from .computed_errors import computed_bounds
 from .weighted_sums import sums_at_bound, weights_note
 
 
@@ -92,10 +96,16 @@ def release(plan: PrivateAggregate, calibration: Calibration,
     noisers = _noisers(plan, calibration, shift_draw, settings, rng, true_rows,
                        count.resolution if count is not None else 1)
     errors = _RowErrors.of(plan, calibration, settings, count)
-    rows = []
-    for true_row in true_rows:
+    draws = [[noise(raw) for noise, raw in zip(noisers, true_row[plan.keys:], strict=True)]
+             for true_row in true_rows]
+    shape: list[float] | None = None
+    if count is not None and count.total is not None:  # the shape cells, then × total
+        shape = [drawn[0].plain for drawn in draws]
+        draws = [[Drawn(round(value), round(value) + drawn[0].released - drawn[0].plain)]
+                 for value, drawn in zip(scaled_to_total(count, shape), draws, strict=True)]
+    rows, drawn_rows = [], []
+    for true_row, drawn in zip(true_rows, draws, strict=True):
         keys = [None if v is None else v.decode() for v in true_row[:plan.keys]]
-        drawn = [noise(raw) for noise, raw in zip(noisers, true_row[plan.keys:], strict=True)]
         if calibration.threshold is not None:
             assert plan.grouping is not None and plan.grouping.selection_part is not None
             # Decided on the unshifted noisy count: τ was derived for unshifted noise, and
@@ -105,10 +115,21 @@ def release(plan: PrivateAggregate, calibration: Calibration,
         row = [_output_value(o, keys, drawn, calibration) for o in plan.outputs]
         errors.widen(row, drawn)
         rows.append(row)
+        drawn_rows.append(drawn)
+    pairs = list(zip(rows, drawn_rows, strict=True))
     if plan.grouping is not None and (occupied := plan.grouping.occupied_by) is not None:
-        rows = [row for row in rows if row[occupied] > 0]  # released counts only (queries.md)
+        # released counts only (queries.md)
+        pairs = [(row, drawn) for row, drawn in pairs if row[occupied] > 0]
+        rows = [row for row, _ in pairs]
     bounds = _bounds(plan, calibration, settings, count) | errors.bounds()
+    if count is not None and shape is not None:  # each visible count (its one part)
+        bar = shape_bound(count, shape, widest_shift(calibration, 0, settings),
+                          1 - settings.confidence)
+        bounds |= {o.name: bar for o in plan.visible if o.kind == OutputKind.NOISY}
     if plan.post_sql is not None:  # every output, for the statement's own expressions
+        bounds |= computed_bounds(plan, pairs, errors.interval, 1 - settings.confidence,
+                                  _rounded_up,
+                                  [type_oid in wire.INTEGER_OIDS for _, type_oid in columns])
         answer = Release(columns, [[_text(value, type_oid) for value, (_, type_oid)
                                     in zip(row, columns, strict=True)] for row in rows],
                          bounds)
@@ -396,19 +417,18 @@ def widest_shift(calibration: Calibration, index: int, settings: PrivacySettings
 @dataclass
 class _RowErrors:
     """Error bars that depend on each row (pure path): an AVG's (its interval,
-    error_bars.average_interval, from the released noisy sum and count) and a sum's whose
-    bounds were chosen at release (its row's noise and the bias of the chosen bounds).
-    The NOTICE gives the widest distance from a released value to its interval's ends."""
+    error_bars.average_interval, from the released noisy sum and count), a sum's whose
+    bounds were chosen at release (its row's noise and the bias of the chosen bounds),
+    and any noisy output's interval at a given β, for the statement's own expressions
+    over them (computed_errors.py). The NOTICE gives the widest distance from a released
+    value to its interval's ends."""
 
     plan: PrivateAggregate
     calibration: Calibration
     settings: PrivacySettings
     outputs: list[tuple[int, OutputColumn]]  # visible AVGs and bucketed sums
     widths: dict[str, float]
-    # Weighted unit mode at a chosen τ: the rows beyond τ the interval allows for (at
-    # β/2, the rest of β going to the noise as before); 0 otherwise.
-    beyond: float = 0.0
-    share: float = 1.0
+    count: CountAtBound | None = None
 
     @classmethod
     def of(cls, plan: PrivateAggregate, calibration: Calibration,
@@ -416,42 +436,82 @@ class _RowErrors:
         outputs = [(index, output) for index, output in enumerate(plan.outputs)
                    if calibration.pure and not output.hidden and
                    output.kind == OutputKind.NOISY and _per_row(plan, output)]
-        if count is None or plan.unit is None or plan.unit.weights_cap is None or \
-                not count.chosen:
-            return cls(plan, calibration, settings, outputs, {})
-        beta = 1 - settings.confidence
-        return cls(plan, calibration, settings, outputs, {},
-                   truncation_allowance(count, beta / 2), 1 / 2)
+        return cls(plan, calibration, settings, outputs, {}, count)
+
+    @property
+    def _weighed(self) -> bool:
+        """Weighted unit mode at a chosen τ: half of each β goes to the rows beyond τ the
+        interval allows for, the other half to the noise as before."""
+        count, unit = self.count, self.plan.unit
+        return count is not None and count.chosen and unit is not None and \
+            unit.weights_cap is not None
+
+    def _beyond(self, beta: float) -> float:
+        if not self._weighed:
+            return 0.0
+        assert self.count is not None
+        return truncation_allowance(self.count, beta / 2)
 
     def widen(self, row: list, drawn: list[Drawn]) -> None:
         """Take in one released row (plan.outputs' values) and its drawn parts."""
+        beta = 1 - self.settings.confidence
+        share = 1 / 2 if self._weighed else 1.0
         for index, output in self.outputs:
             released = row[index]
             if released is None:
                 continue
-            width = self._average(output, released, drawn) if output.aggregate == "avg" \
-                else self._sum(output.parts[0], drawn[output.parts[0]], self.share / 2) + \
-                self.beyond * _magnitude(output)
+            if output.aggregate == "avg":
+                low, high = self._average(output, drawn, beta)
+                width = max(released - low, high - released, 0.0)
+            else:
+                width = self._sum(output.parts[0], drawn[output.parts[0]], beta * share / 2) \
+                    + self._beyond(beta) * _magnitude(output)
             self.widths[output.name] = max(self.widths.get(output.name, 0.0), width)
 
-    def _average(self, output: OutputColumn, released: float, drawn: list[Drawn]) -> float:
+    def interval(self, output: OutputColumn, released: object, drawn: list[Drawn],
+                 beta: float) -> tuple[float, float] | None:
+        """Where the truth of a noisy output lies with probability ≥ 1 − β, given its
+        released value: the noise (and, at a chosen τ, the rows beyond it, each within
+        the value's bounds), clipped to the signs the bounds allow (a count is ≥ 0)."""
+        if released is None or not self.calibration.pure:
+            return None
+        if output.aggregate == "avg":
+            return self._average(output, drawn, beta)
+        value, index = float(released), output.parts[0]  # type: ignore[arg-type]
+        share = 1 / 2 if self._weighed else 1.0
+        widest = widest_shift(self.calibration, index, self.settings)
+        unit = self.plan.unit
+        if self.plan.parts[index].edges is not None:
+            below = above = self._sum(index, drawn[index], beta * share / 2)
+        elif self.count is not None and unit is not None and unit.counts_cap is not None \
+                and self.calibration.mechanism != Mechanism.GAUSSIAN:
+            below, above = count_ends(self.count, widest, beta)
+        else:
+            below = above = noise_bound(self.plan, self.calibration, index, widest,
+                                        beta * share)
+        lo, hi = output.bounds if output.bounds is not None else (0.0, 1.0)
+        beyond = self._beyond(beta)
+        low, high = value - below + beyond * min(lo, 0.0), value + above + beyond * max(hi, 0.0)
+        return (max(low, 0.0) if lo >= 0 else low), (min(high, 0.0) if hi <= 0 else high)
+
+    def _average(self, output: OutputColumn, drawn: list[Drawn], beta: float
+                 ) -> tuple[float, float]:
         total, count = output.parts
+        share = 1 / 2 if self._weighed else 1.0
         # β/2 each for the sum and the count; with chosen bounds, half of that is the
         # sum's noise and the other half the count's, β/2 being the bounds' bias.
-        share = (1 / 4 if drawn[total].chosen is not None else 1 / 2) * self.share
+        share *= 1 / 4 if drawn[total].chosen is not None else 1 / 2
         count_bound = noise_bound(self.plan, self.calibration, count,
                                   widest_shift(self.calibration, count, self.settings),
-                                  (1 - self.settings.confidence) * share)
+                                  beta * share)
         assert output.bounds is not None
-        low, high = average_interval(drawn[total].released, drawn[count].released,
-                                     self._sum(total, drawn[total], share), count_bound,
-                                     output.bounds, _centre(output, drawn[total]),
-                                     self.beyond)
-        return max(released - low, high - released, 0.0)
+        return average_interval(drawn[total].released, drawn[count].released,
+                                self._sum(total, drawn[total], beta * share), count_bound,
+                                output.bounds, _centre(output, drawn[total]),
+                                self._beyond(beta))
 
-    def _sum(self, index: int, drawn: Drawn, share: float) -> float:
-        """The error of a sum part at β·share, plus the bias of its chosen bounds."""
-        beta = (1 - self.settings.confidence) * share
+    def _sum(self, index: int, drawn: Drawn, beta: float) -> float:
+        """The error of a sum part at β, plus the bias of its chosen bounds."""
         widest = widest_shift(self.calibration, index, self.settings)
         if drawn.chosen is None:
             return noise_bound(self.plan, self.calibration, index, widest, beta)

@@ -55,7 +55,7 @@ class Workers:
         """`function(*args)` on a cpu thread, within the analyst's share of them."""
         async with self.cpu_shares.slot(analyst):
             running = asyncio.get_running_loop().run_in_executor(
-                self.cpu_pool, functools.partial(function, *args))
+                self.cpu_pool, functools.partial(_call, function, args))
             try:
                 return await asyncio.shield(running)
             except asyncio.CancelledError:  # the slot is held until the thread is free
@@ -66,7 +66,7 @@ class Workers:
                         analyst: str = "") -> T:
         """As `cpu`, but the work is stopped after `seconds` (TimeoutError). The analyst's
         thread is given back only once the work has stopped."""
-        job = _StoppableJob(functools.partial(function, *args))
+        job = _StoppableJob(functools.partial(_call, function, args))
         async with self.cpu_shares.slot(analyst):
             running = asyncio.get_running_loop().run_in_executor(self.cpu_pool, job)
             try:
@@ -171,4 +171,14 @@ def _raise_in_thread(thread: int, exception: type[BaseException] | None) -> None
 
 async def _run(pool: ThreadPoolExecutor, function: Callable[..., T], *args: object) -> T:
     return await asyncio.get_running_loop().run_in_executor(
-        pool, functools.partial(function, *args))
+        pool, functools.partial(_call, function, args))
+
+
+def _call(function: Callable[..., T], args: tuple[object, ...]) -> T:
+    """`function(*args)` on a worker thread. A StopIteration escaping it (a bare `next`)
+    becomes a RuntimeError: asyncio cannot set a StopIteration on a Future, which would
+    then never finish, and the statement awaiting it would wait for ever."""
+    try:
+        return function(*args)
+    except StopIteration as error:
+        raise RuntimeError(f"StopIteration escaped {function!r}") from error

@@ -3,6 +3,7 @@ computes them from the released rows (post-processing, release/computed.py runs 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -12,7 +13,7 @@ from ..errors import Refusal, policy_refusal, unsupported
 from ..plan import PostProcess
 from ..release.computed import placeholder, post_sql, substitute
 from ..sql.nodes import unalias
-from .bounds import centred
+from .bounds import ValueBounds, centred
 from .post import post_process
 from .released import COUNTED, NO_AGGREGATE_REASON, ONLY_AGGREGATES, VARIANCES, Released
 
@@ -131,3 +132,18 @@ def variance(node: exp.Expression, centre: float) -> exp.Expr:
     if isinstance(node, (exp.Stddev, exp.StddevSamp, exp.StddevPop)):
         return exp.func("SQRT", result)
     return result
+
+
+def variance_range(node: exp.Expression, bounds: ValueBounds) -> tuple[float, float] | None:
+    """What a variance of a column within [lo, hi] can take, whatever the data
+    (Popoviciu): at most (hi − lo)²/4 over a population, at most twice that over a sample
+    of n ≥ 2 rows (n/(n − 1) ≤ 2); its square root for a standard deviation. None for
+    any other expression."""
+    if not isinstance(node, VARIANCES) or not isinstance(node.this, exp.Column):
+        return None
+    lo, hi = bounds.of_column(node.this, node.sql_name(), None)
+    population = isinstance(node, (exp.VariancePop, exp.StddevPop))
+    top = (hi - lo) ** 2 / 4 * (1 if population else 2)
+    if isinstance(node, (exp.Stddev, exp.StddevSamp, exp.StddevPop)):
+        return 0.0, math.sqrt(top)
+    return 0.0, top

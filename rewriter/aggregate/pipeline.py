@@ -18,10 +18,10 @@ from ..errors import unsupported
 from ..plan import Computed, Grouping, OutputColumn, OutputKind, PostProcess, PrivateAggregate
 from ..policy.model import Domain
 from ..release.computed import probe
-from ..sql.nodes import name_of
+from ..sql.nodes import name_of, unalias
 from .bounds import ValueBounds
 from .chosen import choice_plan, most_frequent_group, most_frequent_plan
-from .computed_sql import clauses
+from .computed_sql import clauses, variance_range
 from .groups import grouping, occupied_by
 from .keys import GroupKeys, KeyPlan, group_keys
 from .record import plan_record
@@ -182,7 +182,9 @@ def _over_released(draft: Draft) -> Draft:
     over = probe(tree, [released.source(i, o) for i, o in enumerate(released.outputs)],
                  [e or column for (_, column), e in zip(keys.keys, keys.expressions,
                                                         strict=True)])
-    computed = Computed(over.sql(dialect="postgres"), draft.computed_post)
+    ranges = tuple(variance_range(unalias(p), released.bounds) for p in tree.expressions) \
+        if draft.computed_post else ()
+    computed = Computed(over.sql(dialect="postgres"), draft.computed_post, ranges)
     return replace(draft, plan=replace(draft.plan, computed=computed),
                    probe=over, final=True)
 

@@ -125,12 +125,27 @@ def chosen_count(scope: Scope, mode: UnitMode, parts: list[PartSpec], plan: Priv
     cap = max(tau, limit or 0)
     scope.findings.group_columns |= unit.columns  # the units' counts group on them
     bounds = replace(unit.bounds, max_groups=tau, max_group_contributions=tau,
-                     counts_cap=cap, chosen_limit=limit)
+                     counts_cap=cap, chosen_limit=limit,
+                     spread_keys=bool(keys) and _spread(scope, keys, unit.columns))
     fingerprint = plan.fingerprint_text + (f" /* tau chosen <= {limit} */" if limit else "")
     return replace(plan, sql=rewrite_chosen_count(scope.tree, scope.policy, keys, bounding, cap),
                    parts=(replace(plan.parts[0], elastic=constant(cap), l2=float(cap)),),
                    unit=bounds, checks=replace(plan.checks, windows=int(bool(keys))),
                    fingerprint_text=fingerprint)
+
+
+def _spread(scope: Scope, keys: list[KeySpec], units: frozenset[tuple[str, str]]) -> bool:
+    """Whether every key is read from the rows, not from the unit: none is a column of the
+    privacy unit's table or a unit column (such a key puts all of a unit's rows in one
+    group, where a ratio of the units' shape to the rows' cannot hold). The statement's
+    text decides, never the data."""
+    declared = scope.policy.unit
+    assert declared is not None
+    for key in keys:
+        origin = scope.resolve(key.column).origin
+        if origin is None or origin in units or origin[0] == declared.table:
+            return False
+    return True
 
 
 def unit_sensitivities(bounds: UnitBounds, histogram: bool) -> tuple[int, float]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any, assert_never
 
+from mechanisms.accuracy import quantile_rank_bound
 from mechanisms.contribution_bound import cell_resolution
 from mechanisms.names import Mechanism
 
@@ -17,6 +19,7 @@ from ..plan import (
     EmptyStatement,
     NoisyPart,
     OutputColumn,
+    OutputKind,
     PrivateAggregate,
     Relay,
     SetDpSetting,
@@ -29,11 +32,13 @@ from ..sensitivity.calibrate import (
     PartCalibration,
     branch_budgets,
     calibrate,
+    choice_epsilon,
     composed,
 )
 from ..sensitivity.metrics import Metrics, MissingMetrics
 from ..sqlstate import SqlState
 from .error_bars import noise_bound
+from .propagate import inputs_of, projections
 from .unit_report import mode_report
 
 OBJECT_NOT_IN_PREREQUISITE_STATE = SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE
@@ -123,12 +128,13 @@ def _report(plan: PrivateAggregate, calibration: Calibration, beta: float
             continue
         if output.kind == "computed":  # post-processing of the noisy outputs: free
             columns.append({"name": output.name, "kind": "computed", "aggregate": None,
-                            "elastic_sensitivity": 0.0})
+                            "elastic_sensitivity": 0.0,
+                            **_computed_error(plan, calibration, len(columns), beta)})
             continue
         parts = [calibration.parts[i] for i in output.parts]
         first = parts[0]
         if output.kind == "choice":
-            columns.append(_choice_report(output, plan.parts[output.parts[0]], first))
+            columns.append(_choice_report(output, plan.parts[output.parts[0]], first, beta))
             continue
         columns.append({
             "name": output.name, "kind": "noisy", "aggregate": output.aggregate,
@@ -198,13 +204,51 @@ def _error_bar(plan: PrivateAggregate, calibration: Calibration, output: OutputC
         error = noise_bound(plan, calibration, output.parts[0], 0.0, beta) + \
             (1 if _cell_rounding(plan, calibration) else 0)  # whole rows, as released
         return {"error": error, "confidence": 1 - beta,
-                **({"upper_end": beyond} if beyond else {})}
+                **({"upper_end": beyond} if beyond else {}),
+                **({"shape_times_total": SHAPE_TIMES_TOTAL}
+                   if plan.unit is not None and plan.unit.spread_keys else {})}
     total, count = (noise_bound(plan, calibration, i, 0.0, beta / 2) for i in output.parts)
     assert output.bounds is not None
     lo, hi = output.bounds
     return {"confidence": 1 - beta, "centred_sum_error": total, "count_error": count,
             "error": f"m + (sum ± {total:.6g}) / (count ± {count:.6g}) with m = "
             f"{(lo + hi) / 2:g}, within [{lo:g}, {hi:g}]"}
+
+
+def _computed_error(plan: PrivateAggregate, calibration: Calibration, index: int,
+                    beta: float) -> dict[str, Any]:
+    """A column computed from released values: which noisy values it reads, and how its
+    interval is stated with each answer (proxy/engine/computed_errors.py)."""
+    if plan.post_sql is None:
+        return {}
+    if not calibration.pure:
+        return {"error": "not stated: the noise follows the smooth sensitivity of this "
+                "join, which depends on the data"}
+    node = projections(plan.post_sql)[index]
+    read: dict[tuple[int, ...], OutputColumn] = {}  # one per noisy value, as first read
+    for i in inputs_of(node):
+        if plan.outputs[i].kind == OutputKind.NOISY:
+            read.setdefault(plan.outputs[i].parts, plan.outputs[i])
+    noisy = list(read.values())
+    shares = f"1 − β/{len(noisy)}" if len(noisy) > 1 else "1 − β"
+    limits = plan.computed.ranges[index] if plan.computed and plan.computed.ranges else None
+    return {"reads": [output.name for output in noisy], "confidence": 1 - beta,
+            "error": "stated with each answer: the interval of each noisy value it reads, "
+            f"at confidence {shares} each (a union bound), carried through "
+            "the expression by interval arithmetic; a divisor whose interval holds 0 leaves "
+            "it unbounded" + (f"; cut to [{limits[0]:g}, {limits[1]:g}], what it can take "
+                              "whatever the data" if limits else "")}
+
+
+# A histogram over keys read from the rows (UnitBounds.spread_keys), proxy/engine/chosen_bound.py.
+SHAPE_TIMES_TOTAL = (
+    "where a τ large enough to leave the cells at least 10 rows of noise each would be "
+    "chosen, 3% of the epsilon first asks privately whether many units have that many rows; "
+    "if so, or if the τ then chosen is that large, the cells are answered as the units' "
+    "shape (each unit weighs 1 row in all, spread over its cells) times the rows up to the "
+    "cap, with 0.7 and 0.3 of the rest; this assumes each unit's rows fall in the cells as "
+    "all rows do, and the interval, stated with the answer, allows for the noise, not for "
+    "units whose rows fall otherwise")
 
 
 def _beyond_tau(plan: PrivateAggregate) -> str | None:
@@ -235,9 +279,10 @@ def _presence(plan: PrivateAggregate, calibration: Calibration, output: OutputCo
                if own else {})}
 
 
-def _choice_report(output: OutputColumn, part: NoisyPart, calibrated: PartCalibration
-                   ) -> dict[str, Any]:
-    """A column chosen by the exponential mechanism: Δu, ε and the candidates."""
+def _choice_report(output: OutputColumn, part: NoisyPart, calibrated: PartCalibration,
+                   beta: float) -> dict[str, Any]:
+    """A column chosen by the exponential mechanism: Δu, ε and the candidates; a
+    quantile's error in rank (one in values would depend on the data)."""
     report: dict[str, Any] = {
         "name": output.name, "kind": "choice", "aggregate": output.aggregate,
         "mechanism": "exponential", "utility_sensitivity": calibrated.smooth_sensitivity,
@@ -245,6 +290,13 @@ def _choice_report(output: OutputColumn, part: NoisyPart, calibrated: PartCalibr
         "epsilon": calibrated.epsilon, "utility_scale": calibrated.scale,
     }
     if part.grid is not None and part.level is not None:
+        ranks = math.ceil(quantile_rank_bound(choice_epsilon(calibrated.epsilon, part),
+                                              part.level, part.grid, beta))
         report.update(level=float(part.level), grid_low=float(part.grid.lo),
-                      grid_step=float(part.grid.step), grid_points=part.grid.points)
+                      grid_step=float(part.grid.step), grid_points=part.grid.points,
+                      rank_error=ranks, confidence=1 - beta,
+                      error=f"in rank: give or take half a grid step, the value released "
+                      f"has p·n ± {ranks} of the n rows below it; no interval in values is "
+                      "stated, as it would depend on how far apart the values near that "
+                      "rank lie")
     return report
