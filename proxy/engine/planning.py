@@ -82,8 +82,11 @@ class Planner:
 
     def cached(self, sql: str, session: Mapping[str, str] | None = None
                ) -> list[Statement] | None:
-        """The plans of a query string planned before, without waiting for anything."""
-        return self.plans.get(self._key(sql, session or {}))
+        """The plans of a query string planned before, without waiting for anything (asked
+        for every Query the fast relay sees: most sessions set no dp.* value)."""
+        if not session:
+            return self.plans.get((sql, self.knowledge.metrics.version))
+        return self.plans.get(self._key(sql, session))
 
     async def lifted(self, sql: str, session: Mapping[str, str] | None = None,
                      analyst: str = "") -> list[Statement] | None:
