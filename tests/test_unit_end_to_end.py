@@ -752,3 +752,46 @@ def test_without_the_policys_opt_in_a_monthly_series_keeps_plain_cells(choosing_
                            "FROM orders GROUP BY 1").fetchall()
     assert notices and not any("shape" in n or "assumes" in n for n in notices), notices
 
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT quantity, count(*) FROM orders JOIN featured USING (product_id) GROUP BY quantity",
+    "SELECT sum(order_cost) FROM orders JOIN featured USING (product_id)"])
+def test_a_public_view_that_reads_differently_each_time_is_caught_by_the_plan_check(
+        postgres: Postgres, sql: str):
+    """A view's body is not in the statement's text, so sql.functions.reads_alike cannot
+    see its `ORDER BY random() LIMIT 1`: the two reads of a histogram by unit size or a
+    weighted sum could see other rows (a unit of 60 rows sized 1 in the other read: 30×
+    its τ of 2). PostgreSQL's plan shows the view's Limit and random(): refused there."""
+    from mechanisms.names import Mechanism
+    from rewriter.aggregate.private import plan_private_aggregate
+    from rewriter.analysis.classify import parse_query
+    from rewriter.checks.plan_check import expected_scans, plan_failure
+    from rewriter.policy.model import Policy
+    from rewriter.policy.session import with_session_noise
+    from tests.unit_support import measured_metrics
+
+    dsn = postgres.create_database("dpgate_view_reads")
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute(SCHEMA)
+        connection.execute("CREATE VIEW featured AS SELECT product_id FROM products "
+                           "WHERE product_id IN (1, 2) ORDER BY random() LIMIT 1")
+        policy = with_session_noise(Policy.from_dict({
+            "privacy_unit": {"table": "customers", "column": "customer_id"},
+            "max_contributions": 2, "contributions_limit": 8,
+            "tables": {"customers": {"private": True}, "products": {"private": False},
+                       "featured": {"private": False},
+                       "orders": {"private": True, "unit": "customer_id", "columns": {
+                           "quantity": {"domain": {"range": [1, 10]}},
+                           "order_cost": {"bounds": [0, 200]}}}}}),
+            Mechanism.SHIFTED_LAPLACE)
+        plan = plan_private_aggregate(parse_query(sql), policy, 0, measured_metrics(dsn))
+        checks = plan.checks
+        assert len(checks.reads) == 2  # the form that reads the rows twice
+        for text, scans in [(plan.sql, expected_scans(checks))] + [
+                (read, expected_scans(checks, read=True)) for read in checks.reads]:
+            (explained,) = connection.execute(
+                "EXPLAIN (VERBOSE, FORMAT JSON) " + text).fetchone()
+            assert plan_failure(explained, scans, policy, 0, checks.join_keys) is None
+            assert "two reads" in (plan_failure(explained, scans, policy, 0, checks.join_keys,
+                                                reads_twice=True) or "")

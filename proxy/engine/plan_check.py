@@ -77,14 +77,15 @@ class PlanChecker:
         # The verdict depends on the analysis too (its scans and columns), not only on
         # the SQL: a plan analysed with other metrics is checked again.
         analysis = repr((sorted(scans.items()), checks.windows, checks.join_keys))
+        twice = len(reads) > 1
         await self._check(backend, sql, parameters,
                           lambda e: plan_failure(e, scans, self.policy, checks.windows,
-                                                 checks.join_keys), analysis)
+                                                 checks.join_keys, twice), analysis)
         # Each read on its own too: the statement's allowance is pooled over its reads.
         once = expected_scans(checks, read=True)
         for read in reads:
             await self._check(backend, read, parameters, lambda e: plan_failure(
-                e, once, self.policy, 0, checks.join_keys), analysis)
+                e, once, self.policy, 0, checks.join_keys, twice), analysis + " read")
         return sql
 
     async def _check_renamings(self, backend: BackendConnection, keys: JoinKeys) -> None:

@@ -21,12 +21,14 @@ The statement that computes those constants is checked too: it may read public t
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..plan import PlanChecks
 from ..policy.model import Policy
+from ..sql.functions import DRAWS_OR_CLOCK
 from .plan_joins import JoinKeys, join_failure
 
 _ROW_MULTIPLIERS = {
@@ -42,17 +44,24 @@ _DOMAIN_FUNCTIONS = frozenset({"generate_series"})
 
 
 def plan_failure(explain: list[Mapping[str, Any]], scans: Counter[str], policy: Policy,
-                 own_windows: int = 0, join_keys: JoinKeys | None = None) -> str | None:
+                 own_windows: int = 0, join_keys: JoinKeys | None = None,
+                 reads_twice: bool = False) -> str | None:
     """Why PostgreSQL's plan of a private statement does not match the analysis, or None.
 
     `own_windows` is the number of window functions dpgate's contribution bounding wrote
     (bounding.py): that many WindowAgg nodes are dpgate's own; one more is not.
     `join_keys`, when given, are the join columns the analysis used (plan_joins.py).
+    `reads_twice`: dpgate's SQL reads the rows twice and relies on both reads giving the
+    same rows (sql.functions.reads_alike). The statement's text was checked for that; a
+    public view's is not in it, so its LIMIT, TABLESAMPLE or random() is looked for here.
     """
     read: Counter[str] = Counter()
     windows = 0
     for node in _nodes(explain[0]["Plan"]):
         kind = node.get("Node Type", "")
+        if reads_twice and (reason := _read_differently(node)) is not None:
+            return (f"PostgreSQL's plan {reason}, so the two reads of the rows dpgate's "
+                    "bounding makes may differ")
         if kind == "WindowAgg" and windows < own_windows:
             windows += 1
             continue
@@ -89,6 +98,32 @@ def public_plan_failure(explain: list[Mapping[str, Any]], policy: Policy) -> str
         if table is not None:
             return f"a value computed before the query would read the private table {table}"
     return None
+
+
+def _read_differently(node: Mapping[str, Any]) -> str | None:
+    """Why two scans through this node may give other rows (a view's body shows here)."""
+    if node.get("Node Type") in ("Limit", "Sample Scan"):
+        return "limits or samples rows (a LIMIT or TABLESAMPLE, e.g. in a view)"
+    calls = {name.rsplit(".", 1)[-1].lower()
+             for text in _texts(node) for name in _CALL.findall(text)}
+    drawn = sorted(calls & (DRAWS_OR_CLOCK | _SEQUENCES))
+    return f"calls {', '.join(drawn)} (e.g. in a view)" if drawn else None
+
+
+def _texts(node: Mapping[str, Any]) -> Iterator[str]:
+    """The expressions VERBOSE shows on a node (Output, Filter, Sort Key, conditions)."""
+    for key, value in node.items():
+        if key == "Plans":
+            continue
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, list):
+            yield from (item for item in value if isinstance(item, str))
+
+
+_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\(")
+# Volatile besides the draws and the clock, and as likely in a view's body.
+_SEQUENCES = frozenset({"nextval", "setval"})
 
 
 def _nodes(plan: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
