@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from rewriter.plan import OutputColumn, OutputKind, PrivateAggregate
 from rewriter.release.propagate import (
+    INFINITE,
     Input,
     Interval,
     NoInterval,
@@ -74,16 +75,18 @@ def _inputs(plan: PrivateAggregate, values: list, drawn: list,
         output, value = plan.outputs[index], values[index]
         if output.kind != OutputKind.NOISY:
             return Input(_key(value), ("key", index), whole_type=whole[index])
-        if value is None:
-            return Input(None, output.parts, whole_type=whole[index])
-        if interval is None:
-            return Input((float(value), float(value)), output.parts, whole_type=whole[index])
-        ends = interval(output, value, drawn, beta)
+        # A SUM or an AVG of no row is NULL in PostgreSQL: the truth of one released with a
+        # value may be NULL, and one released NULL (its noisy count below ½) may have any.
+        nullable = output.aggregate == "avg" or output.present is not None
+        if interval is None or (value is None and not nullable):
+            point = None if value is None else (float(value), float(value))
+            return Input(point, output.parts, whole_type=whole[index])
+        ends = INFINITE if value is None else interval(output, value, drawn, beta)
         if ends is None:
             raise NoInterval("a value without an interval")
         # The truth of a count is a whole number of rows (weighted or not, as released).
         return Input(ends, output.parts, output.aggregate in ("count", "count_distinct"),
-                     whole[index])
+                     whole[index], nullable)
     return of
 
 
