@@ -26,6 +26,9 @@ from rewriter.release.propagate import (
 
 # (output, its released value, the row's drawn parts, β) -> the output's interval
 OutputInterval = Callable[[OutputColumn, object, list, float], Interval | None]
+# Why a computed column may have no interval (the NOTICE, SHOW dp.last_answers).
+NOT_STATED = ("NULL in every row, text, a date, or an operation dpgate does not bound, "
+              "such as %, a cast to text or an unknown function")
 UNBOUNDED = "∞ (a divisor's interval contains 0: the value may be anything)"
 
 
@@ -33,14 +36,15 @@ def computed_bounds(plan: PrivateAggregate, rows: Sequence[tuple[list, list]],
                     interval: OutputInterval, beta: float,
                     rounded: Callable[[float], int | str], whole: Sequence[bool]
                     ) -> dict[str, int | str]:
-    """Per visible computed column with an interval: its (1 − β) error bar over `rows`
-    (each the released outputs and the drawn parts), `rounded` up for the NOTICE;
-    `whole` says which outputs PostgreSQL reads in an integer type."""
+    """Per visible computed column with an interval, by its label (plan.labels): its
+    (1 − β) error bar over `rows` (each the released outputs and the drawn parts),
+    `rounded` up for the NOTICE; `whole` says which outputs PostgreSQL reads in an integer
+    type."""
     assert plan.post_sql is not None and plan.computed is not None
     bounds: dict[str, int | str] = {}
     ranges = plan.computed.ranges or (None,) * len(plan.visible)
-    for output, node, limits in zip(plan.visible, projections(plan.post_sql), ranges,
-                                    strict=True):
+    for output, label, node, limits in zip(plan.visible, plan.labels,
+                                           projections(plan.post_sql), ranges, strict=True):
         if output.kind != OutputKind.COMPUTED:
             continue
         try:
@@ -62,7 +66,7 @@ def computed_bounds(plan: PrivateAggregate, rows: Sequence[tuple[list, list]],
             # No interval rather than no answer: the values are released and charged.
             continue
         if below > -math.inf:
-            bounds[output.name] = _bar(max(below, 0.0), max(above, 0.0), rounded)
+            bounds[label] = _bar(max(below, 0.0), max(above, 0.0), rounded)
     return bounds
 
 

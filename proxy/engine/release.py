@@ -48,8 +48,8 @@ from .weighted_sums import sums_at_bound, weights_note
 class Release:
     columns: list[tuple[str, int]]  # (name, type OID)
     rows: list[list[str | None]]
-    # visible noisy column -> accuracy bound (pure path only); for a choice, the bound
-    # with its unit and the mechanism that answered
+    # visible column's label (plan.labels) -> accuracy bound (pure path only); for a
+    # choice, the bound with its unit and the mechanism that answered
     bounds: dict[str, int | str]
     # A unit-mode count answered at a τ of its own: what the NOTICE says of τ.
     unit_note: str | None = None
@@ -125,7 +125,8 @@ def release(plan: PrivateAggregate, calibration: Calibration,
     if count is not None and shape is not None:  # each visible count (its one part)
         bar = shape_bound(count, shape, widest_shift(calibration, 0, settings),
                           1 - settings.confidence)
-        bounds |= {o.name: bar for o in plan.visible if o.kind == OutputKind.NOISY}
+        bounds |= {label: bar for o, label in zip(plan.visible, plan.labels, strict=True)
+                   if o.kind == OutputKind.NOISY}
     if plan.post_sql is not None:  # every output, for the statement's own expressions
         bounds |= computed_bounds(plan, pairs, errors.interval, 1 - settings.confidence,
                                   _rounded_up,
@@ -367,10 +368,10 @@ def _choice_bounds(plan: PrivateAggregate, calibration: Calibration, candidates:
                    beta: float) -> dict[str, int | str]:
     """The exponential mechanism's bounds: in count for a mode, in rank for a quantile."""
     bounds: dict[str, int | str] = {}
-    for output in plan.visible:
+    for output, label in zip(plan.visible, plan.labels, strict=True):
         bound = choice_bound(plan, calibration, output, candidates, beta)
         if bound is not None:
-            bounds[output.name] = bound
+            bounds[label] = bound
     return bounds
 
 
@@ -386,7 +387,7 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
         return {}
     beta = 1 - settings.confidence
     bounds: dict[str, int | str] = {}
-    for output in plan.visible:
+    for output, label in zip(plan.visible, plan.labels, strict=True):
         if output.kind != OutputKind.NOISY or _per_row(plan, output):
             continue  # _RowErrors
         widest = widest_shift(calibration, output.parts[0], settings)
@@ -395,13 +396,13 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
             rows = truncation_allowance(count, beta / 2)
             noise = noise_bound(plan, calibration, output.parts[0], widest,
                                 beta / 2 if count.chosen else beta)
-            bounds[output.name] = math.ceil(noise + rows * _magnitude(output))
+            bounds[label] = math.ceil(noise + rows * _magnitude(output))
             continue
         if count is not None and calibration.mechanism != Mechanism.GAUSSIAN:
             assert plan.unit is not None and plan.unit.counts_cap is not None
-            bounds[output.name] = count_bound(count, widest, beta)
+            bounds[label] = count_bound(count, widest, beta)
             continue
-        bounds[output.name] = math.ceil(
+        bounds[label] = math.ceil(
             noise_bound(plan, calibration, output.parts[0], widest, beta))
     return bounds
 
@@ -426,16 +427,18 @@ class _RowErrors:
     plan: PrivateAggregate
     calibration: Calibration
     settings: PrivacySettings
-    outputs: list[tuple[int, OutputColumn]]  # visible AVGs and bucketed sums
+    outputs: list[tuple[int, str, OutputColumn]]  # visible AVGs and bucketed sums, labelled
     widths: dict[str, float]
     count: CountAtBound | None = None
 
     @classmethod
     def of(cls, plan: PrivateAggregate, calibration: Calibration,
            settings: PrivacySettings, count: CountAtBound | None = None) -> _RowErrors:
-        outputs = [(index, output) for index, output in enumerate(plan.outputs)
-                   if calibration.pure and not output.hidden and
-                   output.kind == OutputKind.NOISY and _per_row(plan, output)]
+        visible = [index for index, output in enumerate(plan.outputs) if not output.hidden]
+        outputs = [(index, label, plan.outputs[index])
+                   for index, label in zip(visible, plan.labels, strict=True)
+                   if calibration.pure and plan.outputs[index].kind == OutputKind.NOISY and
+                   _per_row(plan, plan.outputs[index])]
         return cls(plan, calibration, settings, outputs, {}, count)
 
     @property
@@ -456,7 +459,7 @@ class _RowErrors:
         """Take in one released row (plan.outputs' values) and its drawn parts."""
         beta = 1 - self.settings.confidence
         share = 1 / 2 if self._weighed else 1.0
-        for index, output in self.outputs:
+        for index, label, output in self.outputs:
             released = row[index]
             if released is None:
                 continue
@@ -466,7 +469,7 @@ class _RowErrors:
             else:
                 width = self._sum(output.parts[0], drawn[output.parts[0]], beta * share / 2) \
                     + self._beyond(beta) * _magnitude(output)
-            self.widths[output.name] = max(self.widths.get(output.name, 0.0), width)
+            self.widths[label] = max(self.widths.get(label, 0.0), width)
 
     def interval(self, output: OutputColumn, released: object, drawn: list[Drawn],
                  beta: float) -> tuple[float, float] | None:

@@ -1,0 +1,69 @@
+"""Each computed column's error bar is said of that column and no other: bars are keyed by
+the column's place (repeated names numbered), and a column without one says so in the
+NOTICE, SHOW dp.last_answers and `dpgate explain` (proxy/engine/computed_errors.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from accounting import Budget
+from bench.accuracy_kinds import ends
+from mechanisms.seeded_source import SeededRandomSource
+from proxy.config import PrivacySettings, load_policy_file
+from proxy.engine.notice import answer_notice
+from proxy.engine.recent import recent_answer
+from proxy.engine.release import Release, release
+from rewriter.aggregate.private import plan_private_aggregate
+from rewriter.analysis.classify import parse_query
+from rewriter.plan import PrivateAggregate
+from rewriter.release.explain import explain
+from rewriter.sensitivity.calibrate import Calibration, calibrate
+from rewriter.sensitivity.metrics import Metrics
+
+pytestmark = pytest.mark.unit
+
+POLICY = load_policy_file(Path(__file__).parent / "data" / "reference_policy.toml")
+BUDGET = Budget(epsilon_total=10.0, epsilon_spent=1.0, delta_total=1e-5, delta_spent=0.0,
+                queries=1)
+
+
+def _answer(sql: str) -> tuple[PrivateAggregate, Calibration, Release]:
+    plan = plan_private_aggregate(parse_query(sql), POLICY, 0)
+    calibration = calibrate(plan, 0.5, 1e-8)
+    columns = [(o.name, 20) for o in plan.outputs]  # the released outputs, all of them
+    answer = release(plan, calibration, [], [[b"100"] * len(plan.parts)], 0.0,
+                     PrivacySettings(), SeededRandomSource(7), columns)
+    return plan, calibration, answer
+
+
+def test_two_unnamed_columns_get_a_bar_each():
+    plan, _, answer = _answer(
+        "SELECT count(*) * 1000, count(*) * 2 FROM orders WHERE product_id = 1")
+    assert plan.labels == ("?column?", "?column? (2)")
+    thousand, twice = ends(answer.bounds["?column?"]), ends(answer.bounds["?column? (2)"])
+    assert thousand is not None and twice is not None
+    assert thousand[0] > 400 * twice[0]  # about 500 times: one noisy count, read twice
+    recent = recent_answer("…", plan, answer.bounds, 0.95, 0.5, 0.0, True)
+    assert [name for name, _ in recent.columns] == ["?column?", "?column? (2)"]
+    assert recent.columns[0][1] != recent.columns[1][1]
+
+
+def test_a_computed_column_without_a_bar_says_so():
+    plan, calibration, answer = _answer(
+        "SELECT count(*) % 3 AS z, count(*) * 2 AS twice FROM orders WHERE product_id = 1")
+    assert "twice" in answer.bounds and "z" not in answer.bounds
+    notice = answer_notice(plan, calibration, answer, BUDGET, 0.95)
+    assert "z: no interval stated (" in notice
+    recent = dict(recent_answer("…", plan, answer.bounds, 0.95, 0.5, 0.0, True).columns)
+    assert recent["z"].startswith("computed from the noisy values: no interval stated")
+
+
+@pytest.mark.parametrize("expression", ["count(*) % 3", "count(*)::text"])
+def test_explain_does_not_promise_an_interval_that_never_comes(expression):
+    report = explain(f"SELECT {expression} AS z, count(*) * 2 AS twice FROM orders",
+                     POLICY, Metrics(), 1.0, 1e-8)
+    z, twice = report["columns"]
+    assert z["error"].startswith("not stated: ")
+    assert twice["error"].startswith("stated with each answer")
