@@ -43,6 +43,9 @@ def computed_bounds(plan: PrivateAggregate, rows: Sequence[tuple[list, list]],
     assert plan.post_sql is not None and plan.computed is not None
     bounds: dict[str, int | str] = {}
     ranges = plan.computed.ranges or (None,) * len(plan.visible)
+    # Per row, each input as read at a β (None: its released value), shared by the
+    # columns: an interval is worked out once, not at every reference to it.
+    caches: list[dict[tuple[int, float | None], Input]] = [{} for _ in rows]
     for output, label, node, limits in zip(plan.visible, plan.labels,
                                            projections(plan.post_sql), ranges, strict=True):
         if output.kind != OutputKind.COMPUTED:
@@ -53,9 +56,11 @@ def computed_bounds(plan: PrivateAggregate, rows: Sequence[tuple[list, list]],
                      if plan.outputs[i].kind == OutputKind.NOISY}
             share = beta / max(len(noisy), 1)
             below = above = -math.inf  # until a row's value is not NULL
-            for values, drawn in rows:
-                ends = interval_of(node, _inputs(plan, values, drawn, interval, share, whole))
-                point = interval_of(node, _inputs(plan, values, drawn, None, share, whole))
+            for (values, drawn), cache in zip(rows, caches, strict=True):
+                ends = interval_of(node, _inputs(plan, values, drawn, interval, share, whole,
+                                                 cache))
+                point = interval_of(node, _inputs(plan, values, drawn, None, share, whole,
+                                                  cache))
                 if ends is None or point is None:
                     continue  # NULL here
                 if limits is not None:  # the truth lies within them, whatever the data
@@ -71,10 +76,16 @@ def computed_bounds(plan: PrivateAggregate, rows: Sequence[tuple[list, list]],
 
 
 def _inputs(plan: PrivateAggregate, values: list, drawn: list,
-            interval: OutputInterval | None, beta: float, whole: Sequence[bool]
-            ) -> Callable[[int], Input]:
+            interval: OutputInterval | None, beta: float, whole: Sequence[bool],
+            cache: dict[tuple[int, float | None], Input]) -> Callable[[int], Input]:
     """The released outputs as inputs: a key its value (a number, else text), a noisy
-    output its interval (`interval` None: the released value itself)."""
+    output its interval (`interval` None: the released value itself), kept in `cache`."""
+    def cached(index: int) -> Input:
+        key = (index, None if interval is None else beta)
+        if key not in cache:
+            cache[key] = of(index)
+        return cache[key]
+
     def of(index: int) -> Input:
         output, value = plan.outputs[index], values[index]
         if output.kind != OutputKind.NOISY:
@@ -91,7 +102,7 @@ def _inputs(plan: PrivateAggregate, values: list, drawn: list,
         # The truth of a count is a whole number of rows (weighted or not, as released).
         return Input(ends, output.parts, output.aggregate in ("count", "count_distinct"),
                      whole[index], nullable)
-    return of
+    return cached
 
 
 def _key(value: object) -> Interval | str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
 
@@ -430,6 +430,7 @@ class _RowErrors:
     outputs: list[tuple[int, str, OutputColumn]]  # visible AVGs and bucketed sums, labelled
     widths: dict[str, float]
     count: CountAtBound | None = None
+    noises: dict[tuple[int, float], float] = field(default_factory=dict)
 
     @classmethod
     def of(cls, plan: PrivateAggregate, calibration: Calibration,
@@ -490,8 +491,7 @@ class _RowErrors:
                 and self.calibration.mechanism != Mechanism.GAUSSIAN:
             below, above = count_ends(self.count, widest, beta)
         else:
-            below = above = noise_bound(self.plan, self.calibration, index, widest,
-                                        beta * share)
+            below = above = self._noise(index, beta * share)
         lo, hi = output.bounds if output.bounds is not None else (0.0, 1.0)
         beyond = self._beyond(beta)
         low, high = value - below + beyond * min(lo, 0.0), value + above + beyond * max(hi, 0.0)
@@ -504,9 +504,7 @@ class _RowErrors:
         # β/2 each for the sum and the count; with chosen bounds, half of that is the
         # sum's noise and the other half the count's, β/2 being the bounds' bias.
         share *= 1 / 4 if drawn[total].chosen is not None else 1 / 2
-        count_bound = noise_bound(self.plan, self.calibration, count,
-                                  widest_shift(self.calibration, count, self.settings),
-                                  beta * share)
+        count_bound = self._noise(count, beta * share)
         assert output.bounds is not None
         return average_interval(drawn[total].released, drawn[count].released,
                                 self._sum(total, drawn[total], beta * share), count_bound,
@@ -515,11 +513,20 @@ class _RowErrors:
 
     def _sum(self, index: int, drawn: Drawn, beta: float) -> float:
         """The error of a sum part at β, plus the bias of its chosen bounds."""
-        widest = widest_shift(self.calibration, index, self.settings)
         if drawn.chosen is None:
-            return noise_bound(self.plan, self.calibration, index, widest, beta)
+            return self._noise(index, beta)
+        widest = widest_shift(self.calibration, index, self.settings)
         noise = real_noise_bound(drawn.grid, widest, beta) if drawn.grid is not None else 0.0
         return noise + float(max(drawn.chosen.bias_low, drawn.chosen.bias_high))
+
+    def _noise(self, index: int, beta: float) -> float:
+        """Part `index`'s noise bound at β and the widest shift: the same for every row,
+        so worked out once (a real grid calibrates each time it is asked)."""
+        if (index, beta) not in self.noises:
+            self.noises[index, beta] = noise_bound(
+                self.plan, self.calibration, index,
+                widest_shift(self.calibration, index, self.settings), beta)
+        return self.noises[index, beta]
 
     def bounds(self) -> dict[str, int | str]:
         return {name: _rounded_up(width) for name, width in self.widths.items()}

@@ -1,6 +1,7 @@
-"""Each computed column's error bar is said of that column and no other: bars are keyed by
-the column's place (repeated names numbered), and a column without one says so in the
-NOTICE, SHOW dp.last_answers and `dpgate explain` (proxy/engine/computed_errors.py)."""
+"""Columns computed from released values (proxy/engine/computed_errors.py): each error bar
+is said of its column and no other (repeated names numbered), a column without one says
+so in the NOTICE, SHOW dp.last_answers and `dpgate explain`, and working out the bars of
+many rows runs off the event loop."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from bench.accuracy_kinds import ends
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings, load_policy_file
 from proxy.engine.notice import answer_notice
+from proxy.engine.private_query import heavy_release
 from proxy.engine.recent import recent_answer
 from proxy.engine.release import Release, release
 from rewriter.aggregate.private import plan_private_aggregate
@@ -67,3 +69,15 @@ def test_explain_does_not_promise_an_interval_that_never_comes(expression):
     z, twice = report["columns"]
     assert z["error"].startswith("not stated: ")
     assert twice["error"].startswith("stated with each answer")
+
+
+def test_the_bars_of_many_rows_are_worked_out_on_a_worker_thread():
+    plan = plan_private_aggregate(parse_query(
+        "SELECT product_id, count(*) * 2 FROM orders GROUP BY product_id"), POLICY, 0)
+    plain = plan_private_aggregate(parse_query(
+        "SELECT product_id, count(*) FROM orders GROUP BY product_id"), POLICY, 0)
+    calibration = calibrate(plan, 1.0, 1e-8)
+    rows = [[str(i).encode(), b"100"] for i in range(10)]
+    assert heavy_release(plan, calibration, rows)
+    assert not heavy_release(plan, calibration, rows[:1])
+    assert not heavy_release(plain, calibrate(plain, 1.0, 1e-8), rows)
