@@ -13,10 +13,11 @@ from accounting import Budget
 from bench.accuracy_kinds import ends
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings, load_policy_file
+from proxy.engine.computed_errors import computed_bounds
 from proxy.engine.notice import answer_notice
 from proxy.engine.private_query import heavy_release
 from proxy.engine.recent import recent_answer
-from proxy.engine.release import Release, release
+from proxy.engine.release import Release, _rounded_up, release
 from rewriter.aggregate.private import plan_private_aggregate
 from rewriter.analysis.classify import parse_query
 from rewriter.plan import PrivateAggregate
@@ -81,3 +82,21 @@ def test_the_bars_of_many_rows_are_worked_out_on_a_worker_thread():
     assert heavy_release(plan, calibration, rows)
     assert not heavy_release(plan, calibration, rows[:1])
     assert not heavy_release(plain, calibrate(plain, 1.0, 1e-8), rows)
+
+
+def test_a_bar_is_measured_from_the_value_postgresql_reads_and_within_the_range():
+    plan = plan_private_aggregate(parse_query(
+        "SELECT var_pop(quantity) AS v, count(*) * 3 AS t FROM orders"), POLICY, 0)
+    assert plan.computed is not None and plan.computed.ranges[0] == (0.0, 20.25)
+    # o2… : n = 100, Σ(q − m)² = 900, Σ(q − m) = 0 (read twice), n, n; o8 a count of 7.5,
+    # sent as 8 in its integer column (the point PostgreSQL computes 3 × 8 from)
+    values = [None, None, 100, 900.0, 0.0, 0.0, 100, 100, 7.5]
+    whole = [False, False, True, False, False, False, True, True, True]
+
+    def interval(output, value, drawn, beta):
+        # the sum of squares' interval far off (a 5% miss): the variance's range holds
+        far = 1e6 if output.bounds == (0.0, 20.25) else 0.0
+        return value + far - 1, value + far + 1
+    bars = computed_bounds(plan, [(values, [])], interval, 0.05, _rounded_up, whole)
+    assert ends(bars["v"]) == (9.0, 12.0)  # 9 released, the range [0, 20.25]
+    assert ends(bars["t"]) == (4.5, 1.5)  # 24 sent, within [3 × 6.5, 3 × 8.5]

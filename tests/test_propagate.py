@@ -150,3 +150,8 @@ def test_text_is_never_compared_in_python():
     # a key compared with itself holds whatever its collation
     assert _interval('CASE WHEN "r"."o0" = "r"."o0" THEN "r"."o1" ELSE 0 END',
                      {0: "a", 1: (490.0, 510.0)}) == (490.0, 510.0)
+
+
+def test_a_cast_to_numeric_with_a_precision_alone_rounds_to_whole_numbers():
+    assert _interval('CAST("r"."o0" AS NUMERIC(5))', {0: (2.4, 2.6)}) == (2.0, 3.0)
+    assert _interval('CAST("r"."o0" AS NUMERIC(5, 1))', {0: (2.44, 2.66)}) == (2.4, 2.7)

@@ -64,7 +64,9 @@ def computed_bounds(plan: PrivateAggregate, rows: Sequence[tuple[list, list]],
                 if ends is None or point is None:
                     continue  # NULL here
                 if limits is not None:  # the truth lies within them, whatever the data
-                    ends = max(ends[0], limits[0]), min(ends[1], limits[1])
+                    cut = max(ends[0], limits[0]), min(ends[1], limits[1])
+                    # (an interval wholly outside them missed: the range itself holds)
+                    ends = cut if cut[0] <= cut[1] else limits
                 below = max(below, point[1] - ends[0])
                 above = max(above, ends[1] - point[0])
         except (NoInterval, ArithmeticError, ValueError):
@@ -94,7 +96,10 @@ def _inputs(plan: PrivateAggregate, values: list, drawn: list,
         # value may be NULL, and one released NULL (its noisy count below ½) may have any.
         nullable = output.aggregate == "avg" or output.present is not None
         if interval is None or (value is None and not nullable):
-            point = None if value is None else (float(value), float(value))
+            # as PostgreSQL reads it: an integer column's value is sent rounded (_text)
+            number = None if value is None else \
+                float(round(value) if whole[index] else value)
+            point = None if number is None else (number, number)
             return Input(point, output.parts, whole_type=whole[index])
         ends = INFINITE if value is None else interval(output, value, drawn, beta)
         if ends is None:

@@ -274,6 +274,8 @@ class _Evaluate:
             return _rounded(value, 0)
         if len(target.expressions) > 1:  # numeric(p, s) rounds to s digits
             return _rounded(value, int(target.expressions[1].this.this))
+        if target.expressions and name == "decimal":  # numeric(p): to whole numbers
+            return _rounded(value, 0)
         return value
 
     def _function(self, node: exp.Expression) -> Interval | None:
