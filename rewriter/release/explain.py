@@ -301,8 +301,7 @@ def _choice_report(output: OutputColumn, part: NoisyPart, calibrated: PartCalibr
                       grid_step=float(part.grid.step), grid_points=part.grid.points,
                       rank_error=ranks, confidence=1 - beta,
                       error=f"in rank: give or take half a grid step, the value released "
-                      f"has p·n ± {ranks} of the n rows below it (rows equal to it counted either "
-                      "way); no interval in values is "
-                      "stated, as it would depend on how far apart the values near that "
-                      "rank lie")
+                      f"has p·n ± {ranks} of the n rows below it (rows equal to it counted "
+                      "either way); no interval in values is stated, as it would depend on "
+                      "how far apart the values near that rank lie")
     return report
