@@ -100,7 +100,7 @@ def release(plan: PrivateAggregate, calibration: Calibration,
              for true_row in true_rows]
     shape: list[float] | None = None
     if count is not None and count.total is not None:  # the shape cells, then × total
-        shape = [drawn[0].plain for drawn in draws]
+        shape = errors.shape = [drawn[0].plain for drawn in draws]
         draws = [[Drawn(round(value), round(value) + drawn[0].released - drawn[0].plain)]
                  for value, drawn in zip(scaled_to_total(count, shape), draws, strict=True)]
     rows, drawn_rows = [], []
@@ -431,6 +431,8 @@ class _RowErrors:
     widths: dict[str, float]
     count: CountAtBound | None = None
     noises: dict[tuple[int, float], float] = field(default_factory=dict)
+    # The shape × total estimator's shape cells (chosen_bound.py), once drawn.
+    shape: list[float] | None = None
 
     @classmethod
     def of(cls, plan: PrivateAggregate, calibration: Calibration,
@@ -487,6 +489,8 @@ class _RowErrors:
         unit = self.plan.unit
         if self.plan.parts[index].edges is not None:
             below = above = self._sum(index, drawn[index], beta * share / 2)
+        elif self.count is not None and self.count.total is not None:
+            below = above = self._shape_bound(beta)
         elif self.count is not None and unit is not None and unit.counts_cap is not None \
                 and self.calibration.mechanism != Mechanism.GAUSSIAN:
             below, above = count_ends(self.count, widest, beta)
@@ -527,6 +531,14 @@ class _RowErrors:
                 self.plan, self.calibration, index,
                 widest_shift(self.calibration, index, self.settings), beta)
         return self.noises[index, beta]
+
+    def _shape_bound(self, beta: float) -> float:
+        """A shape × total cell's widest half-width at β (the same for every cell)."""
+        assert self.count is not None and self.shape is not None
+        if (-1, beta) not in self.noises:  # -1: no part's own, the cells' together
+            self.noises[-1, beta] = shape_bound(
+                self.count, self.shape, widest_shift(self.calibration, 0, self.settings), beta)
+        return self.noises[-1, beta]
 
     def bounds(self) -> dict[str, int | str]:
         return {name: _rounded_up(width) for name, width in self.widths.items()}
