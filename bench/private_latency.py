@@ -22,8 +22,9 @@ directory, and measures:
   the ledger's checkpoint thread;
 - passthrough: pgbench select-only on a public table, 4 clients, `-M simple` against
   PgBouncer in transaction pooling, `-M prepared` against PgBouncer in session pooling
-  (PgBouncer 1.18 cannot keep prepared statements in transaction pooling), and the CPU
-  each proxy process spent per transaction (and the part of it in user mode); with
+  (PgBouncer 1.18 cannot keep prepared statements in transaction pooling) and beside a
+  blind relay in Python on uvloop (bench/bare_relay.py: the floor of relaying in Python),
+  and the CPU each proxy process spent per transaction (and the part of it in user mode); with
   `--against PATH` (repeatable) that checkout's dpgate runs beside this one and they all
   take turns, `--rounds` times, each round printed with the load average;
 - stall: another analyst's latency (a relayed SELECT 1, a stored private answer) alone,
@@ -62,8 +63,11 @@ from bench import event_loop
 from bench.clients import (
     DATABASE,
     SCRIPT,
+    free_port,
     start_dpgate,
     start_pgbouncer,
+    stop,
+    wait_for_port,
 )
 from proxy.demo.demo import DEMO_POLICY_FILE, prepare_database, start_embedded_postgres
 
@@ -352,14 +356,16 @@ def cpu_times(pid: int) -> tuple[float, float]:
 
 
 def measure_passthrough(run: Run) -> None:
-    """pgbench select-only on a public table: direct, PgBouncer, dpgate (and the dpgate of
-    `--against`). Besides tps, the CPU time each proxy process spent per transaction,
-    which other work on a shared machine disturbs far less than throughput. With
-    `--rounds N` the proxies take turns N times (the two dpgates in alternating order),
-    each round printed with the load average; the rows are the medians over rounds."""
+    """pgbench select-only on a public table: direct, PgBouncer, the bare relay, dpgate
+    (and the dpgate of `--against`). Besides tps, the CPU time each proxy process spent
+    per transaction, which other work on a shared machine disturbs far less than
+    throughput. With `--rounds N` the proxies take turns N times (all but PgBouncer in
+    rotating order), each round printed with the load average; the rows are the medians
+    over rounds."""
     bouncer, bouncer_process = start_pgbouncer(run.directory, run.admin,
                                                run.server.system_user, run.stack,
                                                SESSION_DATABASE)
+    bare, bare_process = start_bare_relay(run.admin, run.stack)
     script = run.directory / "select.sql"
     script.write_text(SCRIPT)
     host, user, seconds = run.admin["host"], run.admin["user"], run.args.seconds
@@ -368,7 +374,8 @@ def measure_passthrough(run: Run) -> None:
     for mode, pooled in (("simple", DATABASE), ("prepared", SESSION_DATABASE)):
         print(f"pgbench -M {mode}, {seconds} s each, {run.args.rounds} round(s)…", flush=True)
         direct = pgbench_tps(host, None, user, "", DATABASE, mode, seconds, script)
-        proxies = [("pgbouncer", bouncer, user, "", pooled, bouncer_process.pid)] + [
+        proxies = [("pgbouncer", bouncer, user, "", pooled, bouncer_process.pid),
+                   ("bare relay", bare, user, "", DATABASE, bare_process.pid)] + [
             (name, port, run.analysts[0], PASSWORD, DATABASE, pid)
             for name, port, pid in dpgates]
         for _, port, who, password, database, _ in proxies:
@@ -405,6 +412,19 @@ def measure_passthrough(run: Run) -> None:
         share = 0.9 if mode == "simple" else 0.7
         run.targets.append((f"passthrough -M {mode} ≥ {share} × PgBouncer (tps)",
                             p50(tps["dpgate"]), share * p50(tps["pgbouncer"]), ">="))
+
+
+def start_bare_relay(admin: dict[str, str], stack: ExitStack) -> tuple[int, subprocess.Popen]:
+    """bench/bare_relay.py in front of PostgreSQL: the least a relay in Python on uvloop
+    costs, to set dpgate's CPU per transaction beside."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.bare_relay", str(port), admin["host"],
+         admin.get("port", "5432")], cwd=ROOT, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    stack.callback(stop, process)
+    wait_for_port(port, process, "bare relay")
+    return port, process
 
 
 def measure_stall(run: Run) -> None:

@@ -324,7 +324,8 @@ def fuzz(connection: psycopg.Connection, count: int, seed: int) -> Report:
             report.refused.update(nodes)
             continue
         try:
-            error = _run_plan(connection, plan.sql, plan.constants)
+            error = _run_plan(connection, plan.sql, plan.constants,
+                              max(1, len(plan.checks.reads)))
         except Refusal:  # the proxy refuses it too, before it runs
             report.refused.update(nodes)
             continue
@@ -339,15 +340,15 @@ _ARITHMETIC_NODES = frozenset({exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.
                                exp.Cast, exp.TimestampTrunc})
 
 
-def _run_plan(connection: psycopg.Connection, sql: str, constants: tuple) -> \
-        tuple[str, str] | None:
+def _run_plan(connection: psycopg.Connection, sql: str, constants: tuple, reads: int = 1
+              ) -> tuple[str, str] | None:
     if constants:
         try:
             row = connection.execute(evaluation_sql(constants)).fetchone()
         except psycopg.Error:
             return None  # computed first, before any row is read: free and row-independent
         assert row is not None
-        sql = substitute(sql, constants, list(row))
+        sql = substitute(sql, constants, list(row), reads)
     return _error(connection, sql)
 
 

@@ -16,5 +16,13 @@ accounting/, mechanisms/):
 - `proxy.ops`     running it as a service: metrics, audit log, admin console, dashboard.
 - `proxy.admin`   the `dpgate` command line (also `python -m proxy`, `proxy.__main__`).
 
+Beside them `proxy.native` (no dpgate imports, installed first, below): the relay's hot
+modules compiled with mypyc, served instead of their .py only while the build matches
+the source.
+
 tests/test_layers.py enforces this order and the absence of import cycles.
 """
+
+from .native import install
+
+install()

@@ -133,6 +133,10 @@ class UnitBounds:
     # from it, or first chooses τ ≤ `chosen_limit` privately when that is set.
     counts_cap: int | None = None
     chosen_limit: int | None = None
+    # A count histogram at a chosen τ whose cells need no whole rows (any noise but the
+    # Gaussian): the backend returns per key and unit size n the rows of such units
+    # (bounding.weighted_rows), not the units' rows per cell (bounding.cell_contributions).
+    cells_by_size: bool = False
     # SUM, AVG, the variance family and counts beside them: the backend returns per group
     # and per unit size n their aggregates (bounding.weighted_rows), n capped at
     # `weights_cap` for the choice of τ; the proxy weighs each by min(1, τ/n).
@@ -235,16 +239,19 @@ class PlanChecks:
     analysis joined on and the alias lists it read, the only columns PostgreSQL's plan may
     join private rows on (plan_joins.py; None: unchecked); `cells_sql`: the number of
     cells of a histogram whose domain a public table supplies, refused above max_cells;
-    `copies`: how many times dpgate's SQL reads the statement's rows (weights read them
-    twice where the reads agree: bounding.weighted_rows), so PostgreSQL may scan each
-    private table that many times per scan the analysis saw.
+    `reads`: where dpgate's SQL reads the statement's rows more than once (weights read
+    them twice where the reads agree: bounding.weighted_rows), the SQL of each read: each
+    is checked on its own, with the analysis's scans, and the statement may scan each
+    private table that many times per scan the analysis saw. (Pooled over the reads, one
+    read could scan a table once more than the analysis saw where PostgreSQL left a scan
+    out of the other, a join it removed as unused there.)
     """
 
     scans: tuple[str, ...] = ()
     windows: int = 0
     join_keys: JoinKeys | None = None
     cells_sql: str | None = None
-    copies: int = 1
+    reads: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,11 @@ def test_substitute_refuses_a_token_the_statement_itself_contains():
     with pytest.raises(Refusal):
         substitute("SELECT '%(__dpgate_constant_0)s', %(__dpgate_constant_0)s", (constant,),
                    ["'1'::integer"])
+    # SQL that reads the statement's rows twice holds each placeholder once per read.
+    twice = "SELECT %(__dpgate_constant_0)s, %(__dpgate_constant_0)s"
+    assert substitute(twice, (constant,), ["1"], reads=2) == "SELECT (1), (1)"
+    with pytest.raises(Refusal):
+        substitute(twice, (constant,), ["1"])
 
 
 def test_evaluation_sql_quotes_each_value_with_its_type_and_stops_at_two_rows():

@@ -31,13 +31,14 @@ from mechanisms.contribution_bound import (
     privacy_map,
     truncated_total,
 )
+from mechanisms.names import Mechanism
 from mechanisms.seeded_source import SeededRandomSource
 from proxy.config import PrivacySettings
 from proxy.engine.chosen_bound import CHOICE_PART, TRUNCATION_PART
 from proxy.engine.release import release
 from rewriter.aggregate.private import plan_private_aggregate
 from rewriter.analysis.classify import parse_query
-from rewriter.policy.session import with_session_bounds
+from rewriter.policy.session import with_session_bounds, with_session_noise
 from rewriter.sensitivity.calibrate import calibrate
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
@@ -221,9 +222,11 @@ def test_a_session_tau_answers_from_the_same_histogram_without_a_choice():
     assert abs(int(answer.rows[0][0] or 0) - (10 + 4 * 3)) <= 40
 
 
-def _cell_rows(units: list[dict[int, int]]) -> list[tuple[bytes | None, ...]]:
-    """The backend's rows for a histogram over keys 1…10 (bounding.cell_contributions):
-    per key, (m, n, how many units have m rows there and n in all)."""
+def _cell_rows(units: list[dict[int, int]], by_size: bool = False
+               ) -> list[tuple[bytes | None, ...]]:
+    """The backend's rows for a histogram over keys 1…10: per key, (m, n, how many units
+    have m rows there and n in all) (bounding.cell_contributions), or `by_size` the
+    same as by_unit_size gives them."""
     counted: Counter[tuple[int, int, int]] = Counter()
     for unit in units:
         total = sum(unit.values())
@@ -234,19 +237,66 @@ def _cell_rows(units: list[dict[int, int]]) -> list[tuple[bytes | None, ...]]:
         found = sorted((m, n, c) for (k, m, n), c in counted.items() if k == key)
         result += [(str(key).encode(), str(m).encode(), str(n).encode(), str(c).encode())
                    for m, n, c in found] or [(str(key).encode(), None, None, None)]
-    return result
+    return by_unit_size(result) if by_size else result
 
 
-def test_a_histograms_cells_at_tau_move_by_at_most_tau_when_a_unit_comes():
+def by_unit_size(rows: list[tuple[bytes | None, ...]]) -> list[tuple[bytes | None, ...]]:
+    """A one-key histogram's rows by unit, (key, m, n, units), as the backend gives them by
+    unit size (bounding.weighted_rows): (key, n, the rows there of units of n rows)."""
+    sizes: dict[bytes | None, Counter[int]] = {}
+    for key, m, n, units in rows:
+        cell = sizes.setdefault(key, Counter())
+        if n is not None:
+            cell[int(n)] += int(m or 0) * int(units or 0)
+    return [row for key, cell in sizes.items() for row in (
+        [(key, str(n).encode(), str(r).encode()) for n, r in sorted(cell.items())]
+        or [(key, None, None)])]
+
+
+def _histogram_plan(by_size: bool):
+    """The quantity histogram's plan: by unit size (any noise but the Gaussian), or by
+    unit (the Gaussian's whole cells); either is released the same under Laplace."""
+    mechanism = Mechanism.SHIFTED_LAPLACE if by_size else Mechanism.GAUSSIAN
+    plan = plan_private_aggregate(parse_query(
+        "SELECT quantity, count(*) FROM orders GROUP BY quantity"),
+        with_session_noise(demo_policy(), mechanism), 0, METRICS)
+    assert plan.unit is not None and plan.unit.cells_by_size == by_size
+    return plan
+
+
+def test_a_histograms_two_forms_give_the_same_cells():
+    """Rows by unit size carry exactly what the fractional cells, the choice of τ and the
+    rows beyond it need: the same releases as the rows by unit, draw for draw."""
+    import random
+
+    from proxy.engine.chosen_bound import count_at_bound
+    draw = random.Random(7)
+    plans = [_histogram_plan(by_size) for by_size in (False, True)]
+    for share in (0.0, 0.2):
+        settings = PrivacySettings(shift_interval=(0.0, 0.0), bound_choice_share=share)
+        for _ in range(30):
+            units = [{k: draw.choice([1, 1, 2, 5, 30]) for k in
+                      draw.sample(range(1, 11), draw.randint(1, 6))}
+                     for _ in range(draw.randint(0, 200))]
+            counts = [count_at_bound(plan, calibrate(plan, 0.5, 1e-8),
+                                     _cell_rows(units, plan.unit.cells_by_size), settings,
+                                     SeededRandomSource(3)) for plan in plans]
+            assert counts[0] == replace(counts[1], calibration=counts[0].calibration)
+            assert counts[0].calibration.parts == counts[1].calibration.parts
+
+
+@pytest.mark.parametrize("by_size", [False, True])
+def test_a_histograms_cells_at_tau_move_by_at_most_tau_when_a_unit_comes(by_size: bool):
     """The cells are released in steps of 1/Q rows: a unit moves them by at most Q·τ
     steps plus the rounding of each of the 10 cells, the sensitivity their noise has."""
     from mechanisms.contribution_bound import cell_resolution
     from proxy.engine.chosen_bound import count_at_bound
 
-    plan = plan_private_aggregate(parse_query(
-        "SELECT quantity, count(*) FROM orders GROUP BY quantity"), demo_policy(), 0, METRICS)
+    plan = _histogram_plan(by_size)
     assert plan.unit is not None and plan.unit.chosen_limit == 50  # κ·τ_g of the policy
-    assert "row_number" not in plan.sql and plan.checks.windows == 1  # n per unit
+    # n per unit: a window over the (unit, key) aggregates, or the units' sizes joined
+    assert "row_number" not in plan.sql and plan.checks.windows == int(not by_size)
+    assert len(plan.checks.reads) == 2 * by_size
     calibration = calibrate(plan, 1.0, 1e-8)
     fixed = PrivacySettings(shift_interval=(0.0, 0.0), bound_choice_share=0)  # τ = 10
     rng = SeededRandomSource(5)
@@ -257,7 +307,7 @@ def test_a_histograms_cells_at_tau_move_by_at_most_tau_when_a_unit_comes():
         units = [{k: draw.randint(1, 6) for k in draw.sample(range(1, 11), draw.randint(1, 6))}
                  for _ in range(draw.randint(0, 6))]
         newcomer = {k: draw.randint(1, 20) for k in draw.sample(range(1, 11), draw.randint(1, 9))}
-        counts = [count_at_bound(plan, calibration, _cell_rows(group), fixed, rng)
+        counts = [count_at_bound(plan, calibration, _cell_rows(group, by_size), fixed, rng)
                   for group in (units, units + [newcomer])]
         assert counts[0].resolution == q
         before, after = ({row[0]: int(row[1] or 0) for row in count.rows} for count in counts)
@@ -273,16 +323,17 @@ def test_a_histograms_cells_at_tau_move_by_at_most_tau_when_a_unit_comes():
     assert counts[0].calibration.parts[0].scale == pytest.approx((10 + 10 / q) / 1.0)
 
 
-def test_a_heavy_units_thin_cells_keep_their_share_of_tau():
+@pytest.mark.parametrize("by_size", [False, True])
+def test_a_heavy_units_thin_cells_keep_their_share_of_tau(by_size: bool):
     """A unit of 700 rows over 7 cells at τ = 10 keeps 10/7 of a row in each (10 in all):
     the proportional floor kept 1 in each (7), a bias the interval did not allow for."""
     from proxy.engine.chosen_bound import count_at_bound
 
-    plan = plan_private_aggregate(parse_query(
-        "SELECT quantity, count(*) FROM orders GROUP BY quantity"), demo_policy(), 0, METRICS)
+    plan = _histogram_plan(by_size)
     calibration = calibrate(plan, 1.0, 1e-8)
     fixed = PrivacySettings(shift_interval=(0.0, 0.0), bound_choice_share=0)  # τ = 10
-    count = count_at_bound(plan, calibration, _cell_rows([{k: 100 for k in range(1, 8)}]),
+    count = count_at_bound(plan, calibration,
+                           _cell_rows([{k: 100 for k in range(1, 8)}], by_size),
                            fixed, SeededRandomSource(1))
     cells = [int(row[1] or 0) for row in count.rows]
     assert cells == [round(count.resolution * 10 / 7)] * 7 + [0] * 3
@@ -296,16 +347,15 @@ def test_a_histograms_interval_holds_every_cell_up_to_the_cap_on_adversarial_dat
     replaced, which allowed for them only when it showed them, covered the heavy cell in
     55 of these 300 releases). The guarantee is the plain cells': the shape × total
     estimator, which quantity's cells may take, assumes the units' rows fall in the cells
-    as all rows do, which this data breaks on purpose, so it is kept out here."""
-    plan = plan_private_aggregate(parse_query(
-        "SELECT quantity, count(*) FROM orders GROUP BY quantity"), demo_policy(), 0, METRICS)
-    assert plan.unit is not None and plan.unit.counts_cap == 50 and plan.unit.spread_keys
-    plan = replace(plan, unit=replace(plan.unit, spread_keys=False))
+    as all rows do, which this data breaks on purpose: it is the policy's opt-in
+    (shape_times_total), off in the demo policy."""
+    plan = _histogram_plan(by_size=True)  # the default noise's plan
+    assert plan.unit is not None and plan.unit.counts_cap == 50 and not plan.unit.spread_keys
     calibration = calibrate(plan, 0.5, 1e-8)
     settings = PrivacySettings(shift_interval=(0.0, 0.0))
     units = [{3: 40}] * 60 + [{k: 1 for k in range(1, 11)}] * 400 + [{1: 2, 2: 1}] * 500
     truth = {k: sum(u.get(k, 0) for u in units) for k in range(1, 11)}
-    rows = _cell_rows(units)
+    rows = _cell_rows(units, by_size=True)
     rng = SeededRandomSource(29)
     inside: Counter[int] = Counter()
     below = 0

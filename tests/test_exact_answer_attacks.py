@@ -215,30 +215,61 @@ def test_errors_and_timing_do_not_depend_on_private_rows(proxy: RunningProxy, ta
 
 # -- 5. the plan check catches an analysis that misread the statement ------------------
 
+async def _plan_check(database: DemoDatabase, policy, plan: PrivateAggregate) -> str | None:
+    """Why the proxy's plan check refuses `plan` on the demo database, or None."""
+    backend = await BackendConnection.connect(Endpoint.from_dsn(database.reader_dsn))
+    try:
+        await PlanChecker(policy).prepare(backend, plan, None)
+        return None
+    except Refusal as refusal:
+        return refusal.message
+    finally:
+        backend.close()
+
+
 def test_postgresqls_plan_catches_a_private_scan_the_analysis_missed(
         demo_database: DemoDatabase):
     (statement,) = classify("SELECT count(*) FROM orders WHERE quantity > 3", POLICY)
     plan = statement.plan
     assert isinstance(plan, PrivateAggregate) and plan.checks.scans == ("public.orders",)
 
-    async def check(plan: PrivateAggregate) -> str | None:
-        backend = await BackendConnection.connect(Endpoint.from_dsn(demo_database.reader_dsn))
-        try:
-            await PlanChecker(POLICY).prepare(backend, plan, None)
-            return None
-        except Refusal as refusal:
-            return refusal.message
-        finally:
-            backend.close()
+    def check(plan: PrivateAggregate) -> str | None:
+        return asyncio.run(_plan_check(demo_database, POLICY, plan))
 
-    assert asyncio.run(check(plan)) is None
+    assert check(plan) is None
     # As if the analysis had resolved `orders` to a public CTE: it would have counted no scan.
-    missed = asyncio.run(check(replace(plan, checks=replace(plan.checks, scans=()))))
+    missed = check(replace(plan, checks=replace(plan.checks, scans=())))
     assert missed is not None and "public.orders 1 time(s)" in missed
     # As if it had missed a set-returning function in the rewritten SQL.
     multiplied = replace(plan, sql=plan.sql.replace('COUNT(*) AS "c0"',
                                                     'COUNT(*) AS "c0", generate_series(1, 2)'))
-    assert "set-returning" in asyncio.run(check(multiplied))
+    assert "set-returning" in str(check(multiplied))
+
+
+def test_each_read_of_a_weighted_sum_is_checked_on_its_own(demo_database: DemoDatabase):
+    """A weighted sum reads its rows twice (PlanChecks.reads), so the statement may scan
+    orders twice; pooled over the reads, one read scanning it twice would pass where the
+    other scans it not at all (as when PostgreSQL removes a join unused there)."""
+    from tests.unit_support import demo_policy
+
+    policy = demo_policy()
+    (statement,) = classify("SELECT sum(order_cost) FROM orders", policy)
+    plan = statement.plan
+    assert isinstance(plan, PrivateAggregate) and len(plan.checks.reads) == 2
+
+    def check(plan: PrivateAggregate) -> str | None:
+        return asyncio.run(_plan_check(demo_database, policy, plan))
+
+    assert check(plan) is None
+    # As if the analysis had missed a second scan in one read, the other reading none.
+    twice = ('SELECT customer_id AS "_dp_unit" FROM public.orders UNION ALL '
+             'SELECT customer_id FROM public.orders')
+    none = 'SELECT 1 AS "_dp_unit"'
+    skewed = replace(plan, sql=f"SELECT count(*) FROM ({twice}) AS q, ({none}) AS u",
+                     checks=replace(plan.checks, reads=(twice, none)))
+    refused = check(skewed)
+    assert refused is not None and "reads public.orders 2 time(s) where dpgate's analysis " \
+        "saw 1" in refused
 
 
 def test_a_histogram_over_a_public_domain_is_capped_before_the_charge(

@@ -55,6 +55,7 @@ from proxy.engine.release import release
 from rewriter.aggregate.private import plan_private_aggregate
 from rewriter.analysis.classify import parse_query
 from rewriter.sensitivity.calibrate import calibrate
+from tests.test_contribution_bound import by_unit_size
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
@@ -65,6 +66,7 @@ CELLS = 2
 UNITS = [(a, b) for a in range(CAP + 1) for b in range(CAP + 1) if 1 <= a + b <= CAP]
 EPSILON, SHARE = 1.5, 0.4
 HISTOGRAM = "SELECT quantity, count(*) FROM orders GROUP BY quantity"
+SHAPED = demo_policy(shape_times_total=True)  # the policy's opt-in of the estimator
 
 
 def _databases(size: int) -> list[tuple[tuple[int, int], ...]]:
@@ -146,7 +148,7 @@ def _worst_loss(decision: ShapeDecision, after_walk: Callable[[int], bool],
     if it passes, the shape cells and the total (what the question left); if not, the
     walk's stop and, by a rule of its τ, either the shape cells and the total or the
     plain cells at τ and, below the cap, the rows beyond it (what the walk left)."""
-    calibration = calibrate(plan_private_aggregate(parse_query(HISTOGRAM), demo_policy(), 0,
+    calibration = calibrate(plan_private_aggregate(parse_query(HISTOGRAM), SHAPED, 0,
                                                    METRICS), EPSILON, 1e-8)
     q = cell_resolution(CELLS)
     rest = EPSILON - decision.epsilon
@@ -239,13 +241,13 @@ def test_spread_rows_are_answered_as_shape_times_total_and_the_interval_covers()
     × total path (its NOTICE says what it assumes), every cell's stated interval holds its
     count in ≥ 95% of releases, and its cells are nearer the truth than the plain cells'
     (the same releases with the shape path kept out)."""
-    plan = plan_private_aggregate(parse_query(HISTOGRAM), demo_policy(), 0, METRICS)
+    plan = plan_private_aggregate(parse_query(HISTOGRAM), SHAPED, 0, METRICS)
     assert plan.unit is not None and plan.unit.spread_keys
     calibration = calibrate(plan, 0.1, 1e-8)
     settings = PrivacySettings(shift_interval=(0.0, 0.0))
     units = _spread_units(6000, 1)  # n(16) ≈ 3,600, the question asks ≥ 1,413
     truth = {k: sum(u.get(k, 0) for u in units) for k in range(1, 11)}
-    rows = _backend(units, range(1, 11))
+    rows = by_unit_size(_backend(units, range(1, 11)))  # as the default noise's plan reads
     count = count_at_bound(plan, calibration, rows, settings, SeededRandomSource(3))
     assert count.total is not None and count.tau == 1
     plain = replace(plan, unit=replace(plan.unit, spread_keys=False))
@@ -298,11 +300,11 @@ def test_a_count_inside_an_expression_takes_the_shape_path_and_its_interval():
 
 
 def test_zero_noise_keeps_the_plain_cells_exact():
-    plan = plan_private_aggregate(parse_query(HISTOGRAM), demo_policy(), 0, METRICS)
+    plan = plan_private_aggregate(parse_query(HISTOGRAM), SHAPED, 0, METRICS)
     calibration = calibrate(plan, 1e12, 1e-8)
     units = _spread_units(300, 2)
     truth = {k: sum(u.get(k, 0) for u in units) for k in range(1, 11)}  # ≤ 40 rows each
-    answer = release(plan, calibration, [23], _backend(units, range(1, 11)), 0.0,
+    answer = release(plan, calibration, [23], by_unit_size(_backend(units, range(1, 11))), 0.0,
                      PrivacySettings(shift_interval=(0.0, 0.0)), SeededRandomSource(4))
     assert {int(k or 0): int(v or 0) for k, v in answer.rows} == truth
 
@@ -327,3 +329,19 @@ def test_a_unit_moves_the_shape_cells_by_one_row_and_the_total_by_its_rows():
         assert abs(moved - q) <= len(newcomer)
         assert truncated_total(after[0], 50) - truncated_total(before[0], 50) == \
             min(sum(newcomer.values()), 50)
+
+
+def test_a_where_that_leaves_no_domain_key_has_no_cell_to_shape():
+    """quantity is declared 1..10: the WHERE leaves no key, so no cell. Shaping none
+    divided by zero cells (an internal error before); now no row is released."""
+    sql = "SELECT quantity, count(*) FROM orders WHERE quantity IN (30, 40) GROUP BY quantity"
+    plan = plan_private_aggregate(parse_query(sql), SHAPED, 0, METRICS)
+    assert plan.unit is not None and plan.unit.spread_keys
+    answer = release(plan, calibrate(plan, 0.1, 1e-8), [23], [], 0.0,
+                     PrivacySettings(shift_interval=(0.0, 0.0)), SeededRandomSource(5))
+    assert answer.rows == []
+
+
+def test_the_demo_policy_keeps_shape_times_total_off():
+    plan = plan_private_aggregate(parse_query(HISTOGRAM), demo_policy(), 0, METRICS)
+    assert plan.unit is not None and not plan.unit.spread_keys

@@ -2,11 +2,13 @@
 run on PostgreSQL and checked against a count in Python of the same rows.
 
 A lone count's histogram of per-unit row counts, a count histogram's (key, m, n, units)
-and the weighted sums' (key, n, rows, sum) are what the proxy answers from at any τ, so
-they must be exact: orders with random customers, quantities and costs, some with no
-customer (a row of no unit, left out of every shape alike). The counts' plans must read
+(Gaussian) or (key, n, rows), and the weighted sums' (key, n, rows, sum) are what the
+proxy answers from at any τ, so they must be exact: orders with random customers,
+quantities and costs, some with no customer (a row of no unit, left out of every shape
+alike). The counts' plans must read
 the orders once and join nothing back to them: the rows are aggregated per unit, never
-copied (bounding at the cost of a scan); the weighted sums read them twice (the units'
+copied (bounding at the cost of a scan); a count histogram's rows by unit size and the
+weighted sums read them twice (the units'
 sizes, then the rows joined to them), where nothing can make the two reads differ.
 """
 
@@ -22,9 +24,11 @@ from typing import Any
 import psycopg
 import pytest
 
+from mechanisms.names import Mechanism
 from rewriter.aggregate.private import plan_private_aggregate
 from rewriter.analysis.classify import parse_query
 from rewriter.checks.plan_check import expected_scans, plan_failure
+from rewriter.policy.session import with_session_noise
 from rewriter.sql.functions import reads_alike
 from tests.conftest import Postgres
 from tests.test_unit_golden import METRICS
@@ -61,8 +65,10 @@ def orders(postgres: Postgres) -> Iterator[tuple[str, list[Order]]]:
     yield dsn, rows
 
 
-def _run(dsn: str, sql: str) -> tuple[Any, list[tuple[Any, ...]], list[dict[str, Any]]]:
-    plan = plan_private_aggregate(parse_query(sql), demo_policy(), 0, measured_metrics(dsn))
+def _run(dsn: str, sql: str, mechanism: str = Mechanism.SHIFTED_LAPLACE
+         ) -> tuple[Any, list[tuple[Any, ...]], list[dict[str, Any]]]:
+    plan = plan_private_aggregate(parse_query(sql), with_session_noise(demo_policy(), mechanism),
+                                  0, measured_metrics(dsn))
     with psycopg.connect(dsn) as connection:
         rows = connection.execute(plan.sql).fetchall()
         (explain,) = connection.execute(f"EXPLAIN (FORMAT JSON) {plan.sql}").fetchone()
@@ -100,8 +106,10 @@ def test_a_lone_counts_units_are_counted_exactly(orders: tuple[str, list[Order]]
 
 
 def test_a_count_histograms_cells_by_unit_are_exact(orders: tuple[str, list[Order]]):
+    """Under the Gaussian mechanism (whole rows per unit and cell)."""
     dsn, rows = orders
-    plan, result, nodes = _run(dsn, "SELECT quantity, count(*) FROM orders GROUP BY quantity")
+    plan, result, nodes = _run(dsn, "SELECT quantity, count(*) FROM orders GROUP BY quantity",
+                               Mechanism.GAUSSIAN)
     assert plan.checks.windows == 1 and "row_number" not in plan.sql
     sizes, cells = _sizes(rows), Counter((unit, q) for unit, q, _ in rows if unit is not None)
     expected = Counter((q, m, sizes[unit]) for (unit, q), m in cells.items())
@@ -112,13 +120,28 @@ def test_a_count_histograms_cells_by_unit_are_exact(orders: tuple[str, list[Orde
     _reads_once_and_joins_nothing(nodes)
 
 
+def test_a_count_histograms_rows_by_unit_size_are_exact(orders: tuple[str, list[Order]]):
+    """Under any other noise: per key and unit size n, the rows of units of n rows, read
+    twice (the units' sizes, then the rows joined to them) with no window."""
+    dsn, rows = orders
+    plan, result, nodes = _run(dsn, "SELECT quantity, count(*) FROM orders GROUP BY quantity")
+    assert plan.unit.cells_by_size and plan.checks.windows == 0 and len(plan.checks.reads) == 2
+    assert not any(n["Node Type"] in ("WindowAgg", "CTE Scan", "Materialize") for n in nodes)
+    sizes = _sizes(rows)
+    expected = Counter((q, sizes[unit]) for unit, q, _ in rows if unit is not None)
+    got = {(int(k), int(n)): int(count) for k, n, count in result if n is not None}
+    assert got == dict(expected)
+    empty = {int(k) for k, n, _ in result if n is None}
+    assert empty == set(range(1, 11)) - {q for q, _ in expected}  # each key listed once
+
+
 def test_weighted_sums_by_unit_size_are_exact(orders: tuple[str, list[Order]]):
     dsn, rows = orders
     plan, result, nodes = _run(dsn, "SELECT quantity, sum(order_cost) FROM orders "
                                     "GROUP BY quantity")
     assert plan.unit is not None and plan.unit.weights_cap is not None
     # Read twice (the units' sizes, then the rows joined to them), never copied.
-    assert plan.checks.copies == 2
+    assert len(plan.checks.reads) == 2
     assert sum(n.get("Relation Name") == "orders" for n in nodes) == 2
     assert not any(n["Node Type"] in ("CTE Scan", "Materialize") for n in nodes)
     sizes = _sizes(rows)
@@ -151,7 +174,8 @@ def test_rows_of_no_unit_are_left_out_by_the_sort_as_by_the_aggregates(
     # With no unit above the caps (40 rows at most), a lone count and the sum of a
     # histogram's cells are the same rows: the rows of units, none of no unit.
     _, counts, _ = _run(dsn, "SELECT count(*) FROM orders")
-    _, cells, _ = _run(dsn, "SELECT quantity, count(*) FROM orders GROUP BY quantity")
+    _, cells, _ = _run(dsn, "SELECT quantity, count(*) FROM orders GROUP BY quantity",
+                       Mechanism.GAUSSIAN)
     total = sum(int(c) * int(units) for c, units in counts)
     assert total == sum(int(m) * int(units) for _, m, _, units in cells if m is not None)
     assert total == len(rows) - 5
@@ -164,11 +188,16 @@ def test_the_plan_check_expects_the_second_read_and_no_third(orders: tuple[str, 
                                   0, measured_metrics(dsn))
     with psycopg.connect(dsn) as connection:
         (explain,) = connection.execute(f"EXPLAIN (VERBOSE, FORMAT JSON) {plan.sql}").fetchone()
+        reads = [connection.execute(f"EXPLAIN (VERBOSE, FORMAT JSON) {read}").fetchone()[0]
+                 for read in plan.checks.reads]
     checks = plan.checks
-    assert checks.copies == 2
+    assert len(checks.reads) == 2
     assert plan_failure(explain, expected_scans(checks), policy, checks.windows,
                         checks.join_keys) is None
-    once = replace(checks, copies=1)
+    # Each read on its own scans orders once, as the analysis saw.
+    assert all(plan_failure(read, expected_scans(checks, read=True), policy, 0,
+                            checks.join_keys) is None for read in reads)
+    once = replace(checks, reads=())
     assert "reads public.orders 2 time(s)" in str(plan_failure(
         explain, expected_scans(once), policy, once.windows, once.join_keys))
 
@@ -187,7 +216,7 @@ def test_rows_are_read_twice_only_where_the_reads_agree():
     plan = plan_private_aggregate(parse_query("SELECT sum(order_cost) FROM orders WHERE "
                                               "order_date < clock_timestamp()"),
                                   demo_policy(), 0, METRICS)
-    assert plan.checks.copies == 2 and "clock_timestamp" not in plan.sql.lower()
+    assert len(plan.checks.reads) == 2 and "clock_timestamp" not in plan.sql.lower()
 
 
 @pytest.mark.parametrize("sql", [
@@ -209,4 +238,4 @@ def test_queries_whose_rows_depend_on_scan_order_are_read_once(sql: str):
     and its rows read again could then disagree, and it would weigh more than τ."""
     assert not reads_alike(parse_query(sql))
     plan = plan_private_aggregate(parse_query(sql), demo_policy(), 0, METRICS)
-    assert plan.checks.copies == 1
+    assert plan.checks.reads == ()

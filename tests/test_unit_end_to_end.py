@@ -21,6 +21,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
+from proxy.demo.demo import DEMO_POLICY_FILE
 from proxy.engine.weighted_sums import Layout, layout, rows_at
 from rewriter.aggregate.private import plan_private_aggregate
 from rewriter.analysis.classify import parse_query
@@ -61,13 +62,26 @@ def choosing_proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPat
     yield from _zero_noise_proxy(demo_database, tmp_path_factory, "")
 
 
+@pytest.fixture(scope="module")
+def shaping_proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[tuple[str, str]]:
+    """choosing_proxy with the policy's opt-in shape × total histograms."""
+    yield from _zero_noise_proxy(demo_database, tmp_path_factory, "", shape_times_total=True)
+
+
 def _zero_noise_proxy(demo_database: DemoDatabase, tmp_path_factory: pytest.TempPathFactory,
-                      privacy: str) -> Iterator[tuple[str, str]]:
+                      privacy: str, shape_times_total: bool = False
+                      ) -> Iterator[tuple[str, str]]:
     directory = tmp_path_factory.mktemp("unit")
     port = free_port()
     config = directory / "dpgate.toml"
     write_config(config, port, directory / "ledger.sqlite3", demo_database)
     text = config.read_text().replace("row_level = true", "row_level = false")
+    if shape_times_total:
+        policy = directory / "policy.toml"
+        policy.write_text(DEMO_POLICY_FILE.read_text().replace(
+            "row_level_fallback = false", "row_level_fallback = false\nshape_times_total = true"))
+        text = text.replace(str(DEMO_POLICY_FILE), str(policy))
     config.write_text(text.replace("default_epsilon = 0.1", "default_epsilon = 1e12\n"
                                    "max_epsilon = 1e12\nshift_interval = [0.0, 0.0]\n"
                                    + privacy))
@@ -166,14 +180,42 @@ def test_a_histogram_with_a_chosen_tau_is_postgresqls_without_noise(choosing_pro
     assert any("at most 50 rows, a bound chosen privately" in n for n in notices)
 
 
+def test_a_gaussian_histogram_keeps_whole_rows_and_a_stale_plan_is_refused(choosing_proxy,
+                                                                           demo_database):
+    """A session under the Gaussian mechanism plans a histogram's cells by unit (whole
+    rows, ⌊m·τ/n⌋ at its fixed τ = 10); the others plan them by unit size. A statement
+    prepared before SET dp.mechanism = gaussian holds the other SQL: refused, uncharged."""
+    dsn, _ = choosing_proxy
+    sql = "SELECT quantity, count(*) FROM orders WHERE product_id <= 500 GROUP BY 1 ORDER BY 1"
+    expected_rows = on_postgres(demo_database, (
+        "SELECT quantity, sum(CASE WHEN n <= 10 THEN m ELSE floor(m * 10 / n) END) FROM (SELECT "
+        "customer_id, quantity, count(*) AS m, sum(count(*)) OVER (PARTITION BY customer_id) "
+        "AS n FROM orders WHERE product_id <= 500 GROUP BY 1, 2) AS c GROUP BY 1 ORDER BY 1"))
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        by_size = connection.execute(sql, prepare=True).fetchall()
+        assert by_size == on_postgres(demo_database, sql)  # τ chosen at 50: every row
+        connection.execute("SET dp.mechanism = gaussian")
+        left = connection.execute("SHOW dp.budget").fetchone()
+        with pytest.raises(errors.FeatureNotSupported, match="prepared for another"):
+            connection.execute(sql, prepare=True)
+        assert connection.execute("SHOW dp.budget").fetchone() == left  # not charged
+        whole = connection.execute(sql, prepare=False).fetchall()  # planned anew
+    assert [(k, int(v)) for k, v in whole] == [(k, int(v)) for k, v in expected_rows]
+    assert whole != by_size  # customers beyond τ = 10 lost rows: the whole-row cells
+
+
+@pytest.mark.parametrize("condition", ["", " AND o.order_date < now()"])
 def test_weighted_sums_with_a_chosen_tau_are_postgresqls_without_noise(choosing_proxy,
-                                                                       demo_database):
+                                                                       demo_database,
+                                                                       condition: str):
     """Weighted sums read the rows twice (bounding.weighted_rows): PostgreSQL's plan of
     them passes the proxy's plan check, and at zero noise τ lands above every customer in
-    each group, so the sums and averages are PostgreSQL's (no row weighs less than 1)."""
+    each group, so the sums and averages are PostgreSQL's (no row weighs less than 1).
+    A value computed before the statement (now()) is written into both reads (it was
+    refused: "could not place a computed value")."""
     dsn, _ = choosing_proxy
     sql = ("SELECT p.category, sum(o.order_cost), avg(o.order_cost) FROM orders o JOIN "
-           "products p ON o.product_id = p.product_id WHERE o.product_id <= 300 "
+           f"products p ON o.product_id = p.product_id WHERE o.product_id <= 300{condition} "
            "GROUP BY p.category ORDER BY p.category")
     rows, notices = through_proxy(dsn, sql)
     truth = on_postgres(demo_database, sql)
@@ -351,21 +393,28 @@ def small_database(postgres: Postgres) -> str:
     return conninfo
 
 
-def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
-        small_database: str):
-    from collections import Counter
-
-    from rewriter.checks.plan_check import expected_scans, plan_failure
+def _notes_policy(column: str, bound: int):
+    """The small database's policy with order_notes reaching the unit through orders
+    (a hop dpgate joins itself), its `column` bounded by [0, bound], τ = 2."""
     from rewriter.policy.model import Policy
 
-    policy = Policy.from_dict({
+    return Policy.from_dict({
         "privacy_unit": {"table": "customers", "column": "customer_id"},
         "max_contributions": 2,
         "tables": {"customers": {"private": True},
                    "orders": {"private": True, "unit": "customer_id"},
                    "order_notes": {"private": True,
                                    "unit": "order_id -> orders.order_id -> orders.customer_id",
-                                   "columns": {"amount": {"bounds": [0, 1000]}}}}})
+                                   "columns": {column: {"bounds": [0, bound]}}}}})
+
+
+def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
+        small_database: str):
+    from collections import Counter
+
+    from rewriter.checks.plan_check import expected_scans, plan_failure
+
+    policy = _notes_policy("amount", 1000)
     sql = "SELECT count(*) FROM order_notes WHERE note <> 'x'"
     with psycopg.connect(small_database) as connection:
         connection.execute("CREATE TABLE order_notes (order_id int, note text, amount int); "
@@ -394,7 +443,7 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
         (explained,) = connection.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + summed.sql
                                           ).fetchone()
         checks = summed.checks
-        assert checks.copies == 2 and plan_failure(
+        assert len(checks.reads) == 2 and plan_failure(
             explained, expected_scans(checks), policy, checks.windows, checks.join_keys) is None
         weighed: Counter[int] = Counter()
         for n, rows, *_ in connection.execute(summed.sql):  # (n, rows, a bucket, …)
@@ -406,6 +455,51 @@ def test_a_foreign_key_chain_joined_by_dpgate_passes_postgresqls_plan_check(
         connection.rollback()
     assert count == expected
     assert weighed == {int(n): int(rows) for n, rows in sizes}  # rows of units of size n
+
+
+def test_a_column_the_hop_table_has_too_is_the_statements_own(small_database: str):
+    """dpgate's hop join (order_notes → orders) adds no column a statement's unqualified
+    name could mean: `order_id` is order_notes', as PostgreSQL reads the statement alone
+    (it was AmbiguousColumn), in every SQL form unit mode writes."""
+    from rewriter.checks.plan_check import expected_scans, plan_failure
+
+    policy = _notes_policy("order_id", 10000)
+    with psycopg.connect(small_database) as connection:
+        connection.execute("CREATE TABLE order_notes (order_id int, note text); "
+                           "INSERT INTO order_notes SELECT order_id, 'n' FROM orders, "
+                           "generate_series(1, 3) AS g")
+        metrics = measured_metrics(small_database)
+
+        def run(sql: str) -> list[tuple]:
+            plan = plan_private_aggregate(parse_query(sql), policy, 0, metrics)
+            (explained,) = connection.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + plan.sql
+                                              ).fetchone()
+            checks = plan.checks
+            assert plan_failure(explained, expected_scans(checks), policy, checks.windows,
+                                checks.join_keys) is None, sql
+            return connection.execute(plan.sql).fetchall()
+
+        # A lone count's per-unit counts (capped at τ = 2): Σ min(n, 2) over the units.
+        count = sum(c * units for c, units in run(
+            "SELECT count(*) FROM order_notes WHERE order_id > 5"))
+        (expected,) = connection.execute(
+            "SELECT sum(least(n, 2)) FROM (SELECT o.customer_id, count(*) AS n FROM "
+            "order_notes n JOIN orders o USING (order_id) WHERE n.order_id > 5 GROUP BY 1) "
+            "AS s").fetchone()
+        # A weighted sum: per unit size n its rows and their order_ids' sum (in buckets).
+        summed: dict[int, Decimal] = {}
+        for n, _, _, _, total, _ in run("SELECT sum(order_id) FROM order_notes"):
+            summed[int(n)] = summed.get(int(n), Decimal(0)) + (total or 0)
+        sizes = dict(connection.execute(
+            "SELECT n, sum(t) FROM (SELECT o.customer_id, count(*) AS n, sum(n.order_id) AS t "
+            "FROM order_notes n JOIN orders o USING (order_id) GROUP BY 1) AS s GROUP BY 1"
+        ).fetchall())
+        # The row_number() sort keeps τ = 2 of each unit's non-NULL order_ids.
+        ((kept,),) = run("SELECT count(order_id) FROM order_notes")
+        connection.rollback()
+    assert count == expected
+    assert summed == {int(n): total for n, total in sizes.items()}
+    assert kept == 2 * 300  # every customer has ≥ 1 order, so ≥ 3 notes
 
 
 @pytest.mark.parametrize(("sql", "bound"), [
@@ -453,12 +547,14 @@ def _weighed(rows: list[tuple], keys: int, tau: int, parts: Layout) -> list[tupl
     return [tuple(row[:keys]) + tuple(number(v) for v in row[keys:]) for row in weighed]
 
 
-def _cells_at(rows: list[tuple], keys: int, tau: int) -> list[tuple]:
-    """Each cell at τ from (keys…, m, n, units) rows: a unit of n > τ rows keeps
-    m·τ/n of its m rows there, a fraction (proxy/engine/chosen_bound.py)."""
+def _cells_at(rows: list[tuple], keys: int, tau: int, by_size: bool) -> list[tuple]:
+    """Each cell at τ from (keys…, m, n, units) rows, or `by_size` (keys…, n, rows): a
+    unit of n > τ rows keeps m·τ/n of its m rows there, a fraction
+    (proxy/engine/chosen_bound.py)."""
     cells: dict[tuple, Fraction] = {}
     for row in rows:
-        key, (m, n, units) = row[:keys], row[keys:]
+        key = row[:keys]
+        m, n, units = (row[keys + 1], row[keys], 1) if by_size else row[keys:]
         cells[key] = cells.get(key, Fraction(0)) + (
             units * (m if n <= tau else Fraction(m * tau, n)) if m is not None else 0)
     return [(*key, value) for key, value in cells.items()]
@@ -512,6 +608,24 @@ def test_a_unit_with_1000_rows_moves_the_answer_by_at_most_its_sensitivity(
     metrics = measured_metrics(small_database)
     plan = plan_private_aggregate(parse_query(sql), policy, 0, metrics)
     _moves_by_at_most(small_database, sql, plan, bound)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT quantity, count(*) FROM orders GROUP BY quantity",
+    "SELECT p.category, count(*) FROM orders o JOIN products p ON o.product_id = p.product_id "
+    "GROUP BY p.category",
+])
+def test_a_gaussian_sessions_histogram_cells_by_unit_move_by_at_most_tau(
+        small_database: str, sql: str):
+    """The cells by unit a Gaussian session plans (whole rows per unit), as the others'
+    by unit size above."""
+    from mechanisms.names import Mechanism
+    from rewriter.policy.session import with_session_noise
+
+    plan = plan_private_aggregate(parse_query(sql), with_session_noise(
+        demo_policy(), Mechanism.GAUSSIAN), 0, measured_metrics(small_database))
+    assert plan.unit is not None and not plan.unit.cells_by_size
+    _moves_by_at_most(small_database, sql, plan, GROUPS)
 
 
 @pytest.mark.parametrize(("sql", "bounds"), [
@@ -574,8 +688,10 @@ def _moves_by_at_most(small_database: str, sql: str, plan: PrivateAggregate, bou
         # moves by at most the cap; here also the number of units beyond any τ moves by 1.
         without, with_big = ([(sum(c * units for c, units in rows),)]
                              for rows in (without, with_big))
-    elif cap is not None:  # a histogram's cells by unit, at τ = the cap
-        without, with_big = (_cells_at(rows, plan.keys, cap) for rows in (without, with_big))
+    elif cap is not None:  # a histogram's cells by unit (or size), at τ = the cap
+        assert plan.unit is not None
+        without, with_big = (_cells_at(rows, plan.keys, cap, plan.unit.cells_by_size)
+                             for rows in (without, with_big))
     before = {row[:plan.keys]: row[plan.keys] or 0 for row in without}
     after = {row[:plan.keys]: row[plan.keys] or 0 for row in with_big}
     moved = sum(abs(after.get(k, 0) - before.get(k, 0)) for k in before.keys() | after.keys())
@@ -616,13 +732,14 @@ def test_one_row_moves_a_full_join_using_by_at_most_its_elastic_sensitivity(
         assert abs(after - before) == 4 and bound == 2 * 4
 
 
-def test_a_monthly_series_is_answered_as_shape_times_total_and_says_so(choosing_proxy,
+def test_a_monthly_series_is_answered_as_shape_times_total_and_says_so(shaping_proxy,
                                                                        demo_database):
-    """At ε = 0.1 the demo's orders by month (customers with up to 50 orders, spread over
-    the months) take the shape × total estimator (proxy/engine/chosen_bound.py): the
-    NOTICE says what it assumes, and the cells add up to the released total (its noise
-    scale 50/0.029 ≈ 1,700 rows: 15% of the 100,000 rows is 8.7 scales)."""
-    dsn, _ = choosing_proxy
+    """With the policy's opt-in, at ε = 0.1 the demo's orders by month (customers with up
+    to 50 orders, spread over the months) take the shape × total estimator
+    (proxy/engine/chosen_bound.py): the NOTICE says what it assumes, and the cells add up
+    to the released total (its noise scale 50/0.029 ≈ 1,700 rows: 15% of the 100,000 rows
+    is 8.7 scales)."""
+    dsn, _ = shaping_proxy
     sql = ("SELECT date_trunc('month', order_date) AS m, count(*) FROM orders GROUP BY 1 "
            "ORDER BY 1")
     notices: list[str] = []
@@ -636,3 +753,17 @@ def test_a_monthly_series_is_answered_as_shape_times_total_and_says_so(choosing_
                for n in notices), notices
     total = sum(n for _, n in truth)
     assert abs(sum(n for _, n in rows) - total) <= 0.15 * total
+
+
+def test_without_the_policys_opt_in_a_monthly_series_keeps_plain_cells(choosing_proxy):
+    """shape × total's interval holds only where each unit's rows fall in the cells as all
+    rows do, which the data owner judges: the demo policy does not turn it on."""
+    dsn, _ = choosing_proxy
+    notices: list[str] = []
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.add_notice_handler(lambda d: notices.append(d.message_primary))
+        connection.execute("SET dp.epsilon = 0.1")
+        connection.execute("SELECT date_trunc('month', order_date) AS m, count(*) "
+                           "FROM orders GROUP BY 1").fetchall()
+    assert notices and not any("shape" in n or "assumes" in n for n in notices), notices
+

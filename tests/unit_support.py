@@ -32,7 +32,12 @@ def measured_metrics(conninfo: str, schema: str = "public") -> Metrics:
     return Metrics(max_freq, {t: tuple(c) for t, c in columns.items()}, types)
 
 
-def demo_policy(unit: bool = True) -> Policy:
-    """The shipped demo policy: customers as the privacy unit, or row-level (unit=False)."""
+def demo_policy(unit: bool = True, shape_times_total: bool = False) -> Policy:
+    """The shipped demo policy: customers as the privacy unit, or row-level (unit=False);
+    with `shape_times_total`, the policy's opt-in of that histogram estimator."""
     policy = load_policy_file(DEMO_POLICY_FILE)
-    return policy if unit else dataclasses.replace(policy, unit=None)
+    if not unit:
+        return dataclasses.replace(policy, unit=None)
+    assert policy.unit is not None
+    return dataclasses.replace(policy, unit=dataclasses.replace(
+        policy.unit, shape_times_total=shape_times_total))

@@ -83,6 +83,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if source is None:  # no configuration: what `dpgate demo` serves, and its ledger
             policy, source = load_policy_file(DEMO_POLICY_FILE), str(DEMO_POLICY_FILE)
         metrics = Knowledge(open_configured_ledger(config)).metrics
+    from rewriter.policy.session import with_session_noise
+
+    # Planned as a session with the default noise plans it (a histogram's SQL depends on it).
+    policy = with_session_noise(policy, config.privacy.default_mechanism)
     epsilon = args.epsilon if args.epsilon is not None else config.privacy.default_epsilon
     delta = args.delta if args.delta is not None else config.privacy.default_delta
     share = config.privacy.sum_count_share

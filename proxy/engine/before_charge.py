@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from mechanisms.names import Mechanism
 from rewriter.errors import Refusal
 from rewriter.plan import Branch, Composite, PrivateAggregate
 from rewriter.release.computed import BoundValues, with_branches
@@ -134,6 +135,14 @@ class BeforeCharge:
         settings = self.settings
         epsilon = settings.epsilon if epsilon is None else epsilon
         delta = settings.delta if delta is None else delta
+        if plan.unit is not None and plan.unit.cells_by_size and \
+                settings.mechanism == Mechanism.GAUSSIAN:
+            # Planned before SET dp.mechanism (a prepared statement): its SQL returns the
+            # rows per unit size, not the whole rows per unit Gaussian cells keep.
+            raise StatementError(SqlState.FEATURE_NOT_SUPPORTED, "this statement was "
+                                 "prepared for another dp.mechanism than the session's "
+                                 "gaussian; nothing was charged",
+                                 hint="Prepare it again after SET dp.mechanism.")
         try:
             share = self.config.privacy.sum_count_share
             calibration = calibrate_cached.get(plan, epsilon, delta, settings.mechanism, share)

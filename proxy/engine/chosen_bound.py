@@ -99,10 +99,11 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
     """Choose τ (or take the fixed one) and compute the count, or each cell, at it."""
     unit = plan.unit
     assert unit is not None and unit.counts_cap is not None
-    cells = _cells(true_rows, plan.keys) if plan.keys else None
+    cells = _cells(true_rows, plan.keys, unit.cells_by_size) if plan.keys else None
     histogram = _unit_histogram(cells, unit.counts_cap) if cells is not None else \
         {int(count): int(units) for count, units in true_rows}  # type: ignore[arg-type]
     gaussian = calibration.mechanism == Mechanism.GAUSSIAN
+    assert not (gaussian and unit.cells_by_size)  # refused before the charge (before_charge.py)
     # Under the Gaussian mechanism the cells keep ⌊m·τ/n⌋: whole rows, L2 ≤ τ exactly.
     resolution = cell_resolution(len(cells)) if cells is not None and not gaussian else 1
     epsilon = calibration.epsilon
@@ -115,7 +116,7 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
     grid = bound_grid(unit.chosen_limit)
     cap = unit.counts_cap
     decision = shape_decision(grid, cap, len(cells), epsilon, share) \
-        if cells is not None and unit.spread_keys else None
+        if cells and unit.spread_keys else None  # no cell (a WHERE left no key): nothing to shape
     if decision is not None:
         assert cells is not None
         if decision.passes(histogram, rng):
@@ -124,6 +125,8 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
                                       resolution, rng)
         epsilon -= decision.epsilon  # the walk and what follows it get the rest
     choice = BoundChoice(epsilon * share * CHOICE_PART, grid)
+    # What the NOTICE names as spent choosing τ: the walk, and the question before it.
+    chosen_with = choice.epsilon + (decision.epsilon if decision is not None else 0.0)
     if cells is not None:
         choice = replace(choice, hedge=histogram_hedge(len(cells), choice, epsilon * (1 - share)))
     else:
@@ -138,13 +141,13 @@ def count_at_bound(plan: PrivateAggregate, calibration: Calibration, true_rows: 
     if tau >= cap:  # nothing is beyond τ up to the cap, whatever the data
         return CountAtBound(_rows(histogram, cells, tau, resolution),
                             _at(calibration, tau, rest, cells, resolution), tau, True,
-                            choice.epsilon, dropped=0, resolution=resolution)
+                            chosen_with, dropped=0, resolution=resolution)
     estimate = rest * TRUNCATION_PART if cells is None else epsilon * share * (1 - CHOICE_PART)
     scale = laplace_scale(cap - tau, estimate)
     dropped = truncated_total(histogram, cap) - truncated_total(histogram, tau)
     return CountAtBound(_rows(histogram, cells, tau, resolution),
                         _at(calibration, tau, rest - estimate, cells, resolution), tau, True,
-                        choice.epsilon, beyond_epsilon=estimate,
+                        chosen_with, beyond_epsilon=estimate,
                         dropped=dropped + sample_discrete_laplace(scale, rng),
                         dropped_scale=scale, resolution=resolution)
 
@@ -256,15 +259,22 @@ def _sum_bound(scale: float, terms: int, beta: float) -> float:
 Cells = dict[tuple[bytes | None, ...], list[tuple[int, int, int]]]
 
 
-def _cells(true_rows: Sequence[Row], keys: int) -> Cells:
+def _cells(true_rows: Sequence[Row], keys: int, by_size: bool = False) -> Cells:
     """Per key (in the backend's order), its (m, n, units): that many units have m rows
-    in the cell and n in all (bounding.cell_contributions); none for an empty key."""
+    in the cell and n in all (bounding.cell_contributions); none for an empty key.
+    `by_size`: the backend gave per key and n the rows of units of n rows in the cell
+    (bounding.weighted_rows), taken as one "unit" of that many rows and n in all: every
+    use here (the units' sizes Σ m·units / n, a cell's Σ units·m·min(1, τ/n)) is linear
+    in m·units, so exactly as the units themselves; not ⌊m·τ/n⌋ per unit, which the
+    Gaussian's whole cells need (they are never planned so: unit_mode.chosen_count)."""
     cells: Cells = {}
     for row in true_rows:
         key, counts = tuple(row[:keys]), row[keys:]
         cells.setdefault(key, [])
         if counts[0] is not None:
-            cells[key].append(tuple(int(v or 0) for v in counts))  # type: ignore[arg-type]
+            values = tuple(int(v or 0) for v in counts)
+            cells[key].append((values[1], values[0], 1) if by_size else
+                              values)  # type: ignore[arg-type]
     return cells
 
 

@@ -48,6 +48,7 @@ class PlanChecker:
         BackendError for PostgreSQL's own errors.
         """
         sql, checks = plan.sql, plan.checks
+        reads = checks.reads
         if checks.cells_sql is not None:
             (cells,) = (await backend.fetch(checks.cells_sql)).rows[0]
             if int(bytes(cells or b"0")) > self.policy.max_cells:
@@ -66,7 +67,8 @@ class PlanChecker:
                               f"must be one value, and this one has {len(rows)} rows",
                               hint="Set-returning functions are not allowed in conditions.")
             literals = [bytes(value or b"").decode() for value in rows[0]]
-            sql = substitute(sql, plan.constants, literals)
+            sql = substitute(sql, plan.constants, literals, max(1, len(reads)))
+            reads = tuple(substitute(read, plan.constants, literals) for read in reads)
         if not check:
             return sql
         if checks.join_keys is not None and checks.join_keys.renamed:
@@ -78,6 +80,11 @@ class PlanChecker:
         await self._check(backend, sql, parameters,
                           lambda e: plan_failure(e, scans, self.policy, checks.windows,
                                                  checks.join_keys), analysis)
+        # Each read on its own too: the statement's allowance is pooled over its reads.
+        once = expected_scans(checks, read=True)
+        for read in reads:
+            await self._check(backend, read, parameters, lambda e: plan_failure(
+                e, once, self.policy, 0, checks.join_keys), analysis)
         return sql
 
     async def _check_renamings(self, backend: BackendConnection, keys: JoinKeys) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from rewriter.analysis.classify import Statement, classify
 from rewriter.errors import Refusal
 from rewriter.policy.model import Policy
-from rewriter.policy.session import SESSION_BOUNDS, with_session_bounds
+from rewriter.policy.session import SESSION_BOUNDS, with_session_bounds, with_session_noise
 from rewriter.sensitivity.metrics import ColumnKey, Metrics, MissingMetrics
 from rewriter.sqlstate import SqlState
 
@@ -21,6 +21,9 @@ from .limits import INLINE_ANALYSIS_SIZE, TooMuchWork, check_size, check_stateme
 from .literals import LiftedStatement, lift, relayed_as_written, usable
 from .plan_cache import PlanCache
 from .workers import Workers
+
+# The session's settings its plans depend on: its bounds and its noise.
+SESSION_NOISE = (*SESSION_BOUNDS, "dp.mechanism")
 
 
 class Planner:
@@ -53,8 +56,7 @@ class Planner:
             if cached is not None:
                 return cached
             try:
-                statements = await self._analyse(
-                    sql, with_session_bounds(self.config.policy, session), analyst)
+                statements = await self._analyse(sql, self.policy(session), analyst)
             except MissingMetrics as missing:
                 await self.learn(missing.columns)
                 continue
@@ -62,17 +64,29 @@ class Planner:
             return statements
         raise StatementError(SqlState.DATA_EXCEPTION, "dpgate could not measure the join metrics")
 
+    def policy(self, session: Mapping[str, str]) -> Policy:
+        """The policy as this session plans under it: its bounds and its noise."""
+        return with_session_noise(with_session_bounds(self.config.policy, session),
+                                  self._mechanism(session))
+
+    def _mechanism(self, session: Mapping[str, str]) -> str:
+        return session.get("dp.mechanism", self.config.privacy.default_mechanism)
+
     def _key(self, sql: str, session: Mapping[str, str]) -> tuple[str, int]:
-        """The plan cache's key: the text, the session's bounds if any, the metrics."""
+        """The plan cache's key: the text, the session's bounds and noise if set, the
+        metrics."""
         if not session:  # most sessions set no dp.* value
             return (sql, self.knowledge.metrics.version)
-        bounds = "".join(f"\0{session.get(name, '')}" for name in SESSION_BOUNDS)
+        bounds = "".join(f"\0{session.get(name, '')}" for name in SESSION_NOISE)
         return (sql + bounds if bounds.strip("\0") else sql, self.knowledge.metrics.version)
 
     def cached(self, sql: str, session: Mapping[str, str] | None = None
                ) -> list[Statement] | None:
-        """The plans of a query string planned before, without waiting for anything."""
-        return self.plans.get(self._key(sql, session or {}))
+        """The plans of a query string planned before, without waiting for anything (asked
+        for every Query the fast relay sees: most sessions set no dp.* value)."""
+        if not session:
+            return self.plans.get((sql, self.knowledge.metrics.version))
+        return self.plans.get(self._key(sql, session))
 
     async def lifted(self, sql: str, session: Mapping[str, str] | None = None,
                      analyst: str = "") -> list[Statement] | None:

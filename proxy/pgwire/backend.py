@@ -235,11 +235,16 @@ class BackendConnection:
         """Queue a message; `flush` writes the queue in one system call."""
         self._outgoing.append(data)
 
-    def push(self) -> None:
-        """Hand the queue to the transport, without waiting (a transport callback cannot)."""
+    def push(self, last: bytes = b"") -> None:
+        """Hand the queue, and `last` after it, to the transport in one write, without
+        waiting (a transport callback cannot)."""
         if self._outgoing:
+            if last:
+                self._outgoing.append(last)
             self.writer.transport.write(b"".join(self._outgoing))
             self._outgoing.clear()
+        elif last:  # a relayed statement alone: no list to join
+            self.writer.transport.write(last)
 
     async def flush(self) -> None:
         """Write the queue; wait only while the socket has not taken all of it (a lost
@@ -297,7 +302,7 @@ class BackendConnection:
         to a fresh connection, which reads text as dpgate does."""
         return not (self.writer.transport.is_closing() or self.reader.at_eof()
                     or len(self.reader._buffer)  # type: ignore[attr-defined]  # no peek
-                    or self.drifted)
+                    or self._drifted)
 
     async def fetch(self, sql: str, parameters: Parameters | None = None) -> Rows:
         """Run one statement and return its rows in text format; raise BackendError.

@@ -85,7 +85,10 @@ class FastRelay:
         if type(plan) is not Relay or plan.resets_dp or plan.deallocates_all or \
                 plan.deallocates:
             return None
-        message = data[at:end] if plan.text == sql else \
+        # As the client sent it when that is the statement classified, or the statement
+        # and its semicolon (pgbench's); else its text as classified.
+        message = data[at:end] if sql == plan.text or (
+            sql[-1:] == ";" and sql[:-1] == plan.text) else \
             wire.message(Frontend.QUERY, plan.text.encode() + b"\0")
         self.session.relay_from_transport(
             message, Exchange(plan, statements[0].text, client_ready=True))

@@ -147,11 +147,10 @@ class RelayLane:
         self.in_flight.append(exchange)
         if self.outbox.parts:
             self.outbox.write()  # the session's earlier messages first
-        relay.send(message)
         if self.closed or relay.writer.transport.is_closing():
             self._lost()
             return
-        relay.push()
+        relay.push(message)
         self._adopt(relay)
 
     async def exchange(self, message: bytes, exchange: Exchange) -> str | None:
@@ -196,7 +195,8 @@ class RelayLane:
                 if head.client_ready:
                     self.session.client_ready()  # PostgreSQL's ReadyForQuery is passed on
                 else:
-                    out.append(data[start:at])
+                    if start < at:  # quiet: start is past it (compiled, a reversed slice raises)
+                        out.append(data[start:at])
                     start = end
                 at = end
                 self._finish(in_flight.popleft())

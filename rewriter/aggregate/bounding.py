@@ -137,13 +137,14 @@ def cell_contributions(inner: exp.Select, bounding: Bounding, keys: list[str]) -
 
 
 def weighted_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
-                  columns: list[tuple[str, bool]]) -> str:
+                  columns: list[tuple[str, bool]]) -> tuple[str, tuple[str, str]]:
     """SQL of `inner`'s rows aggregated per key (`keys`, quoted columns of `inner`) and per
     n = the rows of their unit in all: `_dp_n`, `_dp_rows` (rows of such units in the
     group), then `columns` (over `q.`), those marked True grouped on too (a bucket's
     index). The proxy weighs each (group, n) by min(1, τ/n) after choosing τ
     (proxy/engine/weighted_sums.py): a unit's rows then weigh at most τ in all, with no
-    sort. Rows whose unit is NULL are left out (`_with_unit`).
+    sort. Rows whose unit is NULL are left out (`_with_unit`). Returned with the SQL of
+    its two reads, which the plan check plans on their own (PlanChecks.reads).
 
     The rows are read twice: once for the units' sizes, asked for in unit order as
     contribution_histogram's (an index on the unit counts them in one pass, no hash
@@ -151,13 +152,14 @@ def weighted_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
     and read back (docs/privacy-unit.md, "Cost"). The two reads give the same rows only
     where nothing in the statement draws a random number or reads the clock on its rows
     (weighted.py checks it, sql.functions.reads_alike) and one statement reads one
-    snapshot; PlanChecks.copies lets the plan check expect the second read."""
+    snapshot; PlanChecks.reads lets the plan check expect the second read."""
     rows = _with_unit(inner, bounding)
     # OFFSET 0 keeps the joined rows a subquery of their own, so that each value (a
     # clamped CASE) is computed once per row: pulled up, PostgreSQL repeats it in every
-    # aggregate and bucket over it (20% of a lone sum at 1,000,000 rows). The sizes' read
-    # is pulled up, so that it can count the units down an index.
-    fenced = rows.copy().offset(0).sql(dialect="postgres")
+    # aggregate and bucket over it (20% of a lone sum at 1,000,000 rows). Rows with no
+    # value (a count histogram's) are pulled up: the fence costs them 15%. The sizes'
+    # read is pulled up, so that it can count the units down an index.
+    fenced = (rows.copy().offset(0) if columns else rows).sql(dialect="postgres")
     outputs = [f"q.{key}" for key in keys] + ['u."_dp_n"', 'count(*) AS "_dp_rows"'] + \
         [column for column, _ in columns]
     group = [str(i + 1) for i in range(len(keys) + 1)] + \
@@ -165,4 +167,4 @@ def weighted_rows(inner: exp.Select, bounding: Bounding, keys: list[str],
     sizes = (f'SELECT r.{UNIT}, count(*) AS "_dp_n" FROM ({rows.sql(dialect="postgres")}) '
              f"AS r GROUP BY r.{UNIT} ORDER BY r.{UNIT}")
     return (f'SELECT {", ".join(outputs)} FROM ({fenced}) AS q JOIN ({sizes}) AS u '
-            f"ON u.{UNIT} = q.{UNIT} GROUP BY {', '.join(group)}")
+            f"ON u.{UNIT} = q.{UNIT} GROUP BY {', '.join(group)}"), (fenced, sizes)

@@ -193,34 +193,50 @@ def quantile_sql(tree: exp.Select, policy: Policy, column: exp.Column,
 
 
 def rewrite_chosen_count(tree: exp.Select, policy: Policy, keys: list[KeySpec],
-                         bounding: Bounding, cap: int) -> str:
+                         bounding: Bounding, cap: int, by_size: bool = False
+                         ) -> tuple[str, tuple[str, ...]]:
     """The backend's SQL for a count(*) answered at a τ known only after it runs: the
     histogram of per-unit row counts (bounding.contribution_histogram); under GROUP BY,
     every key of the domain with its cells' rows by unit (bounding.cell_contributions),
-    a key without rows once with NULLs."""
+    or, `by_size`, with per unit size n the rows of such units in the cell
+    (bounding.weighted_rows), a key without rows once with NULLs. With the SQL of each
+    read of the rows where it reads them twice (PlanChecks.reads)."""
     base = _base(tree, policy)
     if not keys:
-        return contribution_histogram(base, bounding, cap)
+        return contribution_histogram(base, bounding, cap), ()
     keyed, values = keyed_rows(base, keys)
     names = [quote_identifier(f"k{i}") for i in range(len(keys))]
     inner = keyed.select(*(_alias(v, f"k{i}") for i, v in enumerate(values)), append=False)
+    if by_size:
+        rows, reads = weighted_rows(inner, bounding, names, [])
+        return _over_domain(keys, names, rows, ['"_dp_n"', '"_dp_rows"']), reads
+    return _over_domain(keys, names, cell_contributions(inner, bounding, names),
+                        ["c0", "c1", "c2"], order=2), ()
+
+
+def _over_domain(keys: list[KeySpec], names: list[str], rows: str, columns: list[str],
+                 order: int = 1) -> str:
+    """Every key of the declared domains with `rows`' `columns`, ordered by the keys and
+    the first `order` columns, a key without rows once with NULLs."""
     domain = " CROSS JOIN ".join(f"({k.domain_sql(name)}) AS d{i}"
                                  for i, (k, name) in enumerate(zip(keys, names, strict=True)))
     outer_keys = ", ".join(f"d{i}.{name}" for i, name in enumerate(names))
     join = " AND ".join(f"t.{name} = d{i}.{name}" for i, name in enumerate(names))
-    return (f"SELECT {outer_keys}, t.c0, t.c1, t.c2 FROM {domain} LEFT JOIN "
-            f"({cell_contributions(inner, bounding, names)}) AS t ON {join} "
-            f"ORDER BY {outer_keys}, t.c0, t.c1")
+    outputs = ", ".join(f"t.{column}" for column in columns)
+    ordered = ", ".join(f"t.{column}" for column in columns[:order])
+    return (f"SELECT {outer_keys}, {outputs} FROM {domain} LEFT JOIN ({rows}) AS t "
+            f"ON {join} ORDER BY {outer_keys}, {ordered}")
 
 
 def rewrite_weighted(tree: exp.Select, policy: Policy, keys: list[KeySpec],
-                     parts: list[PartSpec], bounding: Bounding) -> str:
+                     parts: list[PartSpec], bounding: Bounding) -> tuple[str, tuple[str, str]]:
     """The backend's SQL for aggregates weighted per unit at a τ known only after it runs:
     per key and per unit size n (bounding.weighted_rows), the rows and every part's
     aggregate; a sum whose clamping bounds are chosen at release as its bucket's index
     (grouped on), count and sum, from which the proxy builds its buckets' arrays (two
     aggregates instead of one per bucket and edge). Under GROUP BY
-    every key of the domain, a key without rows once with NULLs."""
+    every key of the domain, a key without rows once with NULLs. With the SQL of the
+    statement's two reads of its rows (PlanChecks.reads)."""
     keyed, values = keyed_rows(_base(tree, policy), keys)
     inner = keyed.select(*(_alias(v, f"k{i}") for i, v in enumerate(values)),
                          *(_alias(_argument(p), f"a{i}") for i, p in enumerate(parts)),
@@ -238,19 +254,14 @@ def rewrite_weighted(tree: exp.Select, policy: Policy, keys: list[KeySpec],
                      f"{quote_identifier(f'b{i}')}", True),
                     (f"count({value}) AS {quote_identifier(f'n{i}')}", False),
                     (f"sum({value}) AS {quote_identifier(f'c{i}')}", False)]
-    rows = weighted_rows(inner, bounding, names, columns)
+    rows, reads = weighted_rows(inner, bounding, names, columns)
     if not keys:
         # In no order: the proxy's sums are exact in any order, and an ORDER BY n here
         # makes PostgreSQL sort every row before grouping (it cannot tell how few (n,
         # bucket) groups there are), 20% of the statement at 1,000,000 rows.
-        return rows
-    domain = " CROSS JOIN ".join(f"({k.domain_sql(name)}) AS d{i}"
-                                 for i, (k, name) in enumerate(zip(keys, names, strict=True)))
-    outer_keys = ", ".join(f"d{i}.{name}" for i, name in enumerate(names))
-    join = " AND ".join(f"t.{name} = d{i}.{name}" for i, name in enumerate(names))
-    outputs = ", ".join(f"t.{column.rsplit(' AS ', 1)[1]}" for column, _ in columns)
-    return (f'SELECT {outer_keys}, t."_dp_n", t."_dp_rows", {outputs} FROM {domain} '
-            f'LEFT JOIN ({rows}) AS t ON {join} ORDER BY {outer_keys}, t."_dp_n"')
+        return rows, reads
+    return _over_domain(keys, names, rows, ['"_dp_n"', '"_dp_rows"'] + [
+        column.rsplit(" AS ", 1)[1] for column, _ in columns]), reads
 
 
 def _base(tree: exp.Select, policy: Policy) -> exp.Select:

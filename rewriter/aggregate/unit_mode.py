@@ -14,6 +14,7 @@ from ..analysis.unit import NotOneUnit, UnitOfRows, unit_of_rows
 from ..errors import policy_refusal
 from ..plan import NoisyPart, PrivateAggregate, UnitBounds
 from ..sensitivity.elastic import Elastic, constant, multiply
+from ..sql.functions import reads_alike
 from .bounding import Bounding
 from .rewrite import KeySpec, PartSpec, rewrite_chosen_count
 from .scope import Scope
@@ -124,13 +125,21 @@ def chosen_count(scope: Scope, mode: UnitMode, parts: list[PartSpec], plan: Priv
     assert bounding is not None
     cap = max(tau, limit or 0)
     scope.findings.group_columns |= unit.columns  # the units' counts group on them
+    # A histogram's fractional cells need only the rows per (key, unit size): read twice
+    # and joined, half the cost of the units' rows per cell, which the Gaussian
+    # mechanism's whole rows need (docs/privacy-unit.md, "Cost"). The two reads must give
+    # the same rows, as weighted sums' (sql.functions.reads_alike).
+    by_size = bool(keys) and not declared.whole_cells and reads_alike(scope.tree)
     bounds = replace(unit.bounds, max_groups=tau, max_group_contributions=tau,
-                     counts_cap=cap, chosen_limit=limit,
-                     spread_keys=bool(keys) and _spread(scope, keys, unit.columns))
+                     counts_cap=cap, chosen_limit=limit, cells_by_size=by_size,
+                     spread_keys=declared.shape_times_total and bool(keys)
+                     and _spread(scope, keys, unit.columns))
     fingerprint = plan.fingerprint_text + (f" /* tau chosen <= {limit} */" if limit else "")
-    return replace(plan, sql=rewrite_chosen_count(scope.tree, scope.policy, keys, bounding, cap),
+    sql, reads = rewrite_chosen_count(scope.tree, scope.policy, keys, bounding, cap, by_size)
+    return replace(plan, sql=sql,
                    parts=(replace(plan.parts[0], elastic=constant(cap), l2=float(cap)),),
-                   unit=bounds, checks=replace(plan.checks, windows=int(bool(keys))),
+                   unit=bounds, checks=replace(plan.checks, windows=int(bool(keys) and not by_size),
+                                               reads=reads),
                    fingerprint_text=fingerprint)
 
 

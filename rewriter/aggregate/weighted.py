@@ -57,8 +57,9 @@ def weighted_plan(plan: PrivateAggregate, tree: exp.Select, policy: Policy,
                    max_group_contributions=tau, chosen_limit=limit, weights_cap=cap)
     fingerprint = plan.fingerprint_text + (f" /* weights, tau chosen <= {limit} */"
                                            if limit else " /* weights */")
-    return replace(plan, sql=rewrite_weighted(tree, policy, keys, parts, bounding),
+    sql, reads = rewrite_weighted(tree, policy, keys, parts, bounding)
+    return replace(plan, sql=sql,
                    parts=tuple(replace(part, elastic=constant(cap), l2=float(cap),
                                        weighted=True) for part in plan.parts),
-                   unit=unit, checks=replace(plan.checks, windows=0, copies=2),
+                   unit=unit, checks=replace(plan.checks, windows=0, reads=reads),
                    fingerprint_text=fingerprint)

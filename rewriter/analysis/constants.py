@@ -180,10 +180,13 @@ def extract_constants(tree: exp.Select, policy: Policy, offset: int) -> tuple[Co
     return tuple(extractor.constants)
 
 
-def substitute(sql: str, constants: tuple[Constant, ...], literals: list[str]) -> str:
-    """The rewritten SQL with each placeholder replaced by its computed literal."""
+def substitute(sql: str, constants: tuple[Constant, ...], literals: list[str],
+               reads: int = 1) -> str:
+    """The rewritten SQL with each placeholder replaced by its computed literal: each
+    placeholder once in each of the `reads` copies of the statement's rows the SQL holds
+    (PlanChecks.reads: weights and a histogram by unit size read them twice)."""
     for constant, literal in zip(constants, literals, strict=True):
-        if sql.count(constant.token) != 1:
+        if sql.count(constant.token) != reads:
             raise unsupported("dpgate could not place a computed value in the statement")
         sql = sql.replace(constant.token, f"({literal})")
     return sql

@@ -18,12 +18,16 @@ from sqlglot import exp
 
 from ..errors import Refusal
 from ..plan import UnitBounds
+from ..sql.functions import RESERVED_PREFIX
 from .joins import conjuncts
 from .relations import Analyzer
 from .semi_joins import PREFIX as SEMI_JOIN
 from .sources import Relation, Source
 
 Node = tuple[str, str]  # (FROM alias, column of its base table)
+# A hop's columns in the derived table dpgate joins (`_unit_node`): a name no private
+# statement may write (classify.RESERVED), so none of the statement's can mean it.
+HOP_COLUMN = RESERVED_PREFIX + "hop_"
 _QUERIES = (exp.Select, exp.SetOperation)
 
 
@@ -119,12 +123,11 @@ def _rows_unit(tree: exp.Select, analyzer: Analyzer, relation: Relation
                         unit.max_group_contributions)
     for table in hops.scans:
         analyzer.findings.scans[table] += 1  # PostgreSQL's plan reads it: plan_check.py
-    expression: exp.Expression = exp.column(first[1], table=first[0], quoted=True)
+    expression: exp.Expression = _column(first, hops)
     if padded:
         # A padded row's unit columns on the padded side are NULL, the others equal.
         expression = exp.Coalesce(this=expression, expressions=[
-            exp.column(name, table=alias, quoted=True)
-            for alias, name in dict.fromkeys(nodes[1:]) if (alias, name) != first])
+            _column(node, hops) for node in dict.fromkeys(nodes[1:]) if node != first])
     return UnitOfRows(expression, bounds, tuple(hops.tables), tuple(hops.conditions),
                       columns), classes
 
@@ -167,17 +170,29 @@ def _unit_node(source: Source, relation: Relation, classes: _Classes, analyzer: 
             continue
         alias = f"_dp_hop{len(hops.tables) + 1}"
         schema, name = hop.table.split(".", 1)
-        hops.tables.append(exp.alias_(exp.Table(this=exp.to_identifier(name, quoted=True),
-                                                db=exp.to_identifier(schema, quoted=True)),
-                                      alias, quoted=True))
-        hops.conditions.append(exp.EQ(
-            this=exp.column(hop.key, table=alias, quoted=True),
-            expression=exp.column(node[1], table=node[0], quoted=True)))
+        # Only the columns the hop needs, under HOP_COLUMN names: the table's own would
+        # make an unqualified column of the statement that the hop table has too
+        # ambiguous in PostgreSQL (SELECT sum(order_id) FROM order_notes).
+        columns = dict.fromkeys((hop.key, hop.value))
+        hops.tables.append(exp.alias_(exp.select(*(
+            exp.alias_(exp.column(column, quoted=True), HOP_COLUMN + column, quoted=True)
+            for column in columns)).from_(exp.Table(
+                this=exp.to_identifier(name, quoted=True),
+                db=exp.to_identifier(schema, quoted=True))).subquery(), alias, quoted=True))
+        hops.aliases[alias] = hop.table
+        hops.conditions.append(exp.EQ(this=_column((alias, hop.key), hops),
+                                      expression=_column(node, hops)))
         if analyzer.policy.is_private(schema, name):
             hops.scans.append(hop.table)
-        hops.aliases[alias] = hop.table
         node = (alias, hop.value)
     return node
+
+
+def _column(node: Node, hops: _Hops) -> exp.Column:
+    """The SQL of a node's column: a hop's under the name its derived table gives it."""
+    alias, name = node
+    return exp.column(HOP_COLUMN + name if alias in hops.aliases else name, table=alias,
+                      quoted=True)
 
 
 def _derived_unit(source: Source, tree: exp.Select, analyzer: Analyzer) -> str:

@@ -7,8 +7,9 @@ PostgreSQL for `EXPLAIN (VERBOSE, FORMAT JSON)` of the rewritten SQL (never show
 client) and this module compares it with the analysis:
 
 - every scan of a private table must be one the analysis counted (no more scans of a table
-  than it saw, times the reads of the rows dpgate's SQL makes, `expected_scans`: a CTE the
-  analysis matched to the wrong definition shows up here);
+  than it saw, times the reads of the rows dpgate's SQL makes, `expected_scans`, and no
+  more than it saw in each of those reads, planned on its own: a CTE the analysis matched
+  to the wrong definition shows up here);
 - no node that multiplies or sees other rows: ProjectSet (a set-returning function in a
   select list), WindowAgg, a recursive union, a function in FROM other than the
   generate_series of a declared domain;
@@ -73,11 +74,12 @@ def plan_failure(explain: list[Mapping[str, Any]], scans: Counter[str], policy: 
     return None
 
 
-def expected_scans(checks: PlanChecks) -> Counter[str]:
+def expected_scans(checks: PlanChecks, read: bool = False) -> Counter[str]:
     """The scans of each private table PostgreSQL's plan may show: the analysis's, times
-    the reads of the statement's rows dpgate's SQL makes (PlanChecks.copies)."""
-    return Counter({table: times * checks.copies
-                    for table, times in Counter(checks.scans).items()})
+    the reads of the statement's rows dpgate's SQL makes (PlanChecks.reads); in one of
+    those reads (`read`), the analysis's."""
+    copies = 1 if read else max(1, len(checks.reads))
+    return Counter({table: times * copies for table, times in Counter(checks.scans).items()})
 
 
 def public_plan_failure(explain: list[Mapping[str, Any]], policy: Policy) -> str | None:

@@ -6,6 +6,7 @@
     max_group_contributions = 10  # τ_g: rows one unit may contribute to one group
     contributions_limit = 100     # a count's τ is chosen per query, privately, up to this
     row_level_fallback = false    # joins that mix units: answer at row level, or refuse
+    shape_times_total = false     # histograms as the units' shape × their total (opt-in)
 
     [tables.orders]
     private = true
@@ -70,6 +71,14 @@ class PrivacyUnit:
     # to this limit; False once the session fixes τ (SET dp.max_contributions).
     contributions_limit: int = DEFAULT_MAX_CONTRIBUTIONS
     choose_contributions: bool = True
+    # The session's noise is Gaussian: a count histogram's cells then keep whole rows of
+    # each unit (⌊m·τ/n⌋, L2 ≤ τ), so the backend returns them by unit (session.py).
+    whole_cells: bool = False
+    # A count histogram over keys read from the rows may be answered as the units' shape
+    # times their total (proxy/engine/chosen_bound.py). Its interval holds only if each
+    # unit's rows fall in the cells as all rows do, which the data owner must judge: off
+    # unless the policy turns it on.
+    shape_times_total: bool = False
 
     @property
     def label(self) -> str:
@@ -78,7 +87,7 @@ class PrivacyUnit:
 
 UNIT_KEYS = frozenset({"privacy_unit", "max_contributions", "max_groups",
                        "max_group_contributions", "contributions_limit",
-                       "row_level_fallback"})
+                       "row_level_fallback", "shape_times_total"})
 
 
 def privacy_unit_from_dict(data: Mapping[str, Any], default_schema: str) -> PrivacyUnit | None:
@@ -93,9 +102,10 @@ def privacy_unit_from_dict(data: Mapping[str, Any], default_schema: str) -> Priv
     if not isinstance(spec, Mapping) or set(spec) != {"table", "column"}:
         raise ValueError("policy setting privacy_unit must be { table = \"…\", column = \"…\" }")
     tau = _positive(data, "max_contributions", DEFAULT_MAX_CONTRIBUTIONS)
-    fallback = data.get("row_level_fallback", False)
-    if not isinstance(fallback, bool):
-        raise ValueError("policy setting row_level_fallback must be true or false")
+    fallback, shape = data.get("row_level_fallback", False), data.get("shape_times_total", False)
+    for name, value in (("row_level_fallback", fallback), ("shape_times_total", shape)):
+        if not isinstance(value, bool):
+            raise ValueError(f"policy setting {name} must be true or false")
     return PrivacyUnit(
         table=_qualified(str(spec["table"]), default_schema),
         column=str(spec["column"]).lower(),
@@ -104,6 +114,7 @@ def privacy_unit_from_dict(data: Mapping[str, Any], default_schema: str) -> Priv
         max_group_contributions=min(tau, _positive(data, "max_group_contributions", tau)),
         row_level_fallback=fallback,
         contributions_limit=_positive(data, "contributions_limit", tau),
+        shape_times_total=shape,
     )
 
 

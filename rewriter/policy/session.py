@@ -1,11 +1,13 @@
 """The session's τ and κ (SET dp.max_contributions, dp.max_groups) in place of the
-policy's: a policy in, a policy out."""
+policy's, and what its noise (dp.mechanism) asks of the SQL: a policy in, a policy out."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
+
+from mechanisms.names import Mechanism
 
 from .model import Policy
 
@@ -28,3 +30,14 @@ def with_session_bounds(policy: Policy, settings: Mapping[str, str]) -> Policy:
     unit = dataclasses.replace(unit, max_group_contributions=min(
         policy.unit.max_group_contributions, unit.max_contributions))
     return dataclasses.replace(policy, unit=unit)
+
+
+def with_session_noise(policy: Policy, mechanism: str) -> Policy:
+    """The policy as a session with this noise plans it: under the Gaussian mechanism a
+    count histogram's cells keep whole rows of each unit, which only the cells by unit
+    give (PrivacyUnit.whole_cells); the other mechanisms' fractional cells need only the
+    rows per unit size, a cheaper read (rewriter/aggregate/unit_mode.py)."""
+    whole = mechanism == Mechanism.GAUSSIAN
+    if policy.unit is None or policy.unit.whole_cells == whole:
+        return policy
+    return dataclasses.replace(policy, unit=dataclasses.replace(policy.unit, whole_cells=whole))

@@ -26,12 +26,12 @@ SELECT LEAST(h."_dp_rows", 10) AS "c0", count(*) AS "c1" FROM (SELECT count(*) A
 -- without the join dpgate joins the hop table itself [unit chain]
 SELECT count(*) FROM recommendations WHERE product_id = 1 OR product_id = 2;
 -- expect:
-SELECT LEAST(h."_dp_rows", 10) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "_dp_hop1"."customer_id" AS "_dp_unit" FROM "public"."recommendations", "public"."orders" AS "_dp_hop1" WHERE ((product_id = 1 OR product_id = 2) AND "_dp_hop1"."order_id" = "recommendations"."product_id") AND NOT "_dp_hop1"."customer_id" IS NULL) AS b GROUP BY b."_dp_unit" ORDER BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
+SELECT LEAST(h."_dp_rows", 10) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "_dp_hop1"."__dpgate_hop_customer_id" AS "_dp_unit" FROM "public"."recommendations", (SELECT "order_id" AS "__dpgate_hop_order_id", "customer_id" AS "__dpgate_hop_customer_id" FROM "public"."orders") AS "_dp_hop1" WHERE ((product_id = 1 OR product_id = 2) AND "_dp_hop1"."__dpgate_hop_order_id" = "recommendations"."product_id") AND NOT "_dp_hop1"."__dpgate_hop_customer_id" IS NULL) AS b GROUP BY b."_dp_unit" ORDER BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- ----
 -- a chain never reads the unit through a column alias list: the hop is joined [unit alias chain]
 SELECT count(*) FROM recommendations r JOIN orders AS o(order_id, product_id, customer_id) ON r.product_id = o.order_id;
 -- expect:
-SELECT LEAST(h."_dp_rows", 10) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "_dp_hop1"."customer_id" AS "_dp_unit" FROM "public"."recommendations" AS r JOIN "public"."orders" AS o(order_id, product_id, customer_id) ON r.product_id = o.order_id, "public"."orders" AS "_dp_hop1" WHERE "_dp_hop1"."order_id" = "r"."product_id" AND NOT "_dp_hop1"."customer_id" IS NULL) AS b GROUP BY b."_dp_unit" ORDER BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
+SELECT LEAST(h."_dp_rows", 10) AS "c0", count(*) AS "c1" FROM (SELECT count(*) AS "_dp_rows" FROM (SELECT "_dp_hop1"."__dpgate_hop_customer_id" AS "_dp_unit" FROM "public"."recommendations" AS r JOIN "public"."orders" AS o(order_id, product_id, customer_id) ON r.product_id = o.order_id, (SELECT "order_id" AS "__dpgate_hop_order_id", "customer_id" AS "__dpgate_hop_customer_id" FROM "public"."orders") AS "_dp_hop1" WHERE "_dp_hop1"."__dpgate_hop_order_id" = "r"."product_id" AND NOT "_dp_hop1"."__dpgate_hop_customer_id" IS NULL) AS b GROUP BY b."_dp_unit" ORDER BY b."_dp_unit") AS h GROUP BY 1 ORDER BY 1;
 -- ----
 -- an expression inside SUM clamps each column to its bounds [unit]
 SELECT sum(quantity * order_cost) FROM orders;
