@@ -277,13 +277,13 @@ def test_a_count_inside_an_expression_takes_the_shape_path_and_its_interval():
     interval twice the cells' (shape_bound), and it holds twice the truth in ≥ 95%."""
     plan = plan_private_aggregate(parse_query(
         "SELECT quantity, count(*) * 2 AS twice FROM orders GROUP BY quantity"),
-        demo_policy(), 0, METRICS)
+        SHAPED, 0, METRICS)
     assert plan.unit is not None and plan.unit.spread_keys and plan.post_sql is not None
     calibration = calibrate(plan, 0.1, 1e-8)
     settings = PrivacySettings(shift_interval=(0.0, 0.0))
     units = _spread_units(6000, 1)
     truth = {k: sum(u.get(k, 0) for u in units) for k in range(1, 11)}
-    rows = _backend(units, range(1, 11))
+    rows = by_unit_size(_backend(units, range(1, 11)))
     rng = SeededRandomSource(31)
     inside: Counter[int] = Counter()
     releases = 100
