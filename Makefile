@@ -33,14 +33,15 @@ lint: $(STAMP)
 # The suite runs on the compiled modules; the relay's and the protocol's tests run again
 # on their .py (DPGATE_PURE_PYTHON=1), so both ways pass.
 test: lint native
-	$(VENV)/bin/pytest $(if $(DPGATE_TEST_DSN),,-n 2 --dist loadfile)
+	DPGATE_REQUIRE_NATIVE=1 $(VENV)/bin/pytest $(if $(DPGATE_TEST_DSN),,-n 2 --dist loadfile)
 	DPGATE_PURE_PYTHON=1 $(VENV)/bin/pytest -q $(if $(DPGATE_TEST_DSN),,-n 2 --dist loadfile) \
 		$(RELAY_TESTS)
 
 RELAY_TESTS = tests/test_native.py tests/test_fast_relay.py tests/test_relay_routine.py \
 	tests/test_extended_protocol.py tests/test_extended_fuzz.py tests/test_startup.py \
 	tests/test_cancel.py tests/test_ops.py tests/test_pgwire_codes.py tests/test_psql.py \
-	tests/test_catalog_clients.py tests/clients
+	tests/test_catalog_clients.py tests/test_backend_restart.py tests/test_robustness.py \
+	tests/test_lexical_settings.py tests/clients
 
 # The totality fuzzer at length (tests/test_totality_fuzz.py runs a bounded version).
 FUZZ_COUNT ?= 20000

@@ -85,12 +85,7 @@ class _Finder(importlib.abc.MetaPathFinder):
         return None if file is None else importlib.util.spec_from_file_location(name, file)
 
     def _served(self) -> dict[str, Path]:
-        if not fresh(self.build, self.root):
-            return {}
-        suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-        files = {name: self.build / (name.replace(".", "/") + suffix) for name in COMPILED}
-        files[f"{GROUP}__mypyc"] = self.build / f"{GROUP}__mypyc{suffix}"
-        return files if all(file.is_file() for file in files.values()) else {}
+        return usable(self.build, self.root)
 
 
 def install(build: Path = BUILD) -> None:
@@ -102,6 +97,16 @@ def install(build: Path = BUILD) -> None:
         sys.meta_path.insert(0, _Finder(build))
 
 
+def usable(build: Path = BUILD, root: Path = ROOT) -> dict[str, Path]:
+    """The compiled files by module name when `build` is fresh and whole, else none."""
+    if not fresh(build, root):
+        return {}
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    files = {name: build / (name.replace(".", "/") + suffix) for name in COMPILED}
+    files[f"{GROUP}__mypyc"] = build / f"{GROUP}__mypyc{suffix}"
+    return files if all(file.is_file() for file in files.values()) else {}
+
+
 def compiled(module: object) -> bool:
     """Whether a module was loaded from a compiled build."""
     return str(getattr(module, "__file__", "")).endswith(
@@ -111,8 +116,8 @@ def compiled(module: object) -> bool:
 def build(root: Path = ROOT, target: Path = BUILD) -> bool:
     """Compile COMPILED into `target`, unless it is fresh already; whether it built.
     The new build replaces the old one whole (a process importing meanwhile sees one or
-    the other)."""
-    if fresh(target, root):
+    the other). A build missing a file is made again."""
+    if usable(target, root):
         return False
     from mypyc.build import mypycify  # mypy's wheel (the test extra); only to build
     from setuptools import setup

@@ -86,9 +86,11 @@ class FastRelay:
                 plan.deallocates:
             return None
         # As the client sent it when that is the statement classified, or the statement
-        # and its semicolon (pgbench's); else its text as classified.
-        message = data[at:end] if sql == plan.text or (
-            sql[-1:] == ";" and sql[:-1] == plan.text) else \
+        # and its semicolon (pgbench's); else its text as classified. Only bytes that are
+        # ASCII go as sent: cstring decodes with replacement, so two byte strings may read
+        # as the text classified, and PostgreSQL (SQL_ASCII) would read them apart.
+        message = data[at:end] if (sql == plan.text or (
+            sql[-1:] == ";" and sql[:-1] == plan.text)) and data[at + 5:end].isascii() else \
             wire.message(Frontend.QUERY, plan.text.encode() + b"\0")
         self.session.relay_from_transport(
             message, Exchange(plan, statements[0].text, client_ready=True))
