@@ -296,6 +296,18 @@ class PrivateAggregate:
         return tuple(column for column in self.outputs if not column.hidden)
 
     @property
+    def labels(self) -> tuple[str, ...]:
+        """What each visible column's error bar is said of: its name, numbered "(2)",
+        "(3)"… after the first where names repeat (each unnamed expression is ?column?)."""
+        seen: dict[str, int] = {}
+        labels = []
+        for column in self.visible:
+            seen[column.name] = seen.get(column.name, 0) + 1
+            labels.append(column.name if seen[column.name] == 1 else
+                          f"{column.name} ({seen[column.name]})")
+        return tuple(labels)
+
+    @property
     def post_sql(self) -> str | None:
         """The statement's own expressions over the released rows (Computed), if any."""
         return None if self.computed is None else self.computed.post_sql

@@ -115,3 +115,43 @@ def test_a_division_truncates_only_where_postgresql_divides_integers():
     # an integer beside a numeric constant is numeric
     ratio = sqlglot.parse_one('"r"."o0" * 100.0 / "r"."o1"', dialect="postgres")
     assert interval_of(ratio, typed(True)) == (350.0, 450.0)
+
+
+def test_a_value_that_may_be_null_leaves_is_null_and_coalesce_undecided():
+    # A SUM released NULL (its noisy count below ½) may still hold a value: its truth
+    # is anywhere, and whether it is NULL is not known.
+    unknown = {0: (-math.inf, math.inf)}
+    node = sqlglot.parse_one('COALESCE("r"."o0", 0)', dialect="postgres")
+    assert interval_of(node, lambda i: Input(unknown[i], i, maybe_null=True)) == \
+        (-math.inf, math.inf)
+    # released with a value, its truth may still be NULL (no row): either branch
+    node = sqlglot.parse_one('CASE WHEN "r"."o0" IS NULL THEN 0 ELSE 1 END',
+                             dialect="postgres")
+    assert interval_of(node, lambda i: Input((40.0, 60.0), i, maybe_null=True)) == (0.0, 1.0)
+    assert interval_of(node, lambda i: Input((40.0, 60.0), i)) == (1.0, 1.0)
+
+
+def test_a_branch_narrows_with_the_end_its_condition_guarantees():
+    # o0 > o1 with o1 in [10, 50] only guarantees o0 > 10 (o0 = 20, o1 = 10 reaches it)
+    sql = 'CASE WHEN "r"."o0" > "r"."o1" THEN "r"."o0" END'
+    assert _interval(sql, {0: (0.0, 100.0), 1: (10.0, 50.0)}) == (10.0, 100.0)
+    node = sqlglot.parse_one(sql, dialect="postgres")
+    whole = interval_of(node, lambda i: Input({0: (0.0, 100.0), 1: (10.0, 50.0)}[i], i,
+                                              integer=i == 0))
+    assert whole == (11.0, 100.0)
+
+
+def test_text_is_never_compared_in_python():
+    # PostgreSQL finds timestamptz '2024-03-01 00:00:00+00' = '2024-03-01': undecided
+    sql = "CASE WHEN \"r\".\"o0\" = '2024-03-01' THEN \"r\".\"o1\" ELSE 0 END"
+    assert _interval(sql, {0: "2024-03-01 00:00:00+00", 1: (490.0, 510.0)}) == (0.0, 510.0)
+    assert _interval("CASE WHEN \"r\".\"o0\" < 'b' THEN \"r\".\"o1\" ELSE 0 END",
+                     {0: "a", 1: (490.0, 510.0)}) == (0.0, 510.0)
+    # a key compared with itself holds whatever its collation
+    assert _interval('CASE WHEN "r"."o0" = "r"."o0" THEN "r"."o1" ELSE 0 END',
+                     {0: "a", 1: (490.0, 510.0)}) == (490.0, 510.0)
+
+
+def test_a_cast_to_numeric_with_a_precision_alone_rounds_to_whole_numbers():
+    assert _interval('CAST("r"."o0" AS NUMERIC(5))', {0: (2.4, 2.6)}) == (2.0, 3.0)
+    assert _interval('CAST("r"."o0" AS NUMERIC(5, 1))', {0: (2.44, 2.66)}) == (2.4, 2.7)

@@ -272,6 +272,33 @@ def test_spread_rows_are_answered_as_shape_times_total_and_the_interval_covers()
     assert medians[0] < 0.8 * medians[1], medians
 
 
+def test_a_count_inside_an_expression_takes_the_shape_path_and_its_interval():
+    """count(*) * 2 per cell is answered as a bare count's cells are (shape × total), its
+    interval twice the cells' (shape_bound), and it holds twice the truth in ≥ 95%."""
+    plan = plan_private_aggregate(parse_query(
+        "SELECT quantity, count(*) * 2 AS twice FROM orders GROUP BY quantity"),
+        SHAPED, 0, METRICS)
+    assert plan.unit is not None and plan.unit.spread_keys and plan.post_sql is not None
+    calibration = calibrate(plan, 0.1, 1e-8)
+    settings = PrivacySettings(shift_interval=(0.0, 0.0))
+    units = _spread_units(6000, 1)
+    truth = {k: sum(u.get(k, 0) for u in units) for k in range(1, 11)}
+    rows = by_unit_size(_backend(units, range(1, 11)))
+    rng = SeededRandomSource(31)
+    inside: Counter[int] = Counter()
+    releases = 100
+    for _ in range(releases):
+        answer = release(plan, calibration, [23], rows, 0.0, settings, rng,
+                         [(o.name, 20) for o in plan.outputs])
+        assert "assumes each unit's rows fall in the cells" in (answer.unit_note or "")
+        below, above = (float(end) for end in str(answer.bounds["twice"]).split()[:1] * 2)
+        for key, _, count in answer.rows:
+            twice = 2 * int(count or 0)  # what the statement computes from the cell
+            k = int(key or 0)
+            inside[k] += twice - below <= 2 * truth[k] <= twice + above
+    assert all(inside[k] >= 0.95 * releases for k in truth), inside
+
+
 def test_zero_noise_keeps_the_plain_cells_exact():
     plan = plan_private_aggregate(parse_query(HISTOGRAM), SHAPED, 0, METRICS)
     calibration = calibrate(plan, 1e12, 1e-8)

@@ -155,6 +155,21 @@ def test_a_chosen_tau_counts_every_row_without_noise(choosing_proxy, demo_databa
     assert int(note.split("counted with at most ")[1].split()[0]) >= 50
 
 
+def test_counts_inside_expressions_choose_tau_too(choosing_proxy, demo_database):
+    """count(*) * 2, alone or per cell, is answered at a chosen τ (one scan, the same
+    bound as a bare count), its interval taken from the count's: PostgreSQL's rows."""
+    dsn, _ = choosing_proxy
+    for sql, tau in [("SELECT count(*) * 2 AS twice FROM orders WHERE quantity >= 2", 50),
+                     ("SELECT quantity, count(*) * 2 AS twice, count(*) + 1 FROM orders "
+                      "WHERE product_id <= 500 GROUP BY 1 ORDER BY 1", 50)]:
+        rows, notices = through_proxy(dsn, sql)
+        assert rows == on_postgres(demo_database, sql), sql
+        (note,) = [n for n in notices if "a bound chosen privately" in n]
+        assert int(note.split("counted with at most ")[1].split()[0]) >= tau
+        assert "how many is not released" not in note
+        assert any("twice ±" in n for n in notices), notices
+
+
 def test_a_histogram_with_a_chosen_tau_is_postgresqls_without_noise(choosing_proxy,
                                                                     demo_database):
     """τ lands at κ·τ_g = 50, the busiest customer's 50 orders: every cell is exact."""

@@ -73,8 +73,8 @@ def choice_bound(plan: PrivateAggregate, calibration: Calibration, output: Outpu
     return (f"{ranks} in rank (exponential mechanism on {part.grid.points} grid points of "
             f"[{float(part.grid.lo):g}, {float(high):g}]): give or take half a grid step "
             f"({float(part.grid.step / 2):.3g}), the value released has p·n ± {ranks} of the "
-            "n rows below it; an interval in values would depend on the data, so none is "
-            "stated")
+            "n rows below it (rows equal to it counted either way); an interval in values "
+            "would depend on the data, so none is stated")
 
 
 def _text(raw: bytes | None) -> str:

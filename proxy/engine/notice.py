@@ -10,6 +10,7 @@ from rewriter.release.unit_report import mode_notice
 from rewriter.sensitivity.calibrate import Calibration
 
 from .before_charge import Checked
+from .computed_errors import NOT_STATED
 from .release import Release
 
 
@@ -80,9 +81,14 @@ def _details(plan: PrivateAggregate, calibration: Calibration, answer: Release,
     if (mode := answer.unit_note or mode_notice(plan)) is not None:
         lines.append(mode)
     if plan.post_sql is not None:
-        lines.append(_COMPUTED if any(o.kind == OutputKind.COMPUTED and o.name in answer.bounds
-                                      for o in plan.visible) else
+        computed = [label for o, label in zip(plan.visible, plan.labels, strict=True)
+                    if o.kind == OutputKind.COMPUTED]
+        lines.append(_COMPUTED if any(label in answer.bounds for label in computed) else
                      "the statement's expressions were computed from the noisy values")
+        unstated = [label for label in computed if label not in answer.bounds]
+        if unstated and calibration.pure:  # else no column has one, as said above
+            # Said, not left out: a column without a bar must not look like a certain one.
+            lines.append(f"{', '.join(unstated)}: no interval stated ({NOT_STATED})")
     elif plan.outer is not None:
         lines.append("the statement's expressions were computed from the noisy values")
     elif any(o.hidden for o in plan.outputs):

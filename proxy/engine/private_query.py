@@ -229,8 +229,11 @@ def heavy_release(plan: PrivateAggregate, calibration: Calibration, true_rows: S
                   ) -> bool:
     """Whether releasing these rows may take more than a millisecond, and so runs on a
     worker thread: noise for many rows, the exponential mechanism's sampling (it weighs
-    every candidate) and Gaussian noise (a real-valued grid calibrates for ~15 ms). A few
-    rows of Laplace noise stay on the event loop: the hop to a thread would cost more."""
+    every candidate), Gaussian noise (a real-valued grid calibrates for ~15 ms) and the
+    intervals of the statement's own expressions in more than one row (~0.3 ms a row,
+    computed_errors.py). A few rows of Laplace noise stay on the event loop: the hop to a
+    thread would cost more."""
     return len(true_rows) > INLINE_RELEASE_ROWS or any(p.choice for p in plan.parts) \
-        or calibration.mechanism == Mechanism.GAUSSIAN
+        or calibration.mechanism == Mechanism.GAUSSIAN \
+        or (plan.post_sql is not None and len(true_rows) > 1)
 

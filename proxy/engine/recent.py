@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from rewriter.plan import OutputKind, PrivateAggregate
 
 from ..pgwire import wire
+from .computed_errors import NOT_STATED
 from .first_rows import FirstRows
 
 # Per analyst, and how many analysts are remembered (the least recently answered go).
@@ -77,9 +78,9 @@ def recent_answer(statement: str, plan: PrivateAggregate, bounds: dict[str, int 
     """What SHOW dp.last_answers lists of one fresh answer: the NOTICE's error bars, and
     for every other column why it has none."""
     columns = []
-    for output in plan.visible:
-        if output.name in bounds:
-            error = f"±{bounds[output.name]}"
+    for output, label in zip(plan.visible, plan.labels, strict=True):
+        if label in bounds:
+            error = f"±{bounds[label]}"
         elif output.kind == OutputKind.KEY:
             error = "a group key: no noise"
         elif not plan.parts:
@@ -88,11 +89,10 @@ def recent_answer(statement: str, plan: PrivateAggregate, bounds: dict[str, int 
             error = "not shown: the noise follows this join's smooth sensitivity, which " \
                     "depends on the data"
         elif output.kind == OutputKind.COMPUTED:
-            error = "computed from the noisy values: no interval is derived for it (NULL, " \
-                    "text, a date, or a function dpgate does not bound)"
+            error = f"computed from the noisy values: no interval stated ({NOT_STATED})"
         else:
             error = "not shown"
-        columns.append((output.name, error))
+        columns.append((label, error))
     return _answer(statement, columns, confidence, epsilon, delta)
 
 

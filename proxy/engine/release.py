@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
 
@@ -48,8 +48,8 @@ from .weighted_sums import sums_at_bound, weights_note
 class Release:
     columns: list[tuple[str, int]]  # (name, type OID)
     rows: list[list[str | None]]
-    # visible noisy column -> accuracy bound (pure path only); for a choice, the bound
-    # with its unit and the mechanism that answered
+    # visible column's label (plan.labels) -> accuracy bound (pure path only); for a
+    # choice, the bound with its unit and the mechanism that answered
     bounds: dict[str, int | str]
     # A unit-mode count answered at a τ of its own: what the NOTICE says of τ.
     unit_note: str | None = None
@@ -100,7 +100,7 @@ def release(plan: PrivateAggregate, calibration: Calibration,
              for true_row in true_rows]
     shape: list[float] | None = None
     if count is not None and count.total is not None:  # the shape cells, then × total
-        shape = [drawn[0].plain for drawn in draws]
+        shape = errors.shape = [drawn[0].plain for drawn in draws]
         draws = [[Drawn(round(value), round(value) + drawn[0].released - drawn[0].plain)]
                  for value, drawn in zip(scaled_to_total(count, shape), draws, strict=True)]
     rows, drawn_rows = [], []
@@ -125,7 +125,8 @@ def release(plan: PrivateAggregate, calibration: Calibration,
     if count is not None and shape is not None:  # each visible count (its one part)
         bar = shape_bound(count, shape, widest_shift(calibration, 0, settings),
                           1 - settings.confidence)
-        bounds |= {o.name: bar for o in plan.visible if o.kind == OutputKind.NOISY}
+        bounds |= {label: bar for o, label in zip(plan.visible, plan.labels, strict=True)
+                   if o.kind == OutputKind.NOISY}
     if plan.post_sql is not None:  # every output, for the statement's own expressions
         bounds |= computed_bounds(plan, pairs, errors.interval, 1 - settings.confidence,
                                   _rounded_up,
@@ -367,10 +368,10 @@ def _choice_bounds(plan: PrivateAggregate, calibration: Calibration, candidates:
                    beta: float) -> dict[str, int | str]:
     """The exponential mechanism's bounds: in count for a mode, in rank for a quantile."""
     bounds: dict[str, int | str] = {}
-    for output in plan.visible:
+    for output, label in zip(plan.visible, plan.labels, strict=True):
         bound = choice_bound(plan, calibration, output, candidates, beta)
         if bound is not None:
-            bounds[output.name] = bound
+            bounds[label] = bound
     return bounds
 
 
@@ -386,7 +387,7 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
         return {}
     beta = 1 - settings.confidence
     bounds: dict[str, int | str] = {}
-    for output in plan.visible:
+    for output, label in zip(plan.visible, plan.labels, strict=True):
         if output.kind != OutputKind.NOISY or _per_row(plan, output):
             continue  # _RowErrors
         widest = widest_shift(calibration, output.parts[0], settings)
@@ -395,13 +396,13 @@ def _bounds(plan: PrivateAggregate, calibration: Calibration,
             rows = truncation_allowance(count, beta / 2)
             noise = noise_bound(plan, calibration, output.parts[0], widest,
                                 beta / 2 if count.chosen else beta)
-            bounds[output.name] = math.ceil(noise + rows * _magnitude(output))
+            bounds[label] = math.ceil(noise + rows * _magnitude(output))
             continue
         if count is not None and calibration.mechanism != Mechanism.GAUSSIAN:
             assert plan.unit is not None and plan.unit.counts_cap is not None
-            bounds[output.name] = count_bound(count, widest, beta)
+            bounds[label] = count_bound(count, widest, beta)
             continue
-        bounds[output.name] = math.ceil(
+        bounds[label] = math.ceil(
             noise_bound(plan, calibration, output.parts[0], widest, beta))
     return bounds
 
@@ -426,16 +427,21 @@ class _RowErrors:
     plan: PrivateAggregate
     calibration: Calibration
     settings: PrivacySettings
-    outputs: list[tuple[int, OutputColumn]]  # visible AVGs and bucketed sums
+    outputs: list[tuple[int, str, OutputColumn]]  # visible AVGs and bucketed sums, labelled
     widths: dict[str, float]
     count: CountAtBound | None = None
+    noises: dict[tuple[int, float], float] = field(default_factory=dict)
+    # The shape × total estimator's shape cells (chosen_bound.py), once drawn.
+    shape: list[float] | None = None
 
     @classmethod
     def of(cls, plan: PrivateAggregate, calibration: Calibration,
            settings: PrivacySettings, count: CountAtBound | None = None) -> _RowErrors:
-        outputs = [(index, output) for index, output in enumerate(plan.outputs)
-                   if calibration.pure and not output.hidden and
-                   output.kind == OutputKind.NOISY and _per_row(plan, output)]
+        visible = [index for index, output in enumerate(plan.outputs) if not output.hidden]
+        outputs = [(index, label, plan.outputs[index])
+                   for index, label in zip(visible, plan.labels, strict=True)
+                   if calibration.pure and plan.outputs[index].kind == OutputKind.NOISY and
+                   _per_row(plan, plan.outputs[index])]
         return cls(plan, calibration, settings, outputs, {}, count)
 
     @property
@@ -456,7 +462,7 @@ class _RowErrors:
         """Take in one released row (plan.outputs' values) and its drawn parts."""
         beta = 1 - self.settings.confidence
         share = 1 / 2 if self._weighed else 1.0
-        for index, output in self.outputs:
+        for index, label, output in self.outputs:
             released = row[index]
             if released is None:
                 continue
@@ -466,7 +472,7 @@ class _RowErrors:
             else:
                 width = self._sum(output.parts[0], drawn[output.parts[0]], beta * share / 2) \
                     + self._beyond(beta) * _magnitude(output)
-            self.widths[output.name] = max(self.widths.get(output.name, 0.0), width)
+            self.widths[label] = max(self.widths.get(label, 0.0), width)
 
     def interval(self, output: OutputColumn, released: object, drawn: list[Drawn],
                  beta: float) -> tuple[float, float] | None:
@@ -483,12 +489,13 @@ class _RowErrors:
         unit = self.plan.unit
         if self.plan.parts[index].edges is not None:
             below = above = self._sum(index, drawn[index], beta * share / 2)
+        elif self.count is not None and self.count.total is not None:
+            below = above = self._shape_bound(beta)
         elif self.count is not None and unit is not None and unit.counts_cap is not None \
                 and self.calibration.mechanism != Mechanism.GAUSSIAN:
             below, above = count_ends(self.count, widest, beta)
         else:
-            below = above = noise_bound(self.plan, self.calibration, index, widest,
-                                        beta * share)
+            below = above = self._noise(index, beta * share)
         lo, hi = output.bounds if output.bounds is not None else (0.0, 1.0)
         beyond = self._beyond(beta)
         low, high = value - below + beyond * min(lo, 0.0), value + above + beyond * max(hi, 0.0)
@@ -501,9 +508,7 @@ class _RowErrors:
         # β/2 each for the sum and the count; with chosen bounds, half of that is the
         # sum's noise and the other half the count's, β/2 being the bounds' bias.
         share *= 1 / 4 if drawn[total].chosen is not None else 1 / 2
-        count_bound = noise_bound(self.plan, self.calibration, count,
-                                  widest_shift(self.calibration, count, self.settings),
-                                  beta * share)
+        count_bound = self._noise(count, beta * share)
         assert output.bounds is not None
         return average_interval(drawn[total].released, drawn[count].released,
                                 self._sum(total, drawn[total], beta * share), count_bound,
@@ -512,11 +517,28 @@ class _RowErrors:
 
     def _sum(self, index: int, drawn: Drawn, beta: float) -> float:
         """The error of a sum part at β, plus the bias of its chosen bounds."""
-        widest = widest_shift(self.calibration, index, self.settings)
         if drawn.chosen is None:
-            return noise_bound(self.plan, self.calibration, index, widest, beta)
+            return self._noise(index, beta)
+        widest = widest_shift(self.calibration, index, self.settings)
         noise = real_noise_bound(drawn.grid, widest, beta) if drawn.grid is not None else 0.0
         return noise + float(max(drawn.chosen.bias_low, drawn.chosen.bias_high))
+
+    def _noise(self, index: int, beta: float) -> float:
+        """Part `index`'s noise bound at β and the widest shift: the same for every row,
+        so worked out once (a real grid calibrates each time it is asked)."""
+        if (index, beta) not in self.noises:
+            self.noises[index, beta] = noise_bound(
+                self.plan, self.calibration, index,
+                widest_shift(self.calibration, index, self.settings), beta)
+        return self.noises[index, beta]
+
+    def _shape_bound(self, beta: float) -> float:
+        """A shape × total cell's widest half-width at β (the same for every cell)."""
+        assert self.count is not None and self.shape is not None
+        if (-1, beta) not in self.noises:  # -1: no part's own, the cells' together
+            self.noises[-1, beta] = shape_bound(
+                self.count, self.shape, widest_shift(self.calibration, 0, self.settings), beta)
+        return self.noises[-1, beta]
 
     def bounds(self) -> dict[str, int | str]:
         return {name: _rounded_up(width) for name, width in self.widths.items()}

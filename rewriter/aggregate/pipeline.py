@@ -168,12 +168,13 @@ def _weighted(draft: Draft) -> Draft:
 
 
 def _chosen_count(draft: Draft) -> Draft:
-    if draft.weighted or draft.computed_post is not None:
+    if draft.weighted:
         return draft
     assert draft.plan is not None
     plan = chosen_count(draft.scope, draft.mode, draft.released.parts, draft.plan,
                         [key.spec for key in draft.key_plans])
-    return replace(draft, plan=plan, final=True)
+    # A count inside the statement's expressions (count(*) * 2) still needs them.
+    return replace(draft, plan=plan, final=draft.computed_post is None)
 
 
 def _over_released(draft: Draft) -> Draft:

@@ -38,7 +38,7 @@ from ..sensitivity.calibrate import (
 from ..sensitivity.metrics import Metrics, MissingMetrics
 from ..sqlstate import SqlState
 from .error_bars import noise_bound
-from .propagate import inputs_of, projections
+from .propagate import Input, NoInterval, inputs_of, interval_of, projections
 from .unit_report import mode_report
 
 OBJECT_NOT_IN_PREREQUISITE_STATE = SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE
@@ -230,6 +230,11 @@ def _computed_error(plan: PrivateAggregate, calibration: Calibration, index: int
         if plan.outputs[i].kind == OutputKind.NOISY:
             read.setdefault(plan.outputs[i].parts, plan.outputs[i])
     noisy = list(read.values())
+    try:  # a trial over placeholder intervals: whether the expression can have one at all
+        interval_of(node, lambda i: Input((1.0, 2.0), i))
+    except NoInterval as reason:
+        return {"reads": [output.name for output in noisy],
+                "error": f"not stated: {reason} (the NOTICE says so with each answer)"}
     shares = f"1 − β/{len(noisy)}" if len(noisy) > 1 else "1 − β"
     limits = plan.computed.ranges[index] if plan.computed and plan.computed.ranges else None
     return {"reads": [output.name for output in noisy], "confidence": 1 - beta,
@@ -296,7 +301,7 @@ def _choice_report(output: OutputColumn, part: NoisyPart, calibrated: PartCalibr
                       grid_step=float(part.grid.step), grid_points=part.grid.points,
                       rank_error=ranks, confidence=1 - beta,
                       error=f"in rank: give or take half a grid step, the value released "
-                      f"has p·n ± {ranks} of the n rows below it; no interval in values is "
-                      "stated, as it would depend on how far apart the values near that "
-                      "rank lie")
+                      f"has p·n ± {ranks} of the n rows below it (rows equal to it counted "
+                      "either way); no interval in values is stated, as it would depend on "
+                      "how far apart the values near that rank lie")
     return report

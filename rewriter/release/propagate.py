@@ -34,8 +34,9 @@ class NoInterval(Exception):
 @dataclass(frozen=True)
 class Input:
     """A released output as an input: its interval (None: NULL; a str: a non-numeric key,
-    compared as text) and what it denotes (outputs of the same noisy part are one value);
-    `integer` when its truth is a whole number (a count of rows)."""
+    never compared in Python, as PostgreSQL's types and collations decide) and what it
+    denotes (outputs of the same noisy part are one value); `integer` when its truth is a
+    whole number (a count of rows)."""
 
     interval: Interval | str | None
     identity: object
@@ -43,6 +44,9 @@ class Input:
     # Whether its PostgreSQL type is an integer type (bigint / bigint truncates); None:
     # not known, and a division is then bounded either way.
     whole_type: bool | None = None
+    # Whether its truth may be NULL whatever was released (a SUM or an AVG of no row, or
+    # one released NULL by its noisy count): IS NULL and comparisons on it are undecided.
+    maybe_null: bool = False
 
 
 @functools.lru_cache(maxsize=256)
@@ -194,7 +198,8 @@ class _Evaluate:
                     continue
                 given = self.inputs(_index(column))
                 step = 1.0 if isinstance(test, exp.GT) and given.integer else 0.0
-                low = math.floor(floor[1]) + step if given.integer else floor[1]
+                # o > e holds for e's truth, which is only known to be ≥ e's lower end
+                low = math.floor(floor[0]) + step if given.integer else floor[0]
                 floors[given.identity] = max(floors.get(given.identity, -math.inf), low)
         if not floors:
             return self
@@ -225,12 +230,28 @@ class _Evaluate:
                 False if left is False and right is False else None
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
             null = self.value(node.this) is None
+            if not null and self._nullable(node.this):
+                return None
             return not null if node.args.get("negate") else null
         if isinstance(node, exp.Boolean):
             return bool(node.this)
         if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)):
-            return _compare(node, self.value(node.this), self.value(node.expression))
+            this, other = self.value(node.this), self.value(node.expression)
+            if this is not None and other is not None and \
+                    (self._nullable(node.this) or self._nullable(node.expression)):
+                return None  # NULL fails where a value might hold
+            if isinstance(this, str) or isinstance(other, str):
+                # Text is compared by PostgreSQL's types and collations ('2024-03-01'
+                # equals a timestamptz at midnight), not Python's: undecided, except a
+                # key against itself.
+                same = isinstance(this, str) and self._same(node.this, node.expression)
+                return None if not same else isinstance(node, (exp.EQ, exp.GTE, exp.LTE))
+            return _compare(node, this, other)
         raise NoInterval(f"a condition dpgate cannot decide: {node.sql(dialect='postgres')[:40]}")
+
+    def _nullable(self, node: exp.Expression) -> bool:
+        """Whether `node` reads a value whose truth may be NULL (an over-estimate)."""
+        return any(self.inputs(i).maybe_null for i in inputs_of(node))
 
     def _extreme(self, node: exp.Expression) -> Interval | None:
         """GREATEST and LEAST ignore NULLs and are monotone in each argument."""
@@ -253,6 +274,8 @@ class _Evaluate:
             return _rounded(value, 0)
         if len(target.expressions) > 1:  # numeric(p, s) rounds to s digits
             return _rounded(value, int(target.expressions[1].this.this))
+        if target.expressions and name == "decimal":  # numeric(p): to whole numbers
+            return _rounded(value, 0)
         return value
 
     def _function(self, node: exp.Expression) -> Interval | None:
@@ -325,15 +348,10 @@ def _union(values: list[Value]) -> Value:
     return min(v[0] for v in numbers), max(v[1] for v in numbers)
 
 
-def _compare(node: exp.Expression, left: Value, right: Value) -> bool | None:
+def _compare(node: exp.Expression, left: Interval | None, right: Interval | None
+             ) -> bool | None:
     if left is None or right is None:
         return False
-    if isinstance(left, str) or isinstance(right, str):
-        if not (isinstance(left, str) and isinstance(right, str)):
-            raise NoInterval("a text compared with a number")
-        holds = {exp.EQ: left == right, exp.NEQ: left != right, exp.GT: left > right,
-                 exp.GTE: left >= right, exp.LT: left < right, exp.LTE: left <= right}
-        return holds[type(node)]  # type: ignore[index]
     (a, b), (c, d) = left, right
     if isinstance(node, (exp.GT, exp.LTE)):
         result = True if a > d else False if b <= c else None
