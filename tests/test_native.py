@@ -114,9 +114,9 @@ def _loaded(pure: bool) -> tuple[bool, bool]:
 
 
 def test_this_checkout_runs_compiled_exactly_when_its_build_is_fresh() -> None:
-    # `make test` builds first: there this is the compiled case.
+    # `make test-native` builds first: there this is the compiled case.
     fresh, compiled = _loaded(pure=False)
     assert compiled == fresh
-    if os.environ.get("DPGATE_REQUIRE_NATIVE"):  # make test's first run: built just now
+    if os.environ.get("DPGATE_REQUIRE_NATIVE"):  # make test-native: built just now
         assert compiled
     assert _loaded(pure=True) == (fresh, False)
