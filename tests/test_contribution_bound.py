@@ -43,7 +43,7 @@ from rewriter.sensitivity.calibrate import calibrate
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.statistical  # exact pmfs over every neighbour, seeded draws
 
 CAP = 4
 GRID = bound_grid(CAP)

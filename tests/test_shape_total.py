@@ -59,7 +59,7 @@ from tests.test_contribution_bound import by_unit_size
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.statistical  # brute force over every neighbour, and coverage over many releases
 
 CAP = 4
 CELLS = 2
