@@ -59,7 +59,8 @@ from tests.test_contribution_bound import by_unit_size
 from tests.test_unit_golden import METRICS
 from tests.unit_support import demo_policy
 
-pytestmark = pytest.mark.statistical  # brute force over every neighbour, and coverage over many releases
+# Brute force over every neighbour, and coverage over many releases.
+pytestmark = pytest.mark.statistical
 
 CAP = 4
 CELLS = 2
