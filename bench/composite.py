@@ -19,10 +19,8 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench.clients import p95, start_dpgate, time_fresh_questions
-from proxy.demo.demo import prepare_database, start_embedded_postgres
+from bench.clients import DATABASE, demo_backend, p95, start_dpgate, time_fresh_questions
 
-DATABASE = "bench"
 WHERE = " FROM orders WHERE product_id = {k}"
 QUANTILE = "percentile_cont(0.5) WITHIN GROUP (ORDER BY order_cost)"
 QUESTIONS = {
@@ -44,10 +42,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="dpgate-bench-") as temporary, ExitStack() as stack:
         directory = Path(temporary)
-        directory.chmod(0o755)
-        server, admin_uri = start_embedded_postgres(directory / "pgdata")
-        stack.callback(server.cleanup)
-        dsns = prepare_database(admin_uri, DATABASE)
+        _, dsns = demo_backend(directory, stack)
         port, _ = start_dpgate(directory, dsns, stack, root=args.dpgate_root)
         times = time_fresh_questions(port, DATABASE, QUESTIONS, args.runs, warm=1000)
     medians = {kind: statistics.median(values) for kind, values in times.items()}

@@ -22,12 +22,10 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench.clients import p95, start_dpgate, time_fresh_questions
-from proxy.demo.demo import prepare_database, start_embedded_postgres
+from bench.clients import DATABASE, demo_backend, p95, start_dpgate, time_fresh_questions
 from proxy.demo.roles import RELAY
 from proxy.pgwire.backend import BackendPool, Endpoint
 
-DATABASE = "bench"
 QUESTIONS = {
     "plain": "SELECT count(*) FROM orders WHERE product_id = {k}",
     "post-processed": "SELECT count(*) + 1 FROM orders WHERE product_id = {k}",
@@ -42,10 +40,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="dpgate-bench-") as temporary, ExitStack() as stack:
         directory = Path(temporary)
-        directory.chmod(0o755)
-        server, admin_uri = start_embedded_postgres(directory / "pgdata")
-        stack.callback(server.cleanup)
-        dsns = prepare_database(admin_uri, DATABASE)
+        _, dsns = demo_backend(directory, stack)
         port, _ = start_dpgate(directory, dsns, stack, root=args.dpgate_root)
         times = time_fresh_questions(port, DATABASE, QUESTIONS, args.runs, warm=0)
         times.update(asyncio.run(_lends(Endpoint.from_dsn(dsns[RELAY]), args.runs * 5)))
